@@ -1,0 +1,39 @@
+# The two commands: `make demo` and `make test`. Both create or reuse .venv and install
+# what they need; nothing else has to be set up by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint types unit proto proto-check bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/arena demo
+
+test: $(STAMP) lint types proto-check
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types: $(STAMP)
+	$(BIN)/mypy referee workers sample_bots scripts tests
+
+proto: $(STAMP)
+	$(BIN)/python scripts/gen_proto.py
+
+proto-check: $(STAMP)
+	$(BIN)/python scripts/gen_proto.py --check
+
+bench: $(STAMP)
+	$(BIN)/python bench/engine.py
+
+clean:
+	rm -rf $(VENV) .arena .mypy_cache .pytest_cache .ruff_cache

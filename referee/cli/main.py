@@ -1,0 +1,53 @@
+"""Entry point of the ``arena`` command.
+
+Each command module exposes ``register(commands: Commands)`` and adds its subcommands;
+a subcommand's handler takes the parsed arguments and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from referee import __version__
+from referee.cli.common import Commands
+
+COMMAND_MODULES = (
+    "referee.cli.games",  # presets, selfplay
+    "referee.cli.referee_cmd",  # referee
+    "referee.cli.bots",  # bot register/list/revoke/rotate-token
+    "referee.cli.workers_cmd",  # worker, up, replay, match
+    "referee.cli.seasons",  # season ..., standings, demo
+    "referee.cli.polyglot",  # bridge, bot check
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arena",
+        description="Sevens Arena: bot leagues for the Sevens family and Sedma.",
+    )
+    parser.add_argument("--version", action="version", version=f"arena {__version__}")
+    commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

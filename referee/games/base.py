@@ -1,0 +1,359 @@
+"""The interface every game engine offers to the layers above it.
+
+Everything above the engines (workers, seasons, standings, the gateway, the CLI)
+talks to a game only through these types, so the Sevens family and Sedma are served
+without special cases.
+
+Actions are plain strings in canonical form, so that whatever a bot sent can be handed
+to the engine unchanged:
+
+* a card: ``7D``; ``pass``;
+* a run of cards of one suit in one turn (Sevens with ``multi_card_turn``): the cards
+  joined by ``+`` in the order they are placed, ``8D+9D+TD``;
+* Sedma marriage announcement while leading (``mariash-sedma``): ``QH+KH`` leads the
+  first card and shows the pair.
+
+Legal-action lists are sorted with :func:`action_sort_key`: card actions by their
+first card (suit, then rank), then by length; ``pass`` last.
+
+Observations are JSON-able dicts built by ``Match.observation(seat)``: the one place
+that decides what a seat may see. Their schema is documented in
+``docs/OBSERVATIONS.md`` and mirrored field for field by ``proto/arena/v1/game.proto``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Self, runtime_checkable
+
+from referee.games.cards import Card
+
+PASS = "pass"
+"""The pass action."""
+
+RUN_SEPARATOR = "+"
+"""Joins the cards of a multi-card action (a run, or a marriage lead)."""
+
+JSON = dict[str, Any]
+
+
+def action_sort_key(action: str) -> tuple[int, int, int]:
+    """Sort key of the canonical legal-action order (cards by suit then rank, pass last)."""
+    if action == PASS:
+        return (1, 0, 0)
+    first, _, _rest = action.partition(RUN_SEPARATOR)
+    return (0, Card.parse(first).index, action.count(RUN_SEPARATOR))
+
+
+class EventKind:
+    """Event kinds shared by every engine (an engine may add its own, documented ones)."""
+
+    DEAL_START = "deal_start"
+    PLAY = "play"  # an accepted card (or run) played
+    PASS = "pass"  # a legal pass (forced, free, or a paid voluntary pass)
+    ILLEGAL_PASS = "illegal_pass"  # a pass while able to play (SV-18/SV-19)
+    INVALID_ACTION = "invalid_action"  # refused: not held, not legal, malformed (SV-21)
+    TIMEOUT = "timeout"  # the seat did not answer in time (DESIGN section 4)
+    PENALTY = "penalty"  # chips or points paid because of a penalty
+    ELIMINATED = "eliminated"  # out of the deal (SV-19 forfeit, SV-23)
+    TRICK = "trick"  # Sedma: a trick was won
+    DEAL_END = "deal_end"
+    VOID_DEAL = "void_deal"  # Sedma: a tied hand, redealt (SD-16)
+    MATCH_END = "match_end"
+
+
+class Source:
+    """Who chose an action: the bot itself, the platform's autopilot, or auto-play."""
+
+    BOT = "bot"
+    AUTOPILOT = "autopilot"  # after strikes, or Sedma's answer to a timeout/invalid action
+    FORCED = "forced"  # a single-option decision auto-played by season option
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened in a match, in the order it happened.
+
+    ``reason`` is a machine-readable code (``not_held``, ``not_legal``, ``malformed``,
+    ``illegal_pass``, ``timeout``, ``pass_limit`` …); ``detail`` holds JSON-able extras,
+    e.g. ``{"chips": 5, "payee": "pot"}`` on a penalty or ``{"message": "…"}`` with the
+    reason in words on a refused action.
+    """
+
+    kind: str
+    seat: int | None = None
+    deal: int = 0
+    action: str | None = None
+    reason: str | None = None
+    source: str = Source.BOT
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> JSON:
+        out: JSON = {"kind": self.kind, "deal": self.deal}
+        if self.seat is not None:
+            out["seat"] = self.seat
+        if self.action is not None:
+            out["action"] = self.action
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.source != Source.BOT:
+            out["source"] = self.source
+        if self.detail:
+            out["detail"] = dict(self.detail)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        return cls(
+            kind=data["kind"],
+            seat=data.get("seat"),
+            deal=data.get("deal", 0),
+            action=data.get("action"),
+            reason=data.get("reason"),
+            source=data.get("source", Source.BOT),
+            detail=dict(data.get("detail", {})),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PenaltyRecord:
+    """A penalty applied in a deal: who, why (reason code), and how much (native unit)."""
+
+    seat: int
+    reason: str
+    amount: int
+
+    def to_dict(self) -> JSON:
+        return {"seat": self.seat, "reason": self.reason, "amount": self.amount}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PenaltyRecord:
+        return cls(seat=data["seat"], reason=data["reason"], amount=data["amount"])
+
+
+@dataclass(frozen=True, slots=True)
+class DealResult:
+    """The outcome of one deal (Sevens) or hand (Sedma).
+
+    ``order`` is the finishing order, best first, as groups of seats that tie (a Sedma
+    partnership is one group). ``deltas`` is each seat's change of the match score in
+    the match's native unit (see ``MatchResult.unit``); for chip games they sum to zero
+    (SV-31). ``detail`` holds game-specific extras (cards left, points per side, …).
+    """
+
+    deal: int
+    winner: int | None
+    order: tuple[tuple[int, ...], ...]
+    deltas: tuple[int, ...]
+    penalties: tuple[PenaltyRecord, ...] = ()
+    void: bool = False
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> JSON:
+        return {
+            "deal": self.deal,
+            "winner": self.winner,
+            "order": [list(group) for group in self.order],
+            "deltas": list(self.deltas),
+            "penalties": [p.to_dict() for p in self.penalties],
+            "void": self.void,
+            "detail": dict(self.detail),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DealResult:
+        return cls(
+            deal=data["deal"],
+            winner=data["winner"],
+            order=tuple(tuple(group) for group in data["order"]),
+            deltas=tuple(data["deltas"]),
+            penalties=tuple(PenaltyRecord.from_dict(p) for p in data.get("penalties", [])),
+            void=data.get("void", False),
+            detail=dict(data.get("detail", {})),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResult:
+    """The outcome of a whole match.
+
+    ``totals`` are per seat in ``unit`` (``chips``, ``penalty_points``, ``deals_won``
+    or ``match_points``); ``higher_is_better`` says which way they rank. ``order`` is
+    the match's finishing order with ties grouped, after the rules' tie-breaks.
+    """
+
+    totals: tuple[int, ...]
+    unit: str
+    higher_is_better: bool
+    order: tuple[tuple[int, ...], ...]
+    winners: tuple[int, ...]
+    deals: tuple[DealResult, ...]
+
+    def to_dict(self) -> JSON:
+        return {
+            "totals": list(self.totals),
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "order": [list(group) for group in self.order],
+            "winners": list(self.winners),
+            "deals": [deal.to_dict() for deal in self.deals],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
+        return cls(
+            totals=tuple(data["totals"]),
+            unit=data["unit"],
+            higher_is_better=data["higher_is_better"],
+            order=tuple(tuple(group) for group in data["order"]),
+            winners=tuple(data["winners"]),
+            deals=tuple(DealResult.from_dict(d) for d in data["deals"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DealSpec:
+    """How one deal of a match is dealt.
+
+    The deck is shuffled by ``seed``; hand ``i`` of that shuffle goes to seat
+    ``(i + rotation) % num_players``. For duplicate deals a season plays the same seed
+    with rotations ``0 .. n-1`` and ``dealer`` rotated along with the hands, so every
+    bot plays every hand from the same position. ``dealer=None`` means the match's
+    normal dealer rotation (SV-5, SD-5).
+    """
+
+    seed: int
+    rotation: int = 0
+    dealer: int | None = None
+
+    def to_dict(self) -> JSON:
+        return {"seed": self.seed, "rotation": self.rotation, "dealer": self.dealer}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DealSpec:
+        return cls(seed=data["seed"], rotation=data.get("rotation", 0), dealer=data.get("dealer"))
+
+
+@runtime_checkable
+class Rules(Protocol):
+    """A frozen, validated rules object. ``name`` is its preset name (or ``custom``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def to_dict(self) -> JSON: ...
+
+
+class Match(Protocol):
+    """A match in progress: a sequence of deals under one rules object.
+
+    The match starts its next deal by itself when one ends. ``apply`` and
+    ``apply_timeout`` never raise for anything a bot may send: refused actions are
+    handled as the rules and DESIGN section 4 say and come back as events.
+    """
+
+    game: str
+    rules: Rules
+    num_players: int
+    seed: int
+
+    def is_over(self) -> bool: ...
+
+    def to_act(self) -> int:
+        """The seat that must act now (raises ``MatchStateError`` when the match is over)."""
+        ...
+
+    def deal_index(self) -> int:
+        """0-based index of the current (or last) deal."""
+        ...
+
+    def legal_actions(self) -> list[str]:
+        """The sorted legal actions of the seat to act."""
+        ...
+
+    def check(self, action: str) -> str | None:
+        """``None`` when ``action`` is legal for the seat to act, else the reason in words."""
+        ...
+
+    def observation(self, seat: int) -> JSON:
+        """Everything ``seat`` may know now, and nothing more (docs/OBSERVATIONS.md)."""
+        ...
+
+    def apply(self, action: str, source: str = Source.BOT) -> list[Event]:
+        """Apply what the seat to act sent (whatever it is); return the new events."""
+        ...
+
+    def apply_timeout(self) -> list[Event]:
+        """The seat to act did not answer in time: apply the rules' consequence."""
+        ...
+
+    def fallback_action(self) -> str:
+        """A deterministic legal action for the autopilot (the same state gives the same one)."""
+        ...
+
+    def events(self) -> list[Event]:
+        """Every event of the match so far, in order."""
+        ...
+
+    def deal_results(self) -> list[DealResult]:
+        """Results of the deals finished so far."""
+        ...
+
+    def result(self) -> MatchResult:
+        """The match result (raises ``MatchStateError`` before the end)."""
+        ...
+
+    def initial_hands(self) -> list[list[list[str]]]:
+        """Per deal so far, each seat's hand as dealt (canonical card text, sorted)."""
+        ...
+
+    def to_json(self) -> str:
+        """Rules, seed, deal specs, every action with its source: enough to replay."""
+        ...
+
+
+class Game(Protocol):
+    """A game offered by the platform (``sevens``, ``sedma``)."""
+
+    name: str
+
+    def presets(self) -> Mapping[str, Rules]:
+        """Every named preset, by name."""
+        ...
+
+    def preset(self, name: str) -> Rules:
+        """One preset; ``InvalidRulesError`` naming the known presets if unknown."""
+        ...
+
+    def rules_from_dict(self, data: Mapping[str, Any]) -> Rules:
+        """Build and validate a rules object (``InvalidRulesError`` says what to fix)."""
+        ...
+
+    def player_counts(self, rules: Rules) -> Sequence[int]:
+        """The table sizes these rules allow."""
+        ...
+
+    def new_match(
+        self,
+        rules: Rules,
+        num_players: int,
+        seed: int,
+        deals: Sequence[DealSpec] | None = None,
+    ) -> Match:
+        """A match dealt from ``seed``; ``deals`` fixes each deal's seed and rotation,
+        otherwise the rules' own match length is used (SV-32, SD-15)."""
+        ...
+
+    def match_from_json(self, text: str) -> Match:
+        """Load a match serialized by ``Match.to_json`` (replaying its actions)."""
+        ...
+
+
+class SerializableMatch(Protocol):
+    """What ``match_from_json`` must give back: equal to the original."""
+
+    def to_json(self) -> str: ...
+
+    @classmethod
+    def from_json(cls, text: str) -> Self: ...

@@ -1,0 +1,33 @@
+"""Exceptions of the rules layer.
+
+Hierarchy::
+
+    RulesError (ValueError)
+    ├── InvalidRulesError      a rules object or preset that the validator refuses
+    ├── CardParseError         text that is not a card in canonical form
+    ├── IllegalActionError     an action refused where the caller asked for strictness
+    └── MatchStateError        an operation that does not fit the match's state
+                               (acting after the end, asking for a result too early)
+
+Every message says what was wrong and what would be right.
+"""
+
+
+class RulesError(ValueError):
+    """Base class of every error raised by the rules engines."""
+
+
+class InvalidRulesError(RulesError):
+    """A rules object, option value or preset name was refused by the validator."""
+
+
+class CardParseError(RulesError):
+    """Text that is not a card (or action) in canonical form."""
+
+
+class IllegalActionError(RulesError):
+    """An action that is not legal, raised only by strict helpers (never by ``Match.apply``)."""
+
+
+class MatchStateError(RulesError):
+    """An operation that does not fit the current state of a deal or match."""

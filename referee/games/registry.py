@@ -1,0 +1,36 @@
+"""Games by name: the one list the layers above the engines look games up in."""
+
+from __future__ import annotations
+
+from referee.games.base import Game
+from referee.games.errors import InvalidRulesError
+
+
+def _load() -> dict[str, Game]:
+    games: dict[str, Game] = {}
+    try:
+        from referee.games.sevens import GAME as SEVENS  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - while the engine is being written
+        pass
+    else:
+        games[SEVENS.name] = SEVENS
+    try:
+        from referee.games.sedma import GAME as SEDMA  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - while the engine is being written
+        pass
+    else:
+        games[SEDMA.name] = SEDMA
+    return games
+
+
+GAMES: dict[str, Game] = _load()
+
+
+def get_game(name: str) -> Game:
+    """The game called ``name``; the error lists the games there are."""
+    try:
+        return GAMES[name]
+    except KeyError:
+        raise InvalidRulesError(
+            f"unknown game {name!r}: use one of {', '.join(sorted(GAMES)) or '(none yet)'}"
+        ) from None

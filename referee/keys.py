@@ -1,0 +1,99 @@
+"""Every Redis key the platform uses, in one place.
+
+All keys start with ``arena:``. The owner named beside each group writes it; anyone may
+read it. Add new keys here rather than spelling them out elsewhere.
+"""
+
+from __future__ import annotations
+
+PREFIX = "arena:"
+
+# --- bot registry (referee.bots) -------------------------------------------------------
+BOTS = PREFIX + "bots"  # set of bot names
+
+
+def bot(name: str) -> str:
+    """Hash: owner, description, token_sha256, revoked, created_at."""
+    return f"{PREFIX}bot:{name}"
+
+
+TOKEN_INDEX = PREFIX + "tokens"  # hash: token sha256 -> bot name
+
+
+def bot_streams(name: str) -> str:
+    """Hash: stream id -> JSON {referee, since_ms, concurrency} of open streams."""
+    return f"{PREFIX}bot:{name}:streams"
+
+
+# --- mailboxes (referee.mailbox) --------------------------------------------------------
+def inbox(bot_name: str) -> str:
+    """List: turn requests and notifications for a bot, oldest first (RPUSH / LPOP)."""
+    return f"{PREFIX}inbox:{bot_name}"
+
+
+def reply(match_id: str, attempt: int, seq: int) -> str:
+    """List: the referee's ``sent`` stamp then the bot's ``answer`` for one decision."""
+    return f"{PREFIX}reply:{match_id}:{attempt}:{seq}"
+
+
+# --- matches (workers) -------------------------------------------------------------------
+def match_spec(match_id: str) -> str:
+    """String (JSON): the match spec a ``run_match`` job loads."""
+    return f"{PREFIX}match:{match_id}:spec"
+
+
+def match_state(match_id: str) -> str:
+    """Hash: state (queued/running/done/failed), attempt, worker, error, timestamps."""
+    return f"{PREFIX}match:{match_id}:state"
+
+
+def match_attempt(match_id: str) -> str:
+    """String (int): the latest attempt number handed out (INCR)."""
+    return f"{PREFIX}match:{match_id}:attempt"
+
+
+def match_record(match_id: str) -> str:
+    """String (JSON): the committed match record (requests, actions, timings, events)."""
+    return f"{PREFIX}match:{match_id}:record"
+
+
+def match_result(match_id: str) -> str:
+    """String (JSON): the committed result; set only if absent (exactly once)."""
+    return f"{PREFIX}match:{match_id}:result"
+
+
+RESULTS_STREAM = PREFIX + "results"  # stream: one entry per committed match result
+MATCHES_RECENT = PREFIX + "matches:recent"  # sorted set: match id -> finish time (ms)
+
+# --- seasons (referee.seasons) -----------------------------------------------------------
+SEASONS = PREFIX + "seasons"  # sorted set: season id -> created time (ms)
+
+
+def season(season_id: str) -> str:
+    """Hash: spec (JSON), state, seed hash, counters."""
+    return f"{PREFIX}season:{season_id}"
+
+
+def season_matches(season_id: str) -> str:
+    """Hash: match id -> state, for every scheduled match of a season."""
+    return f"{PREFIX}season:{season_id}:matches"
+
+
+def season_standings(season_id: str) -> str:
+    """String (JSON): the latest standings, recomputed from committed results."""
+    return f"{PREFIX}season:{season_id}:standings"
+
+
+# --- metrics written by workers, read by the referee's collector (referee.metrics) ------
+METRICS_COUNTERS = PREFIX + "metrics:counters"  # hash: "name|label=value,..." -> number
+
+
+def metrics_histogram(name: str) -> str:
+    """Hash: "labels|le" -> cumulative count, plus "labels|sum" and "labels|count"."""
+    return f"{PREFIX}metrics:hist:{name}"
+
+
+WORKERS_ALIVE = PREFIX + "workers"  # hash: worker name -> last heartbeat (ms)
+
+# --- spectator feed ----------------------------------------------------------------------
+EVENTS_CHANNEL = PREFIX + "events"  # pub/sub: best-effort league events (PITFALLS 8)

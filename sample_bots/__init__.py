@@ -1,0 +1,1 @@
+"""The Python bot SDK and sample bots. Imports neither ``referee`` nor ``workers``."""

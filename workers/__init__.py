@@ -1,0 +1,1 @@
+"""RQ workers: the match runner, clocks, mailbox client and autopilot. No gRPC here."""
