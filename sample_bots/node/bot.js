@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+// Sample Sevens Arena bot in Node.js.
+//
+//   npm ci && node bot.js --server 127.0.0.1:50051 --token TOKEN
+//
+// It loads the .proto files from the repository's proto/ folder at run time (no generated
+// code), opens one BotGateway.Play stream, says Hello, and answers every TurnRequest with a
+// simple legal action: in the Sevens family the longest run it may play (passing only when it
+// must), in Sedma the first legal card. It reconnects with backoff when the stream drops and
+// stops for good only on errors that a retry cannot fix (bad token, wrong protocol).
+// Everything it logs goes to stderr. The protocol is described in docs/PROTOCOL.md.
+'use strict';
+
+const path = require('path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+
+const PROTOCOL_VERSION = 1;
+const BOT_VERSION = 'node-sample 0.1.0';
+
+// Status codes after which reconnecting cannot help: the author must fix something.
+const FATAL_CODES = new Set([
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.FAILED_PRECONDITION,
+  grpc.status.UNIMPLEMENTED,
+]);
+
+function usage(message) {
+  if (message) process.stderr.write(`bot.js: error: ${message}\n`);
+  process.stderr.write(
+    'usage: node bot.js --server HOST:PORT --token TOKEN [--games sevens,sedma]\n' +
+      '                   [--concurrency N] [--proto-dir DIR] [--max-retries N]\n' +
+      '  --server, --token default to $ARENA_SERVER and $ARENA_TOKEN\n',
+  );
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opts = {
+    server: process.env.ARENA_SERVER || '',
+    token: process.env.ARENA_TOKEN || '',
+    games: [],
+    concurrency: 4,
+    protoDir: path.resolve(__dirname, '..', '..', 'proto'),
+    maxRetries: Infinity,
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    const need = () => {
+      if (value === undefined) usage(`${flag} needs a value`);
+      i += 1;
+      return value;
+    };
+    if (flag === '--server') opts.server = need();
+    else if (flag === '--token') opts.token = need();
+    else if (flag === '--games') opts.games = need().split(',').filter(Boolean);
+    else if (flag === '--concurrency') opts.concurrency = Number.parseInt(need(), 10);
+    else if (flag === '--proto-dir') opts.protoDir = path.resolve(need());
+    else if (flag === '--max-retries') opts.maxRetries = Number.parseInt(need(), 10);
+    else if (flag === '-h' || flag === '--help') usage('');
+    else usage(`unknown argument ${JSON.stringify(flag)}`);
+  }
+  if (!opts.server) usage('--server HOST:PORT is required (or set $ARENA_SERVER)');
+  if (!opts.token) usage('--token is required: `arena bot register NAME` prints one');
+  if (!(opts.concurrency >= 1)) usage('--concurrency must be a whole number >= 1');
+  return opts;
+}
+
+function loadGateway(protoDir) {
+  const definition = protoLoader.loadSync(path.join('arena', 'v1', 'bot.proto'), {
+    includeDirs: [protoDir],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  return grpc.loadPackageDefinition(definition).arena.v1.BotGateway;
+}
+
+// ---- strategy -------------------------------------------------------------------------
+
+function cardCount(action) {
+  return action === 'pass' ? 0 : action.split('+').length;
+}
+
+// Sevens family: play the longest run on offer (the first such in the sorted list); pass
+// only when passing is all that is legal or nothing else is offered.
+function chooseSevens(legal) {
+  let best = legal[0];
+  for (const action of legal) {
+    if (cardCount(action) > cardCount(best)) best = action;
+  }
+  return best;
+}
+
+// Sedma: the first legal card (the list is sorted), which is always a legal answer.
+function chooseSedma(legal) {
+  return legal[0];
+}
+
+function choose(turn) {
+  const legal = turn.legal_actions;
+  if (!legal || legal.length === 0) return 'pass';
+  const game = turn.observation ? turn.observation.game : '';
+  return game === 'sedma' ? chooseSedma(legal) : chooseSevens(legal);
+}
+
+// ---- connection -----------------------------------------------------------------------
+
+function log(message) {
+  process.stderr.write(`[node-bot] ${message}\n`);
+}
+
+function run(opts) {
+  const Gateway = loadGateway(opts.protoDir);
+  const client = new Gateway(opts.server, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': 1 << 20,
+  });
+  let retries = 0;
+  let stopping = false;
+
+  function connect() {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${opts.token}`);
+    const call = client.Play(metadata);
+    let pingTimer = null;
+    let nonce = 0;
+    let ended = false;
+
+    const finish = (reason, code) => {
+      if (ended) return;
+      ended = true;
+      if (pingTimer) clearInterval(pingTimer);
+      if (stopping) return;
+      if (FATAL_CODES.has(code)) {
+        log(`stopped: ${reason}`);
+        process.exitCode = 1;
+        client.close();
+        return;
+      }
+      retries += 1;
+      if (retries > opts.maxRetries) {
+        log(`giving up after ${opts.maxRetries} reconnects: ${reason}`);
+        process.exitCode = 1;
+        client.close();
+        return;
+      }
+      const delay = Math.min(10000, 250 * 2 ** Math.min(retries - 1, 6));
+      log(`stream closed (${reason}); reconnecting in ${delay} ms`);
+      setTimeout(connect, delay);
+    };
+
+    call.on('data', (message) => {
+      switch (message.msg) {
+        case 'welcome': {
+          const w = message.welcome;
+          retries = 0;
+          log(`connected as ${w.bot} (session ${w.session_id}, concurrency ${w.max_concurrent_matches})`);
+          const interval = w.keepalive_time_ms > 0 ? w.keepalive_time_ms : 0;
+          if (interval > 0) {
+            pingTimer = setInterval(() => {
+              nonce += 1;
+              call.write({ ping: { nonce } });
+            }, interval);
+          }
+          break;
+        }
+        case 'turn': {
+          const t = message.turn;
+          call.write({
+            action: { match_id: t.match_id, attempt: t.attempt, seq: t.seq, action: choose(t) },
+          });
+          break;
+        }
+        case 'result': {
+          const r = message.result;
+          if (r.status !== 'ACCEPTED') {
+            log(`${r.match_id}#${r.seq}: ${r.status} ${r.reason}: ${r.message}`);
+          }
+          break;
+        }
+        case 'match_start':
+          log(`match ${message.match_start.match_id} (${message.match_start.game}) started`);
+          break;
+        case 'match_end':
+          log(`match ${message.match_end.match_id} ended: totals ${message.match_end.totals}`);
+          break;
+        case 'notice':
+          log(`notice ${message.notice.code}: ${message.notice.message}`);
+          break;
+        default:
+          break;
+      }
+    });
+    call.on('error', (err) => finish(`${grpc.status[err.code] || err.code}: ${err.details}`, err.code));
+    call.on('end', () => finish('the referee ended the stream', grpc.status.UNAVAILABLE));
+
+    call.write({
+      hello: {
+        protocol_version: PROTOCOL_VERSION,
+        bot_version: BOT_VERSION,
+        games: opts.games,
+        max_concurrent_matches: opts.concurrency,
+      },
+    });
+  }
+
+  const stop = () => {
+    stopping = true;
+    client.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  connect();
+}
+
+if (require.main === module) {
+  run(parseArgs(process.argv.slice(2)));
+}
+
+module.exports = { choose, chooseSevens, chooseSedma, parseArgs };
