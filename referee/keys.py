@@ -64,6 +64,8 @@ def match_result(match_id: str) -> str:
 
 RESULTS_STREAM = PREFIX + "results"  # stream: one entry per committed match result
 MATCHES_RECENT = PREFIX + "matches:recent"  # sorted set: match id -> finish time (ms)
+MATCHES_INDEX = PREFIX + "matches:index"  # sorted set: match id -> first enqueue time (ms)
+MATCHES_RUNNING = PREFIX + "matches:running"  # sorted set: match id -> runner heartbeat (ms)
 
 # --- seasons (referee.seasons) -----------------------------------------------------------
 SEASONS = PREFIX + "seasons"  # sorted set: season id -> created time (ms)

@@ -20,14 +20,24 @@ from referee.games.base import DealSpec
 @dataclass(frozen=True, slots=True)
 class TimeControl:
     """Clock of every decision (DESIGN section 3): ``move_ms`` per decision, a ``bank_ms``
-    reserve per match that absorbs overruns, and ``grace_ms`` for the network."""
+    reserve per match that absorbs overruns, and ``grace_ms`` for the network.
+
+    ``queue_ms`` is not thinking time: it is how long a request may wait, uncharged, in
+    the inbox of a bot that is busy or disconnected before it counts as a timeout
+    (reason ``disconnected``). docs/workers.md defines the clock precisely."""
 
     move_ms: int = 1000
     bank_ms: int = 5000
     grace_ms: int = 50
+    queue_ms: int = 30_000
 
     def to_dict(self) -> dict[str, int]:
-        return {"move_ms": self.move_ms, "bank_ms": self.bank_ms, "grace_ms": self.grace_ms}
+        return {
+            "move_ms": self.move_ms,
+            "bank_ms": self.bank_ms,
+            "grace_ms": self.grace_ms,
+            "queue_ms": self.queue_ms,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TimeControl:
@@ -35,6 +45,7 @@ class TimeControl:
             move_ms=int(data.get("move_ms", 1000)),
             bank_ms=int(data.get("bank_ms", 5000)),
             grace_ms=int(data.get("grace_ms", 50)),
+            queue_ms=int(data.get("queue_ms", 30_000)),
         )
 
 

@@ -1,0 +1,245 @@
+"""Enqueue match jobs and read their state, results and records.
+
+A match moves through ``keys.match_state(match_id)["state"]``:
+
+``queued`` → ``running`` → ``done`` (result committed exactly once) or ``failed`` (the
+error is kept in the ``error`` field). A match whose runner stopped heartbeating (its
+worker was killed) goes back to ``queued`` with a new RQ job (``workers.janitor``).
+
+Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True`` and
+``False`` connections work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Final, cast
+
+import redis
+from rq import Queue
+from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.job import Job, JobStatus
+
+from referee import keys
+from referee.mailbox import now_ms
+from workers.spec import CommittedResult, MatchSpec
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME: Final = "arena"
+JOB_FUNC: Final = "workers.runner.run_match"
+RESULT_TTL_S: Final = 24 * 3600
+"""RQ keeps a finished job's return value this long (the result itself lives in our key)."""
+FAILURE_TTL_S: Final = 7 * 24 * 3600
+"""RQ keeps a failed job (with its traceback) this long."""
+
+QUEUED: Final = "queued"
+RUNNING: Final = "running"
+DONE: Final = "done"
+FAILED: Final = "failed"
+ACTIVE_STATES: Final = frozenset({QUEUED, RUNNING, DONE})
+
+ESTIMATED_DECISIONS_PER_DEAL: Final = 120
+"""Generous: a 4-player Sevens deal has 52 plays plus passes; Sedma hands have 32."""
+DEFAULT_DEALS: Final = 10
+"""Deals assumed for the job timeout when the rules decide the match length."""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def job_id(match_id: str, retry: int = 0) -> str:
+    """The RQ job id of a match (``retry`` > 0: the job that re-runs an abandoned attempt).
+
+    Deterministic, so the same match (or the same retry) can never be enqueued twice.
+    """
+    return f"arena-match-{match_id}" if retry == 0 else f"arena-match-{match_id}-retry{retry}"
+
+
+def job_timeout_s(spec: MatchSpec) -> int:
+    """An upper bound of a match's wall time, from its time control.
+
+    Every decision may take ``move_ms + grace_ms``; each seat may in total overrun by
+    its bank, and each seat waits at most ``strikes`` times ``queue_ms`` for a bot that is
+    not there before the autopilot takes over. Plus five minutes of slack.
+    """
+    tc = spec.time_control
+    deals = len(spec.deals) if spec.deals is not None else DEFAULT_DEALS
+    decisions = deals * ESTIMATED_DECISIONS_PER_DEAL
+    seats = len(spec.seats)
+    total_ms = (
+        decisions * (tc.move_ms + tc.grace_ms)
+        + seats * tc.bank_ms
+        + seats * max(1, spec.strikes) * (tc.queue_ms + tc.move_ms + tc.bank_ms)
+    )
+    return 300 + total_ms // 1000
+
+
+def get_queue(conn: redis.Redis) -> Queue:
+    return Queue(QUEUE_NAME, connection=conn)
+
+
+def _enqueue_job(conn: redis.Redis, spec: MatchSpec, retry: int) -> bool:
+    """Create the RQ job of ``spec`` (id from ``job_id``); False if it already exists."""
+    queue = get_queue(conn)
+    jid = job_id(spec.match_id, retry)
+    for _ in range(2):
+        try:
+            queue.enqueue_call(
+                JOB_FUNC,
+                args=(spec.match_id,),
+                job_id=jid,
+                timeout=job_timeout_s(spec),
+                result_ttl=RESULT_TTL_S,
+                failure_ttl=FAILURE_TTL_S,
+                description=f"match {spec.match_id} ({spec.game}, {len(spec.seats)} seats)",
+                unique=True,
+            )
+            return True
+        except DuplicateJobError:
+            # A finished or failed job of an earlier run (a failed match enqueued again)
+            # may linger until its TTL: replace it. A queued or started one is a duplicate.
+            try:
+                old = Job.fetch(jid, connection=conn)
+            except NoSuchJobError:
+                continue
+            if old.get_status() in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
+                old.delete()
+                continue
+            return False
+    return False
+
+
+def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
+    """Store ``spec``, mark the match queued and enqueue its ``run_match`` job.
+
+    Returns False (and changes nothing) when the match is already queued, running or
+    committed. A ``failed`` match may be enqueued again; it keeps its attempt counter.
+    """
+    state_key = keys.match_state(spec.match_id)
+    result_key = keys.match_result(spec.match_id)
+    with conn.pipeline() as pipe:
+        while True:
+            try:
+                pipe.watch(state_key, result_key)  # type: ignore[no-untyped-call]
+                if pipe.exists(result_key):
+                    return False
+                state = pipe.hget(state_key, "state")
+                if state is not None and _text(state) in ACTIVE_STATES:
+                    return False
+                now = now_ms()
+                pipe.multi()
+                pipe.set(keys.match_spec(spec.match_id), spec.to_json())
+                pipe.hset(
+                    state_key,
+                    mapping={
+                        "state": QUEUED,
+                        "match_id": spec.match_id,
+                        "season": spec.season,
+                        "game": spec.game,
+                        "seats": ",".join(spec.seats),
+                        "queued_ms": f"{now:.0f}",
+                        "error": "",
+                        "retries": 0,
+                    },
+                )
+                pipe.zadd(keys.MATCHES_INDEX, {spec.match_id: now}, nx=True)
+                if spec.season:
+                    pipe.hset(keys.season_matches(spec.season), spec.match_id, QUEUED)
+                pipe.execute()
+                break
+            except redis.WatchError:
+                continue
+    if not _enqueue_job(conn, spec, retry=0):
+        log.info("match %s: its job already exists; not enqueued again", spec.match_id)
+        return False
+    return True
+
+
+def requeue_abandoned(
+    conn: redis.Redis, match_id: str, attempt: int, stale_before_ms: float
+) -> bool:
+    """Re-enqueue a running match whose runner (attempt ``attempt``) stopped heartbeating.
+
+    Does nothing unless the match is still ``running`` that attempt and its heartbeat is
+    older than ``stale_before_ms``, so several janitors can race on it safely. The new
+    job id is derived from the abandoned attempt, so it too can exist only once.
+    """
+    state_key = keys.match_state(match_id)
+    with conn.pipeline() as pipe:
+        try:
+            pipe.watch(state_key, keys.match_result(match_id), keys.MATCHES_RUNNING)  # type: ignore[no-untyped-call]
+            state = {_text(k): _text(v) for k, v in pipe.hgetall(state_key).items()}
+            beat = pipe.zscore(keys.MATCHES_RUNNING, match_id)
+            if (
+                state.get("state") != RUNNING
+                or int(state.get("attempt", "0")) != attempt
+                or beat is None
+                or beat >= stale_before_ms
+                or pipe.exists(keys.match_result(match_id))
+            ):
+                return False
+            raw_spec = pipe.get(keys.match_spec(match_id))
+            if raw_spec is None:
+                return False
+            spec = MatchSpec.from_json(raw_spec)
+            pipe.multi()
+            pipe.hset(
+                state_key,
+                mapping={
+                    "state": QUEUED,
+                    "retries": int(state.get("retries", "0")) + 1,
+                    "error": f"attempt {attempt} abandoned (runner heartbeat lapsed); retried",
+                },
+            )
+            pipe.zrem(keys.MATCHES_RUNNING, match_id)
+            if spec.season:
+                pipe.hset(keys.season_matches(spec.season), match_id, QUEUED)
+            pipe.execute()
+        except redis.WatchError:
+            return False
+    return _enqueue_job(conn, spec, retry=attempt)
+
+
+def match_status(conn: redis.Redis, match_id: str) -> dict[str, str]:
+    """The match's state hash (``state``, ``attempt``, ``worker``, ``error``, times …);
+    ``{"match_id": id, "state": "unknown"}`` if it was never enqueued."""
+    raw = conn.hgetall(keys.match_state(match_id))
+    if not raw:
+        return {"match_id": match_id, "state": "unknown"}
+    out = {_text(k): _text(v) for k, v in raw.items()}
+    out.setdefault("match_id", match_id)
+    return out
+
+
+def get_spec(conn: redis.Redis, match_id: str) -> MatchSpec | None:
+    raw = conn.get(keys.match_spec(match_id))
+    return None if raw is None else MatchSpec.from_json(raw)
+
+
+def get_result(conn: redis.Redis, match_id: str) -> CommittedResult | None:
+    """The committed result, or None while the match is not done."""
+    raw = conn.get(keys.match_result(match_id))
+    return None if raw is None else cast(CommittedResult, json.loads(raw))
+
+
+def get_record(conn: redis.Redis, match_id: str) -> dict[str, Any] | None:
+    """The committed match record (see docs/workers.md, "Match record"), or None."""
+    raw = conn.get(keys.match_record(match_id))
+    return None if raw is None else cast(dict[str, Any], json.loads(raw))
+
+
+def list_matches(
+    conn: redis.Redis, season: str | None = None, limit: int = 50
+) -> list[dict[str, str]]:
+    """The status of the newest ``limit`` matches (of one season, or of all), newest first."""
+    if season:
+        ids = [_text(m) for m in conn.hkeys(keys.season_matches(season))]
+        scores = {m: conn.zscore(keys.MATCHES_INDEX, m) or 0.0 for m in ids}
+        ids.sort(key=lambda m: (scores[m], m), reverse=True)
+        ids = ids[:limit]
+    else:
+        ids = [_text(m) for m in conn.zrevrange(keys.MATCHES_INDEX, 0, max(0, limit - 1))]
+    return [match_status(conn, m) for m in ids]
