@@ -14,12 +14,9 @@ def _load() -> dict[str, Game]:
         pass
     else:
         games[SEVENS.name] = SEVENS
-    try:
-        from referee.games.sedma import GAME as SEDMA  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - while the engine is being written
-        pass
-    else:
-        games[SEDMA.name] = SEDMA
+    from referee.games.sedma import GAME as SEDMA
+
+    games[SEDMA.name] = SEDMA
     return games
 
 
