@@ -18,10 +18,11 @@ Metrics (see ``docs/metrics.md`` for the full table):
   ``_match_points``), ``_penalties{kind}``, ``_openskill_mu``/``_sigma``/``_ordinal``;
 * seasons: ``arena_season_info{season,game,kind=state}``, ``arena_season_matches{kind}``,
   ``arena_season_matches_scheduled``, ``arena_season_progress_ratio``;
-* operations: ``arena_bots_registered``, ``arena_bots_connected``, ``arena_bot_streams{bot}``,
-  ``arena_workers_alive``, ``arena_queue_jobs{kind}``, ``arena_redis_up``,
-  ``arena_collector_duration_seconds``, and every counter and histogram the workers wrote
-  (``arena_decisions_total``, ``arena_bot_think_seconds``, ...).
+* operations: ``arena_match_states{kind}``, ``arena_bots_registered``,
+  ``arena_bots_connected``, ``arena_bot_streams{bot}``, ``arena_workers_alive``,
+  ``arena_queue_jobs{kind}``, ``arena_redis_up``, ``arena_collector_duration_seconds``,
+  and every counter and histogram the workers wrote (``arena_decisions_total``,
+  ``arena_bot_think_seconds``, ...).
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ class ArenaCollector(Collector):
         zero_counters: dict[str, set[tuple[tuple[str, str], ...]]] = {}
         for season_id, info in seasons.items():
             self._season_metrics(fam, season_id, info, zero_counters)
+        self._all_match_metrics(fam)
         self._bot_metrics(fam)
         self._worker_metrics(fam)
         self._queue_metrics(fam)
@@ -329,6 +331,20 @@ class ArenaCollector(Collector):
                 zero_counters.setdefault("arena_decisions_total", set()).add(
                     (("bot", bot), ("game", str(game)), ("season", season_id))
                 )
+
+    def _all_match_metrics(self, fam: _Families) -> None:
+        """Every match ever enqueued (seasons and one-off matches), by state."""
+        ids = [_text(m) for m in self._conn.zrange(keys.MATCHES_INDEX, 0, -1)]
+        if not ids:
+            return
+        counts = self._match_states(dict.fromkeys(ids, "unknown"))
+        for match_state, count in sorted(counts.items()):
+            fam.gauge(
+                "arena_match_states",
+                "Matches known to the platform by state (kind): queued, running, done, failed.",
+                {"kind": match_state},
+                float(count),
+            )
 
     def _bot_metrics(self, fam: _Families) -> None:
         bots = sorted(_text(b) for b in self._conn.smembers(keys.BOTS))

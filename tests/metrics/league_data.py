@@ -95,6 +95,7 @@ def write_season(
     for match_id, match_state in match_states.items():
         conn.hset(keys.season_matches(season_id), match_id, "scheduled")
         conn.hset(keys.match_state(match_id), mapping={"state": match_state, "attempt": 1})
+        conn.zadd(keys.MATCHES_INDEX, {match_id: now_ms})
         if match_state == "done":
             conn.zadd(keys.MATCHES_RECENT, {match_id: now_ms})
 

@@ -89,6 +89,7 @@ def test_season_progress_and_matches_by_state(conn: redis.Redis) -> None:
     assert value(text, "arena_season_matches_scheduled", season="s1") == 4.0
     assert value(text, "arena_season_matches", season="s1", kind="running") == 1.0
     assert value(text, "arena_season_matches", season="s1", kind="done") == 1.0
+    assert value(text, "arena_match_states", kind="queued") == 1.0
     # A match the workers have not touched yet falls back to the season's own state.
     conn.hset(keys.season_matches("s1"), "m3", "scheduled")
     assert value(scrape(conn), "arena_season_matches", season="s1", kind="scheduled") == 1.0
