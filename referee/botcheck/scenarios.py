@@ -1,0 +1,304 @@
+"""The checks ``arena bot check`` runs, in order, each giving a :class:`CheckResult`.
+
+Every question is a real decision taken from an engine state (``states``), pushed into the
+bot's inbox by the :class:`~referee.botcheck.probe.Probe`. An answer passes when it arrives
+within the request's clock and is one of the request's legal actions. When the bot runs
+behind the stdio bridge, incidents the bridge reports (the program crashed, was too slow
+and the bridge answered for it, answered something not legal) fail the scenario too.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from referee.botcheck.probe import Probe, Reply
+from referee.botcheck.report import CheckResult, Report
+from referee.botcheck.states import (
+    Decision,
+    deal_decisions,
+    default_rules,
+    find_decision,
+    has_choice,
+    is_forced_pass,
+    multi_card_rules,
+    offers_run,
+)
+from referee.games.base import RUN_SEPARATOR
+from referee.games.registry import get_game
+from referee.mailbox import ActionResultMessage, ClockInfo, DealEndMessage
+
+RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
+"""The clock of ordinary questions: generous, so only the clock scenario tests speed."""
+
+TIGHT_CLOCK: ClockInfo = {"move_ms": 400, "bank_ms": 0, "grace_ms": 50}
+"""The clock of the "clock near its limit" scenario."""
+
+MAX_DEAL_DECISIONS = 80
+"""Questions per "plays a deal" scenario at most (a 4-player Sevens deal needs about 60)."""
+
+
+@dataclass
+class CheckContext:
+    """What the scenarios need: the probe, the games to check, and the harness's hooks."""
+
+    probe: Probe
+    games: list[str]
+    incidents: Callable[[], list[dict[str, Any]]] = list
+    restart_referee: Callable[[], None] | None = None
+    reconnect_timeout_s: float = 30.0
+    skip_reconnect_reason: str = (
+        "needs a referee the checker controls: run `arena bot check -- COMMAND`"
+    )
+    tags: dict[str, int] = field(default_factory=dict)
+
+    def match_id(self, scenario: str) -> str:
+        return f"check-{scenario}-{uuid.uuid4().hex[:8]}"
+
+
+def _problem(decision: Decision, reply: Reply, clock: ClockInfo) -> str:
+    """'' when the reply is a legal, timely answer to ``decision``; else what is wrong."""
+    if not reply.sent or reply.action is None:
+        return reply.describe(clock)
+    if reply.action not in decision.legal_actions:
+        return (
+            f"answered {reply.action!r}, which is not legal here; legal actions were "
+            f"{', '.join(decision.legal_actions)}"
+        )
+    limit = clock["move_ms"] + clock["bank_ms"] + clock["grace_ms"]
+    if reply.think_ms is not None and reply.think_ms > limit:
+        return f"answered after {reply.think_ms:.0f} ms, over the clock's {limit} ms"
+    return ""
+
+
+def _ask(
+    ctx: CheckContext,
+    decision: Decision,
+    match_id: str,
+    *,
+    attempt: int = 1,
+    seq: int = 1,
+    clock: ClockInfo = RELAXED_CLOCK,
+) -> tuple[Reply, str]:
+    _turn, reply = ctx.probe.ask(
+        match_id=match_id,
+        attempt=attempt,
+        seq=seq,
+        seat=decision.seat,
+        observation=decision.observation,
+        legal_actions=decision.legal_actions,
+        clock=clock,
+    )
+    return reply, _problem(decision, reply, clock)
+
+
+def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
+    lines: list[str] = []
+    for event in incidents:
+        kind = event.get("event")
+        if kind == "rescue":
+            lines.append(
+                f"bridge answered {event.get('action')} for the program at {event.get('turn')}: "
+                f"{event.get('detail')}"
+            )
+        elif kind == "exited":
+            tail = event.get("stderr_tail") or []
+            last = f"; its stderr ended with: {tail[-1]}" if tail else ""
+            lines.append(f"the program exited with code {event.get('exit_code')}{last}")
+        elif kind == "hung":
+            lines.append(f"the program owed {event.get('owed')} answers and was restarted")
+        elif kind == "not_legal":
+            lines.append(
+                f"the program answered {event.get('action')!r} at {event.get('turn')}, "
+                "which is not legal"
+            )
+    return tuple(lines)
+
+
+def _with_incidents(ctx: CheckContext, result: CheckResult) -> CheckResult:
+    """Fail a scenario during which the bridge had to step in for the program."""
+    lines = _incident_lines(ctx.incidents())
+    if not lines:
+        return result
+    if result.failed:
+        return CheckResult.fail(result.name, result.reason, result.details + lines)
+    return CheckResult.fail(result.name, lines[0], lines[1:])
+
+
+# --- the scenarios -----------------------------------------------------------------------
+def check_deal(ctx: CheckContext, game: str) -> CheckResult:
+    """The bot plays every seat of a whole deal of the game's main preset."""
+    rules = default_rules(game)
+    name = f"{game}: plays a deal ({rules.name})"
+    match, next_decision = deal_decisions(game, rules)
+    match_id = ctx.match_id(game)
+    asked = 0
+    decision = next_decision()
+    while decision is not None and asked < MAX_DEAL_DECISIONS:
+        asked += 1
+        reply, problem = _ask(ctx, decision, match_id, seq=asked)
+        if problem:
+            return CheckResult.fail(name, f"decision {asked} (seat {decision.seat}): {problem}")
+        assert reply.action is not None
+        match.apply(reply.action)
+        decision = next_decision()
+    return CheckResult.ok(name, f"{asked} legal answers")
+
+
+def check_presets(ctx: CheckContext, game: str) -> CheckResult:
+    """One decision with a real choice under every preset of the game."""
+    name = f"{game}: every preset"
+    presets = get_game(game).presets()
+    for index, (preset, rules) in enumerate(sorted(presets.items()), start=1):
+        decision = find_decision(game, rules, has_choice)
+        if decision is None:
+            continue
+        _reply, problem = _ask(ctx, decision, ctx.match_id(f"{game}-preset"), seq=index)
+        if problem:
+            return CheckResult.fail(name, f"preset {preset}: {problem}")
+    return CheckResult.ok(name, f"{len(presets)} presets: {', '.join(sorted(presets))}")
+
+
+def check_forced_pass(ctx: CheckContext) -> CheckResult:
+    """A Sevens seat that cannot play must answer ``pass`` (SV-18)."""
+    name = "sevens: forced pass"
+    decision = find_decision("sevens", default_rules("sevens"), is_forced_pass)
+    if decision is None:
+        return CheckResult.skip(name, "no forced pass found in the seeded games")
+    _reply, problem = _ask(ctx, decision, ctx.match_id("pass"))
+    if problem:
+        return CheckResult.fail(name, problem)
+    return CheckResult.ok(name, f"hand {' '.join(decision.observation.get('hand', []))}")
+
+
+def check_multi_card(ctx: CheckContext) -> CheckResult:
+    """A turn that offers runs (``8D+9D``) under multi-card rules gets a legal answer."""
+    name = "sevens: multi-card turn"
+    rules = multi_card_rules(get_game("sevens"))
+    if rules is None:
+        return CheckResult.skip(name, "no Sevens preset offers multi-card turns")
+    decision = find_decision("sevens", rules, offers_run)
+    if decision is None:
+        return CheckResult.skip(name, f"no run on offer in the seeded {rules.name} games")
+    reply, problem = _ask(ctx, decision, ctx.match_id("multi"))
+    if problem:
+        return CheckResult.fail(name, problem)
+    runs = [a for a in decision.legal_actions if RUN_SEPARATOR in a]
+    return CheckResult.ok(name, f"offered {', '.join(runs)}; answered {reply.action}")
+
+
+def check_stale(ctx: CheckContext, game: str) -> CheckResult:
+    """After a timed-out decision and a match retry, the bot answers the new request.
+
+    The bot first gets notifications it must take in its stride (a refused action, a
+    timeout for a decision it answered, a deal end), then the same match again with a higher
+    attempt and a different state: the answer must fit the new request, not the old one.
+    """
+    name = "stale request and retry"
+    rules = default_rules(game)
+    first = find_decision(game, rules, has_choice, seeds=range(1, 30))
+    second = find_decision(game, rules, has_choice, seeds=range(30, 60))
+    if first is None or second is None:
+        return CheckResult.skip(name, f"no {game} decisions with a choice found")
+    match_id = ctx.match_id("stale")
+    _reply, problem = _ask(ctx, first, match_id, attempt=1, seq=5)
+    if problem:
+        return CheckResult.fail(name, f"first request: {problem}")
+    for status, reason in (("timed_out", "timeout"), ("refused", "not_legal")):
+        result: ActionResultMessage = {
+            "type": "action_result",
+            "bot": ctx.probe.bot,
+            "match_id": match_id,
+            "attempt": 1,
+            "seq": 5,
+            "status": status,  # type: ignore[typeddict-item]
+            "reason": reason,
+            "message": "sent by arena bot check: the answer came too late",
+            "penalty": 0,
+            "applied_action": "pass",
+            "think_ms": 0.0,
+            "autopilot": False,
+        }
+        ctx.probe.notify(result)
+    deal_end: DealEndMessage = {
+        "type": "deal_end",
+        "bot": ctx.probe.bot,
+        "match_id": match_id,
+        "attempt": 1,
+        "deal_index": 0,
+        "winner": 0,
+        "deltas": [0] * len(first.observation.get("hand_sizes", [0, 0])),
+        "totals": [0] * len(first.observation.get("hand_sizes", [0, 0])),
+        "result": {},
+    }
+    ctx.probe.notify(deal_end)
+    _reply, problem = _ask(ctx, second, match_id, attempt=2, seq=1)
+    if problem:
+        return CheckResult.fail(name, f"retried match (attempt 2, seq 1): {problem}")
+    return CheckResult.ok(name, "answered the retry after stale notifications")
+
+
+def check_clock(ctx: CheckContext, game: str) -> CheckResult:
+    """With a tight clock and no bank, the answer still arrives in time."""
+    limit = TIGHT_CLOCK["move_ms"] + TIGHT_CLOCK["grace_ms"]
+    name = f"clock near its limit ({TIGHT_CLOCK['move_ms']} ms, no bank)"
+    decision = find_decision(game, default_rules(game), has_choice)
+    if decision is None:
+        return CheckResult.skip(name, f"no {game} decision with a choice found")
+    reply, problem = _ask(ctx, decision, ctx.match_id("clock"), clock=TIGHT_CLOCK)
+    if problem:
+        return CheckResult.fail(name, problem)
+    return CheckResult.ok(name, f"answered in {reply.think_ms or 0:.0f} ms of {limit}")
+
+
+def check_reconnect(ctx: CheckContext, game: str) -> CheckResult:
+    """The referee restarts; the bot must connect again and answer a request."""
+    name = "reconnect after the referee restarts"
+    if ctx.restart_referee is None:
+        return CheckResult.skip(name, ctx.skip_reconnect_reason)
+    decision = find_decision(game, default_rules(game), has_choice)
+    if decision is None:
+        return CheckResult.skip(name, f"no {game} decision with a choice found")
+    ctx.restart_referee()
+    started = time.monotonic()
+    saved = ctx.probe.send_timeout_s
+    ctx.probe.send_timeout_s = ctx.reconnect_timeout_s
+    try:
+        reply, problem = _ask(ctx, decision, ctx.match_id("reconnect"))
+    finally:
+        ctx.probe.send_timeout_s = saved
+    if problem:
+        if not reply.sent:
+            problem = (
+                f"the bot did not reconnect within {ctx.reconnect_timeout_s:.0f} s after the "
+                "referee restarted: retry the stream with backoff when it closes"
+            )
+        return CheckResult.fail(name, problem)
+    return CheckResult.ok(name, f"answered {time.monotonic() - started:.1f} s after the restart")
+
+
+def run_all(ctx: CheckContext, report: Report) -> Report:
+    """Run every scenario for the context's games, adding each result to ``report``."""
+    steps: list[tuple[str, Callable[[], CheckResult]]] = []
+    for game in ctx.games:
+        steps.append((f"{game}: plays a deal", functools.partial(check_deal, ctx, game)))
+        steps.append((f"{game}: every preset", functools.partial(check_presets, ctx, game)))
+    if "sevens" in ctx.games:
+        steps.append(("sevens: forced pass", lambda: check_forced_pass(ctx)))
+        steps.append(("sevens: multi-card turn", lambda: check_multi_card(ctx)))
+    main_game = ctx.games[0]
+    steps.append(("stale request and retry", lambda: check_stale(ctx, main_game)))
+    steps.append(("clock near its limit", lambda: check_clock(ctx, main_game)))
+    steps.append(("reconnect", lambda: check_reconnect(ctx, main_game)))
+    ctx.incidents()  # forget whatever happened before the first scenario
+    for label, step in steps:
+        try:
+            result = step()
+        except Exception as exc:  # a checker bug must not hide the other results
+            result = CheckResult.fail(label, f"checker error: {exc!r}")
+        report.add(_with_incidents(ctx, result))
+    return report
