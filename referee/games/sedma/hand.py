@@ -51,6 +51,21 @@ def deal_cards(rules: SedmaRules, seed: int, rotation: int) -> tuple[list[list[C
 
 
 @dataclass(frozen=True, slots=True)
+class HandScore:
+    """The score of a finished hand (SD-13, SD-14, SD-16).
+
+    ``winner_side`` is ``None`` when the best score is tied: the hand is void. ``kind`` is
+    ``win``, ``bald`` (all card points), ``naked`` (every trick) or ``void``;
+    ``match_points`` holds what each side won.
+    """
+
+    points: tuple[int, ...]
+    winner_side: int | None
+    kind: str
+    match_points: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TrickResult:
     """A finished trick: winner seat, cards in play order, card points, talon draws."""
 
@@ -135,6 +150,25 @@ class Hand:
         if self.last_trick_side is not None:
             out[self.last_trick_side] += self.rules.last_trick_bonus
         return out
+
+    def score(self) -> HandScore:
+        """Score the finished hand: most points wins (SD-13: with two sides sharing 90 that
+        is 50 or more; SD-18: most points), a tie is void (SD-16)."""
+        rules = self.rules
+        points = tuple(self.points())
+        best = max(points)
+        top = [side for side, p in enumerate(points) if p == best]
+        if len(top) > 1:
+            return HandScore(points, None, "void", (0,) * len(points))
+        side = top[0]
+        if self.tricks_won[side] == rules.num_tricks:
+            kind, won = "naked", rules.naked_points  # SD-14
+        elif self.card_points[side] == rules.card_point_total:
+            kind, won = "bald", rules.bald_points  # SD-14
+        else:
+            kind, won = "win", rules.win_points  # SD-13
+        awarded = tuple(won if s == side else 0 for s in range(len(points)))
+        return HandScore(points, side, kind, awarded)
 
     # Changes --------------------------------------------------------------------------
 

@@ -454,18 +454,16 @@ class SedmaMatch:
     def _end_hand(self) -> None:
         rules = self.sedma_rules
         hand = self._hand
-        points = hand.points()
-        best = max(points)
-        top = [side for side, p in enumerate(points) if p == best]
-        common = {
-            "points": points,
+        score = hand.score()
+        common: dict[str, Any] = {
+            "points": list(score.points),
             "card_points": list(hand.card_points),
             "marriage_points": list(hand.marriage_points),
             "tricks": list(hand.tricks_won),
             "last_trick": hand.last_trick_side,
         }
         n = self.num_players
-        if len(top) > 1:  # SD-16: a tied hand is void and redealt by the same dealer
+        if score.winner_side is None:  # SD-16: a tied hand is void, same dealer redeals
             self._redeals += 1
             given_up = self._redeals > rules.max_redeals
             self._emit(EventKind.VOID_DEAL, self._dealer, detail={**common, "redeal": not given_up})
@@ -483,21 +481,14 @@ class SedmaMatch:
                 self._slot += 1
                 self._redeals = 0
         else:
-            side = top[0]
-            if hand.tricks_won[side] == rules.num_tricks:
-                kind, won = "naked", rules.naked_points  # SD-14
-            elif hand.card_points[side] == rules.card_point_total:
-                kind, won = "bald", rules.bald_points  # SD-14
-            else:
-                kind, won = "win", rules.win_points  # SD-13
-            self._side_totals[side] += won
-            awarded = [won if s == side else 0 for s in range(rules.num_sides)]
+            side = score.winner_side
+            self._side_totals[side] += score.match_points[side]
             winner_seat = rules.sides()[side][0]
             detail = {
                 **common,
-                "kind": kind,
+                "kind": score.kind,
                 "winner_side": side,
-                "match_points": awarded,
+                "match_points": list(score.match_points),
                 "totals": list(self._side_totals),
             }
             self._emit(EventKind.DEAL_END, winner_seat, detail=detail)
@@ -505,8 +496,8 @@ class SedmaMatch:
                 DealResult(
                     deal=self._deal,
                     winner=winner_seat,
-                    order=_rank_sides(rules, points),
-                    deltas=tuple(awarded[rules.side_of(s)] for s in range(n)),
+                    order=_rank_sides(rules, score.points),
+                    deltas=tuple(score.match_points[rules.side_of(s)] for s in range(n)),
                     detail=detail,
                 )
             )
