@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from typing import Any, Final, cast
 
 import redis
@@ -77,8 +78,28 @@ def job_timeout_s(spec: MatchSpec) -> int:
     return 300 + total_ms // 1000
 
 
+_binary: weakref.WeakKeyDictionary[redis.ConnectionPool, redis.Redis] = weakref.WeakKeyDictionary()
+
+
+def rq_connection(conn: redis.Redis) -> redis.Redis:
+    """``conn`` itself if it returns bytes, else a bytes twin on the same server (RQ
+    stores compressed and pickled data that a ``decode_responses=True`` client cannot read)."""
+    pool = conn.connection_pool
+    if not pool.connection_kwargs.get("decode_responses"):
+        return conn
+    twin = _binary.get(pool)
+    if twin is None:
+        kwargs = {**pool.connection_kwargs, "decode_responses": False}
+        twin = redis.Redis(
+            connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+        )
+        _binary[pool] = twin
+    return twin
+
+
 def get_queue(conn: redis.Redis) -> Queue:
-    return Queue(QUEUE_NAME, connection=conn)
+    """The "arena" RQ queue on ``conn``'s server."""
+    return Queue(QUEUE_NAME, connection=rq_connection(conn))
 
 
 def _enqueue_job(conn: redis.Redis, spec: MatchSpec, retry: int) -> bool:
@@ -102,13 +123,16 @@ def _enqueue_job(conn: redis.Redis, spec: MatchSpec, retry: int) -> bool:
             # A finished or failed job of an earlier run (a failed match enqueued again)
             # may linger until its TTL: replace it. A queued or started one is a duplicate.
             try:
-                old = Job.fetch(jid, connection=conn)
+                old = Job.fetch(jid, connection=rq_connection(conn))
             except NoSuchJobError:
                 continue
-            if old.get_status() in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
+            status = old.get_status()
+            if status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
                 old.delete()
                 continue
-            return False
+            # Still waiting to run: it will run this match (the caller won the state
+            # transition, so nobody else is enqueueing it).
+            return status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED)
     return False
 
 

@@ -1,0 +1,104 @@
+"""The metrics a match runner writes (through referee.metrics_store), batched.
+
+Per-decision numbers (decisions, think time, platform overhead) are summed in the
+process and flushed about once a second inside a pipeline the runner executes anyway,
+so a decision costs no extra Redis round trip. Penalty and match counters are written
+in the commit transaction instead (``commit_counters``), so they count once per match.
+
+Names (labels only from season, bot, game, kind):
+
+* ``arena_decisions_total{season,bot,game}``: decisions a bot was asked to make
+* ``arena_timeouts_total{season,bot}``, ``arena_invalid_actions_total{season,bot}``,
+  ``arena_illegal_passes_total{season,bot}``, ``arena_autopilot_seats_total{season,bot}``
+* ``arena_matches_total{game,kind}``: kind is ``committed``, ``failed`` or ``retried``
+* histograms ``arena_bot_think_seconds{game}`` and ``arena_platform_overhead_seconds{game}``
+  (wall time of a decision in the worker minus the bot's think time)
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from referee import keys
+from referee.metrics_store import DEFAULT_BUCKETS_S, incr_counter, label_text
+from workers.spec import SeatStats
+
+DECISIONS = "arena_decisions_total"
+TIMEOUTS = "arena_timeouts_total"
+INVALID_ACTIONS = "arena_invalid_actions_total"
+ILLEGAL_PASSES = "arena_illegal_passes_total"
+AUTOPILOT_SEATS = "arena_autopilot_seats_total"
+MATCHES = "arena_matches_total"
+THINK_SECONDS = "arena_bot_think_seconds"
+OVERHEAD_SECONDS = "arena_platform_overhead_seconds"
+
+
+class _Histogram:
+    """Bucket counts of many observations, written like ``metrics_store.observe`` would."""
+
+    def __init__(self) -> None:
+        self.buckets: Counter[float] = Counter()
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        for bound in DEFAULT_BUCKETS_S:
+            if value <= bound:
+                self.buckets[bound] += 1
+        self.total += value
+        self.count += 1
+
+    def flush(self, pipe: Any, name: str, labels: dict[str, str]) -> None:
+        key = keys.metrics_histogram(name)
+        lt = label_text(labels)
+        for bound, n in self.buckets.items():
+            pipe.hincrby(key, f"{lt}|{bound!r}", n)
+        pipe.hincrby(key, f"{lt}|+Inf", self.count)
+        pipe.hincrbyfloat(key, f"{lt}|sum", self.total)
+        pipe.hincrby(key, f"{lt}|count", self.count)
+
+
+class DecisionMetrics:
+    """Per-decision metrics of one match, summed until ``flush``."""
+
+    def __init__(self, season: str, game: str):
+        self.season = season
+        self.game = game
+        self.decisions: Counter[str] = Counter()
+        self.hists: defaultdict[str, _Histogram] = defaultdict(_Histogram)
+
+    def decision(self, bot: str, think_s: float, overhead_s: float) -> None:
+        self.decisions[bot] += 1
+        self.hists[THINK_SECONDS].observe(think_s)
+        self.hists[OVERHEAD_SECONDS].observe(overhead_s)
+
+    def flush(self, pipe: Any) -> None:
+        """Queue everything summed so far on ``pipe`` (a redis pipeline) and start over."""
+        for bot, n in self.decisions.items():
+            incr_counter(pipe, DECISIONS, {"season": self.season, "bot": bot, "game": self.game}, n)
+        for name, hist in self.hists.items():
+            if hist.count:
+                hist.flush(pipe, name, {"game": self.game})
+        self.decisions.clear()
+        self.hists.clear()
+
+
+def commit_counters(pipe: Any, season: str, game: str, stats: list[SeatStats]) -> None:
+    """The counters that belong to a committed match (written once, in its transaction)."""
+    for seat in stats:
+        labels = {"season": season, "bot": seat["bot"]}
+        for name, value in (
+            (TIMEOUTS, seat["timeouts"]),
+            (INVALID_ACTIONS, seat["invalid_actions"]),
+            (ILLEGAL_PASSES, seat["illegal_passes"]),
+            (AUTOPILOT_SEATS, int(seat["autopilot"])),
+        ):
+            if value:
+                incr_counter(pipe, name, labels, value)
+    incr_counter(pipe, MATCHES, {"game": game, "kind": "committed"})
+
+
+def match_counter(pipe: Any, game: str, kind: str) -> None:
+    """``arena_matches_total{game,kind}`` += 1 (kind: committed, failed, retried)."""
+    incr_counter(pipe, MATCHES, {"game": game, "kind": kind})
