@@ -97,7 +97,32 @@ def write_season(
         conn.hset(keys.match_state(match_id), mapping={"state": match_state, "attempt": 1})
         conn.zadd(keys.MATCHES_INDEX, {match_id: now_ms})
         if match_state == "done":
-            conn.zadd(keys.MATCHES_RECENT, {match_id: now_ms})
+            write_result(conn, match_id, season_id, game, list(bots)[:3], now_ms)
+
+
+def write_result(
+    conn: redis.Redis, match_id: str, season_id: str, game: str, seats: list[str], now_ms: int
+) -> None:
+    """A committed result (``workers.spec.CommittedResult``) and its match record."""
+    result = {
+        "match_id": match_id,
+        "season": season_id,
+        "game": game,
+        "seats": seats,
+        "attempt": 1,
+        "result": {
+            "totals": [12, -5, -7][: len(seats)],
+            "unit": "chips",
+            "higher_is_better": True,
+            "order": [[0], [1], [2]][: len(seats)],
+            "winners": [0],
+        },
+        "stats": [],
+        "finished_ms": now_ms,
+    }
+    conn.set(keys.match_result(match_id), json.dumps(result))
+    conn.set(keys.match_record(match_id), json.dumps({"match_id": match_id, "events": []}))
+    conn.zadd(keys.MATCHES_RECENT, {match_id: now_ms})
 
 
 def write_worker_metrics(
