@@ -1,0 +1,343 @@
+"""The season spec: what a season plays, who plays it, and how it is scheduled.
+
+A season is created from CLI flags, a TOML file (``arena season create season.toml``, see
+``examples/season.toml`` and docs/seasons.md) or the League API, validated here, and stored
+in Redis by :mod:`referee.seasons.store`. The seed is secret until the season ends: the
+spec stored for everyone to read carries ``seed = null`` and only its SHA-256.
+
+Every random choice of a season derives from the season seed through SHA-256
+(:func:`derive_seed`), so anyone holding the revealed seed can rebuild the schedule and
+re-deal every hand (``arena season verify``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from referee.errors import ConfigError
+from workers.spec import TimeControl
+
+FORMAT_AUTO = "auto"
+FORMAT_FREE_FOR_ALL = "free_for_all"
+FORMAT_HEAD_TO_HEAD = "head_to_head"
+FORMATS = (FORMAT_AUTO, FORMAT_FREE_FOR_ALL, FORMAT_HEAD_TO_HEAD)
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SEED_MAX = 2**63 - 1
+
+
+def seed_sha256(seed: int) -> str:
+    """The published commitment of a season seed: SHA-256 (hex) of its decimal text."""
+    return hashlib.sha256(str(seed).encode()).hexdigest()
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A 63-bit seed derived from the season seed and ``parts`` (e.g. match and deal index).
+
+    SHA-256 of ``"seed:part1:part2..."``: the derived seeds reveal nothing of the season
+    seed, and anyone with the revealed seed recomputes them exactly.
+    """
+    text = ":".join([str(seed), *(str(p) for p in parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def random_seed() -> int:
+    return secrets.randbits(63)
+
+
+@dataclass(frozen=True, slots=True)
+class SeasonOptions:
+    """Format options of a season.
+
+    * ``duplicate``: replay each shuffle with the hands rotated through the seats (Sedma
+      head-to-head: with the sides swapped), so every bot plays every hand.
+    * ``strikes``: consecutive failures before the autopilot takes a seat (DESIGN 4).
+    * ``autoplay_forced``: play single-option decisions without asking the bot.
+    * ``separate_owners``: never seat two bots of one owner at one table.
+    * ``max_subsets``: play every k-subset of the bots when there are at most this many,
+      otherwise a balanced design (every pair shares a table equally often, +-1).
+    * ``rounds``: how many times the whole schedule is played.
+    * ``format``: ``free_for_all``, ``head_to_head`` (Sedma for four: one bot holds both
+      seats of a partnership) or ``auto`` (head-to-head for four-seat Sedma, else free).
+    * ``window``: matches of this season in flight at once.
+    """
+
+    duplicate: bool = True
+    strikes: int = 3
+    autoplay_forced: bool = False
+    separate_owners: bool = False
+    max_subsets: int = 200
+    rounds: int = 1
+    format: str = FORMAT_AUTO
+    window: int = 8
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "duplicate": self.duplicate,
+            "strikes": self.strikes,
+            "autoplay_forced": self.autoplay_forced,
+            "separate_owners": self.separate_owners,
+            "max_subsets": self.max_subsets,
+            "rounds": self.rounds,
+            "format": self.format,
+            "window": self.window,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SeasonOptions:
+        known = set(cls().to_dict())
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown season option(s) {', '.join(unknown)}: the options are "
+                f"{', '.join(sorted(known))}"
+            )
+        default = cls()
+        options = cls(
+            duplicate=_bool(data, "duplicate", default.duplicate),
+            strikes=_int(data, "strikes", default.strikes),
+            autoplay_forced=_bool(data, "autoplay_forced", default.autoplay_forced),
+            separate_owners=_bool(data, "separate_owners", default.separate_owners),
+            max_subsets=_int(data, "max_subsets", default.max_subsets),
+            rounds=_int(data, "rounds", default.rounds),
+            format=str(data.get("format", default.format)),
+            window=_int(data, "window", default.window),
+        )
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        if self.strikes < 1:
+            raise ConfigError(f"strikes = {self.strikes}: use 1 or more")
+        if self.max_subsets < 0:
+            raise ConfigError(f"max_subsets = {self.max_subsets}: use 0 or more")
+        if self.rounds < 1:
+            raise ConfigError(f"rounds = {self.rounds}: use 1 or more")
+        if self.window < 1:
+            raise ConfigError(f"window = {self.window}: use 1 or more")
+        if self.format not in FORMATS:
+            raise ConfigError(f"format = {self.format!r}: use one of {', '.join(FORMATS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class SeasonSpec:
+    """A whole season. ``seed=None`` means "draw one at creation"; ``rules`` (a full rules
+    object) overrides ``preset``; ``deals_per_match = 0`` lets the rules decide the match
+    length (only without duplicate deals)."""
+
+    name: str
+    game: str
+    bots: tuple[str, ...]
+    table_size: int
+    preset: str = ""
+    rules: Mapping[str, Any] | None = None
+    deals_per_match: int = 0
+    time_control: TimeControl = field(default_factory=TimeControl)
+    seed: int | None = None
+    options: SeasonOptions = field(default_factory=SeasonOptions)
+
+    @property
+    def head_to_head(self) -> bool:
+        """Sedma for four with one bot on both seats of a partnership (SD-1)."""
+        fmt = self.options.format
+        if fmt == FORMAT_AUTO:
+            return self.game == "sedma" and self.table_size == 4
+        return fmt == FORMAT_HEAD_TO_HEAD
+
+    @property
+    def players_per_match(self) -> int:
+        """Distinct bots at one table (two in head-to-head)."""
+        return 2 if self.head_to_head else self.table_size
+
+    def with_seed(self, seed: int) -> SeasonSpec:
+        return replace(self, seed=seed)
+
+    def public(self) -> SeasonSpec:
+        """The spec without its seed (what is stored for everyone to read)."""
+        return replace(self, seed=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "game": self.game,
+            "preset": self.preset,
+            "rules": None if self.rules is None else dict(self.rules),
+            "bots": list(self.bots),
+            "table_size": self.table_size,
+            "deals_per_match": self.deals_per_match,
+            "time_control": self.time_control.to_dict(),
+            "seed": self.seed,
+            "options": self.options.to_dict(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> SeasonSpec:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SeasonSpec:
+        """Build a spec from TOML-shaped data; the error says which field is wrong."""
+        known = {
+            "name",
+            "game",
+            "preset",
+            "rules",
+            "bots",
+            "table_size",
+            "deals_per_match",
+            "time_control",
+            "seed",
+            "options",
+        }
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown season field(s) {', '.join(unknown)}: the fields are "
+                f"{', '.join(sorted(known))}"
+            )
+        if "game" not in data:
+            raise ConfigError('a season needs a game: game = "sevens" or game = "sedma"')
+        bots = data.get("bots", [])
+        if not isinstance(bots, list | tuple) or not all(isinstance(b, str) for b in bots):
+            raise ConfigError('bots must be a list of bot names, e.g. bots = ["alice", "bob"]')
+        rules = data.get("rules")
+        if rules is not None and not isinstance(rules, Mapping):
+            raise ConfigError("rules must be a table of rules fields ([rules] in TOML)")
+        seed = data.get("seed")
+        if seed is not None:
+            seed = _int(data, "seed", 0)
+            if seed == 0:
+                seed = None
+            elif not 0 < seed <= _SEED_MAX:
+                raise ConfigError(f"seed = {seed}: use 1 .. 2**63-1, or 0 for a random seed")
+        tc = data.get("time_control", {})
+        if not isinstance(tc, Mapping):
+            raise ConfigError("time_control must be a table: [time_control] move_ms = 1000 ...")
+        options = data.get("options", {})
+        if not isinstance(options, Mapping):
+            raise ConfigError("options must be a table: [options] duplicate = true ...")
+        game = str(data["game"])
+        return cls(
+            name=str(data.get("name", "")),
+            game=game,
+            preset=str(data.get("preset", "") or ""),
+            rules=None if rules is None else dict(rules),
+            bots=tuple(bots),
+            table_size=_int(data, "table_size", 4),
+            deals_per_match=_int(data, "deals_per_match", 0),
+            time_control=TimeControl.from_dict(tc),
+            seed=seed,
+            options=SeasonOptions.from_dict(options),
+        )
+
+    @classmethod
+    def from_toml(cls, text: str) -> SeasonSpec:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"season TOML does not parse: {exc}") from None
+        return cls.from_dict(data)
+
+    def validate(self) -> None:
+        """Check what can be checked without the game engine or Redis."""
+        if not _NAME_RE.match(self.name):
+            raise ConfigError(
+                f"season name {self.name!r}: use 1-64 letters, digits, '-', '_' or '.', "
+                "starting with a letter or digit"
+            )
+        if len(set(self.bots)) != len(self.bots):
+            dupes = sorted({b for b in self.bots if self.bots.count(b) > 1})
+            raise ConfigError(f"bots listed twice: {', '.join(dupes)}; list each bot once")
+        if self.table_size < 2:
+            raise ConfigError(f"table_size = {self.table_size}: use 2 or more")
+        if len(self.bots) < self.players_per_match:
+            raise ConfigError(
+                f"{len(self.bots)} bot(s) for tables of {self.players_per_match} distinct "
+                f"bots: list at least {self.players_per_match} bots"
+            )
+        if self.head_to_head and self.table_size != 4:
+            raise ConfigError(
+                f"head-to-head needs tables of 4 (two partnerships), not {self.table_size}"
+            )
+        if self.deals_per_match < 0:
+            raise ConfigError(f"deals_per_match = {self.deals_per_match}: use 0 or more")
+        if self.options.duplicate:
+            step = self.duplicate_rotations
+            if self.deals_per_match == 0:
+                raise ConfigError(
+                    "duplicate deals need a fixed number of deals: set deals_per_match to a "
+                    f"multiple of {step}, or set options.duplicate = false"
+                )
+            if self.deals_per_match % step:
+                lower = max(step, self.deals_per_match // step * step)
+                raise ConfigError(
+                    f"deals_per_match = {self.deals_per_match} with duplicate deals at "
+                    f"this table must be a multiple of {step} (e.g. {lower} or "
+                    f"{lower + step}), or set options.duplicate = false"
+                )
+        self.options.validate()
+
+    @property
+    def duplicate_rotations(self) -> int:
+        """How many times each shuffle is played (the table size; 2 in head-to-head)."""
+        return 2 if self.head_to_head else self.table_size
+
+    def resolved_rules(self) -> dict[str, Any]:
+        """The full rules object (from ``rules``, else the preset) via the game engine."""
+        from referee.games.registry import get_game
+
+        game = get_game(self.game)
+        if self.rules is not None:
+            return dict(game.rules_from_dict(self.rules).to_dict())
+        preset = self.preset or self.game
+        return dict(game.preset(preset).to_dict())
+
+    def validate_with_engine(self) -> dict[str, Any]:
+        """Validate against the engine (game, preset, table size); return the rules."""
+        from referee.games.errors import InvalidRulesError
+        from referee.games.registry import get_game
+
+        self.validate()
+        try:
+            game = get_game(self.game)
+            rules_obj = (
+                game.rules_from_dict(self.rules)
+                if self.rules is not None
+                else game.preset(self.preset or self.game)
+            )
+        except InvalidRulesError as exc:
+            raise ConfigError(str(exc)) from None
+        counts = list(game.player_counts(rules_obj))
+        if self.table_size not in counts:
+            raise ConfigError(
+                f"table_size = {self.table_size} is not allowed by {rules_obj.name!r}: "
+                f"use one of {', '.join(map(str, counts))}"
+            )
+        return dict(rules_obj.to_dict())
+
+
+def _int(data: Mapping[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{key} must be a whole number, not {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{key} must be a whole number, not {value!r}") from None
+
+
+def _bool(data: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, not {value!r}")
+    return value

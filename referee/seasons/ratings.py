@@ -1,0 +1,240 @@
+"""Ratings from deals' finishing orders: Bradley-Terry Elo (maximum likelihood with a 95%
+interval), a live incremental Elo, and OpenSkill (Plackett-Luce).
+
+Input is a list of :class:`Placing`: one deal's finishing order as groups of bot names
+(best first, ties grouped) plus the cluster it belongs to (the match: duplicate deals of one
+match share cards, so they are not independent).
+
+Bradley-Terry: every pair of bots in different groups of a deal is one game won by the
+better placed bot; a pair in one group is a draw (half a win each). Ratings ``theta``
+(natural log-odds) maximise the log-likelihood plus a weak Gaussian prior
+``theta ~ N(0, PRIOR_SD^2)`` (so a bot that never lost stays finite), by Newton's method on
+the full Hessian. Elo = 1500 + theta * 400 / ln 10, centred so the mean is 1500.
+
+The 95% interval of a bot's centred rating uses the larger of two variances: the model's
+(inverse of the negative Hessian) and a sandwich estimate clustered by match, which accounts
+for the pairwise outcomes of one finishing order (and the duplicate deals of one match) not
+being independent games.
+
+The fit depends only on the multiset of placings: callers sort them (by match id) so the
+floating-point sums are identical whatever order the results arrived in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ELO_SCALE = 400.0 / math.log(10.0)
+ELO_MEAN = 1500.0
+PRIOR_SD = 3.0  # natural units: about 1200 Elo, weak
+Z95 = 1.959963984540054
+LIVE_K = 24.0
+
+
+@dataclass(frozen=True, slots=True)
+class Placing:
+    """One deal's finishing order by bot (best first, ties grouped), and its match."""
+
+    cluster: str
+    order: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EloFit:
+    elo: dict[str, float]
+    low: dict[str, float]
+    high: dict[str, float]
+
+
+def _pair_outcomes(order: Sequence[Sequence[str]]) -> list[tuple[str, str, float]]:
+    """(a, b, score of a) for every pair of distinct bots in a finishing order."""
+    out: list[tuple[str, str, float]] = []
+    groups = [sorted(set(g)) for g in order]
+    for gi, group in enumerate(groups):
+        for a, b in itertools.combinations(group, 2):
+            out.append((a, b, 0.5))
+        for later in groups[gi + 1 :]:
+            for a in group:
+                for b in later:
+                    if a != b:
+                        out.append((a, b, 1.0))
+    return out
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
+    """Solve ``matrix @ x = vector`` by Gaussian elimination with partial pivoting."""
+    n = len(vector)
+    a = [[*row, vector[i]] for i, row in enumerate(matrix)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        p = a[col][col]
+        for r in range(col + 1, n):
+            f = a[r][col] / p
+            if f:
+                for c in range(col, n + 1):
+                    a[r][c] -= f * a[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (a[r][n] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
+    return x
+
+
+def _inverse(matrix: list[list[float]]) -> list[list[float]]:
+    n = len(matrix)
+    columns = [_solve(matrix, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
+    return [[columns[j][i] for j in range(n)] for i in range(n)]
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
+    """Maximum-likelihood Elo of ``bots`` from ``placings``, with 95% intervals."""
+    names = list(bots)
+    n = len(names)
+    index = {b: i for i, b in enumerate(names)}
+    if n == 0:
+        return EloFit({}, {}, {})
+    # games[i][j]: pairwise games between i and j; wins[i][j]: i's score against j.
+    games = [[0.0] * n for _ in range(n)]
+    wins = [[0.0] * n for _ in range(n)]
+    clusters: dict[str, list[tuple[int, int, float]]] = {}
+    for placing in placings:
+        for a, b, s in _pair_outcomes(placing.order):
+            if a not in index or b not in index:
+                continue
+            i, j = index[a], index[b]
+            games[i][j] += 1
+            games[j][i] += 1
+            wins[i][j] += s
+            wins[j][i] += 1.0 - s
+            clusters.setdefault(placing.cluster, []).append((i, j, s))
+    prior = 1.0 / PRIOR_SD**2
+    theta = [0.0] * n
+    hessian: list[list[float]] = []
+    for _ in range(100):
+        grad = [-prior * theta[i] for i in range(n)]
+        hessian = [[0.0] * n for _ in range(n)]
+        for i in range(n):
+            hessian[i][i] = -prior
+        for i in range(n):
+            for j in range(i + 1, n):
+                if not games[i][j]:
+                    continue
+                p = _sigmoid(theta[i] - theta[j])
+                g = wins[i][j] - games[i][j] * p
+                grad[i] += g
+                grad[j] -= g
+                w = games[i][j] * p * (1.0 - p)
+                hessian[i][i] -= w
+                hessian[j][j] -= w
+                hessian[i][j] += w
+                hessian[j][i] += w
+        step = _solve([[-v for v in row] for row in hessian], grad)
+        theta = [t + d for t, d in zip(theta, step, strict=True)]
+        if max(abs(d) for d in step) < 1e-10:
+            break
+    cov_model = _inverse([[-v for v in row] for row in hessian])
+    # Sandwich (robust) covariance clustered by match: H^-1 J H^-1.
+    meat = [[0.0] * n for _ in range(n)]
+    for outcomes in clusters.values():
+        score = [0.0] * n
+        for i, j, s in outcomes:
+            g = s - _sigmoid(theta[i] - theta[j])
+            score[i] += g
+            score[j] -= g
+        for i in range(n):
+            if score[i]:
+                for j in range(n):
+                    meat[i][j] += score[i] * score[j]
+    groups = len(clusters)
+    if groups > 1:  # small-sample correction of the cluster-robust estimate
+        meat = [[v * groups / (groups - 1) for v in row] for row in meat]
+    cov_robust = _matmul(_matmul(cov_model, meat), cov_model)
+    mean = sum(theta) / n
+    elo: dict[str, float] = {}
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    for i, name in enumerate(names):
+        contrast = [(1.0 if k == i else 0.0) - 1.0 / n for k in range(n)]
+        var = max(_quad(cov_model, contrast), _quad(cov_robust, contrast))
+        half = Z95 * math.sqrt(max(var, 0.0)) * ELO_SCALE
+        value = ELO_MEAN + (theta[i] - mean) * ELO_SCALE
+        elo[name], low[name], high[name] = value, value - half, value + half
+    return EloFit(elo, low, high)
+
+
+def _matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    n, m, p = len(a), len(b), len(b[0]) if b else 0
+    return [[sum(a[i][k] * b[k][j] for k in range(m)) for j in range(p)] for i in range(n)]
+
+
+def _quad(matrix: list[list[float]], v: list[float]) -> float:
+    return sum(v[i] * matrix[i][j] * v[j] for i in range(len(v)) for j in range(len(v)))
+
+
+def live_elo(
+    bots: Sequence[str], placings: Sequence[Placing], k: float = LIVE_K
+) -> dict[str, float]:
+    """Classic incremental Elo over the placings in the order given (multiplayer deals as
+    pairwise games, each pair's update scaled by ``1 / (players - 1)``)."""
+    rating = {b: ELO_MEAN for b in bots}
+    for placing in placings:
+        outcomes = [
+            (a, b, s) for a, b, s in _pair_outcomes(placing.order) if a in rating and b in rating
+        ]
+        players = {x for group in placing.order for x in group}
+        scale = k / max(1, len(players) - 1)
+        delta = dict.fromkeys(players, 0.0)
+        for a, b, s in outcomes:
+            expected = 1.0 / (1.0 + 10 ** ((rating[b] - rating[a]) / 400.0))
+            delta[a] += scale * (s - expected)
+            delta[b] -= scale * (s - expected)
+        for name, d in delta.items():
+            if name in rating:
+                rating[name] += d
+    return rating
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRating:
+    mu: float
+    sigma: float
+    ordinal: float
+
+
+def openskill_ratings(bots: Sequence[str], placings: Sequence[Placing]) -> dict[str, SkillRating]:
+    """OpenSkill Plackett-Luce ratings, each deal rated as one free-for-all game."""
+    from openskill.models import PlackettLuce, PlackettLuceRating
+
+    model = PlackettLuce()
+    ratings = {b: model.rating(name=b) for b in bots}
+    for placing in placings:
+        teams: list[list[PlackettLuceRating]] = []
+        ranks: list[float] = []
+        names: list[str] = []
+        seen: set[str] = set()
+        for place, group in enumerate(placing.order):
+            for name in sorted(set(group)):
+                if name in ratings and name not in seen:
+                    seen.add(name)
+                    names.append(name)
+                    teams.append([ratings[name]])
+                    ranks.append(float(place + 1))
+        if len(teams) < 2:
+            continue
+        rated = model.rate(teams, ranks=ranks)
+        for name, team in zip(names, rated, strict=True):
+            ratings[name] = team[0]
+    return {
+        b: SkillRating(mu=float(r.mu), sigma=float(r.sigma), ordinal=float(r.ordinal()))
+        for b, r in ratings.items()
+    }

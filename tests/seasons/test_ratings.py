@@ -1,0 +1,106 @@
+"""Bradley-Terry Elo, its 95% interval, the live Elo and OpenSkill on synthetic results."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from referee.seasons.ratings import (
+    ELO_SCALE,
+    Placing,
+    bradley_terry,
+    live_elo,
+    openskill_ratings,
+)
+
+BOTS = [f"b{i}" for i in range(6)]
+
+
+def _plackett_luce(rng: random.Random, table: list[str], strength: dict[str, float]) -> Placing:
+    """A finishing order drawn from the Plackett-Luce model (best first)."""
+    left = list(table)
+    order: list[tuple[str, ...]] = []
+    while left:
+        weights = [math.exp(strength[b]) for b in left]
+        pick = rng.choices(left, weights)[0]
+        left.remove(pick)
+        order.append((pick,))
+    return Placing(cluster="", order=tuple(order))
+
+
+def _league(rng: random.Random, strength: dict[str, float], matches: int) -> list[Placing]:
+    out: list[Placing] = []
+    for m in range(matches):
+        table = rng.sample(BOTS, 4)
+        for _ in range(4):
+            out.append(Placing(f"m{m}", _plackett_luce(rng, table, strength).order))
+    return out
+
+
+def _true_elo(strength: dict[str, float]) -> dict[str, float]:
+    mean = sum(strength.values()) / len(strength)
+    return {b: 1500 + (s - mean) * ELO_SCALE for b, s in strength.items()}
+
+
+def test_elo_recovers_known_strengths_within_its_interval() -> None:
+    """Five leagues of 600 deals: the fitted Elo orders the bots right, the truth lies in
+    the stated 95% interval for (nearly) every bot, and never beyond 1.6 half-widths
+    (a 99.8% interval)."""
+    strength = {b: 0.35 * i for i, b in enumerate(BOTS)}
+    truth = _true_elo(strength)
+    covered = 0
+    for seed in range(5):
+        fit = bradley_terry(BOTS, _league(random.Random(seed), strength, 150))
+        assert sorted(BOTS, key=fit.elo.__getitem__) == BOTS
+        assert abs(sum(fit.elo.values()) / len(BOTS) - 1500) < 1e-6
+        for b in BOTS:
+            half = (fit.high[b] - fit.low[b]) / 2
+            assert 0 < half < 60  # 600 deals pin each rating down
+            assert abs(fit.elo[b] - truth[b]) <= 1.6 * half, (b, fit.elo[b], truth[b])
+            covered += fit.low[b] <= truth[b] <= fit.high[b]
+    assert covered >= 27, covered
+
+
+def test_interval_coverage_on_simulated_leagues() -> None:
+    """The nominal 95% intervals cover the true rating in about 95% of simulated leagues."""
+    rng = random.Random(2024)
+    hits = total = 0
+    for _ in range(150):
+        strength = {b: rng.gauss(0.0, 0.5) for b in BOTS}
+        truth = _true_elo(strength)
+        fit = bradley_terry(BOTS, _league(rng, strength, 20))
+        for b in BOTS:
+            total += 1
+            hits += fit.low[b] <= truth[b] <= fit.high[b]
+    coverage = hits / total
+    assert 0.90 <= coverage <= 0.995, coverage
+
+
+def test_undefeated_bot_stays_finite_and_ties_are_draws() -> None:
+    placings = [Placing("m", (("a",), ("b",), ("c",))) for _ in range(10)]
+    fit = bradley_terry(["a", "b", "c"], placings)
+    assert math.isfinite(fit.elo["a"]) and fit.elo["a"] > fit.elo["b"] > fit.elo["c"]
+    assert math.isfinite(fit.high["a"])
+    tied = bradley_terry(["a", "b"], [Placing("m", (("a", "b"),))] * 5)
+    assert abs(tied.elo["a"] - tied.elo["b"]) < 1e-9
+
+
+def test_fit_is_independent_of_the_order_of_results() -> None:
+    rng = random.Random(5)
+    placings = _league(rng, {b: 0.2 * i for i, b in enumerate(BOTS)}, 30)
+    shuffled = list(placings)
+    rng.shuffle(shuffled)
+    a, b = bradley_terry(BOTS, placings), bradley_terry(BOTS, shuffled)
+    for bot in BOTS:
+        assert math.isclose(a.elo[bot], b.elo[bot], abs_tol=1e-6)
+        assert math.isclose(a.high[bot], b.high[bot], abs_tol=1e-6)
+
+
+def test_live_elo_and_openskill_move_the_winner_up() -> None:
+    placings = [Placing("m", (("a",), ("b", "c"), ("d",)))] * 3
+    live = live_elo(["a", "b", "c", "d"], placings)
+    assert live["a"] > live["b"] == live["c"] > live["d"]
+    assert abs(sum(live.values()) - 4 * 1500) < 1e-6
+    skill = openskill_ratings(["a", "b", "c", "d"], placings)
+    assert skill["a"].mu > skill["b"].mu > skill["d"].mu
+    assert skill["a"].ordinal > skill["d"].ordinal

@@ -1,0 +1,190 @@
+"""Schedule properties: pair balance, seat balance, duplicate deals, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from referee.errors import ConfigError
+from referee.seasons.model import SeasonOptions, SeasonSpec
+from referee.seasons.schedule import (
+    all_subsets,
+    assign_seats,
+    balanced_tables,
+    build_schedule,
+    owner_pairs,
+    pair_counts,
+    seat_counts,
+)
+
+CASES = [(n, k) for n in range(3, 13) for k in range(3, min(8, n) + 1)]
+
+
+def _spec(n: int, k: int, **options: object) -> SeasonSpec:
+    opts = {"duplicate": False, **options}
+    return SeasonSpec(
+        name="s1",
+        game="sevens",
+        bots=tuple(f"bot{i}" for i in range(n)),
+        table_size=k,
+        deals_per_match=k,
+        options=SeasonOptions.from_dict(opts),
+    )
+
+
+def _spread(values: list[int]) -> int:
+    return max(values) - min(values)
+
+
+@pytest.mark.parametrize(("n", "k"), CASES)
+def test_balanced_design_pairs_seats_and_appearances(n: int, k: int) -> None:
+    rng = random.Random(n * 31 + k)
+    tables = balanced_tables(n, k, rng)
+    assert all(len(set(t)) == k for t in tables)
+    counts = pair_counts(tables)
+    assert _spread([counts[p] for p in itertools.combinations(range(n), 2)]) <= 1
+    appearances = Counter(b for t in tables for b in t)
+    assert set(appearances) == set(range(n))
+    assert _spread(list(appearances.values())) <= 1
+    seatings = assign_seats(tables, rng)
+    assert [sorted(s) for s in seatings] == [sorted(t) for t in tables]
+    for counter in seat_counts(seatings).values():
+        assert _spread([counter[s] for s in range(k)]) <= 1
+
+
+@pytest.mark.parametrize(("n", "k"), CASES)
+def test_schedule_seats_and_dealers_rotate(n: int, k: int) -> None:
+    """Every bot sits in every seat equally often (+-1), with the schedule's own choice of
+    all subsets or a balanced design, and deals rotate the dealer through all seats."""
+    spec = _spec(n, k, max_subsets=60)
+    matches = build_schedule(spec, seed=1234)
+    expected_tables = math.comb(n, k) if math.comb(n, k) <= 60 else None
+    if expected_tables is not None:
+        assert len(matches) == expected_tables
+        assert {frozenset(m.seats) for m in matches} == {
+            frozenset(f"bot{i}" for i in c) for c in itertools.combinations(range(n), k)
+        }
+    per_bot: dict[str, Counter[int]] = {}
+    for m in matches:
+        assert len(set(m.seats)) == k
+        for seat, bot in enumerate(m.seats):
+            per_bot.setdefault(bot, Counter())[seat] += 1
+        assert m.deals is not None
+        assert sorted(d.dealer for d in m.deals if d.dealer is not None) == list(range(k))
+    for counter in per_bot.values():
+        assert _spread([counter[s] for s in range(k)]) <= 1
+
+
+def test_schedule_is_deterministic_from_the_seed() -> None:
+    spec = _spec(9, 4, max_subsets=0, duplicate=True)
+    spec = SeasonSpec.from_dict({**spec.to_dict(), "deals_per_match": 8})
+    a = build_schedule(spec, seed=77)
+    b = build_schedule(spec, seed=77)
+    c = build_schedule(spec, seed=78)
+    assert [m.to_dict() for m in a] == [m.to_dict() for m in b]
+    assert [m.to_dict() for m in a] != [m.to_dict() for m in c]
+    assert len({m.match_id for m in a}) == len(a)
+
+
+def test_duplicate_deals_rotate_every_hand_through_every_seat() -> None:
+    spec = SeasonSpec(
+        name="dup",
+        game="sevens",
+        bots=tuple(f"b{i}" for i in range(5)),
+        table_size=4,
+        deals_per_match=8,
+    )
+    for m in build_schedule(spec, seed=5):
+        assert m.deals is not None and len(m.deals) == 8
+        by_seed: dict[int, list[tuple[int, int | None]]] = {}
+        for d in m.deals:
+            by_seed.setdefault(d.seed, []).append((d.rotation, d.dealer))
+        assert len(by_seed) == 2
+        for rotations in by_seed.values():
+            assert sorted(r for r, _ in rotations) == [0, 1, 2, 3]
+            base = rotations[0][1]
+            assert base is not None
+            # the dealer moves with the hands
+            assert all(dealer == (base + r) % 4 for r, dealer in rotations)
+
+
+def test_sedma_head_to_head_holds_both_seats_of_a_side() -> None:
+    # SD-1: partners sit opposite (seats 0+2 against 1+3).
+    spec = SeasonSpec(
+        name="h2h",
+        game="sedma",
+        bots=tuple(f"b{i}" for i in range(5)),
+        table_size=4,
+        deals_per_match=4,
+    )
+    assert spec.head_to_head
+    matches = build_schedule(spec, seed=9)
+    assert len(matches) == math.comb(5, 2)
+    sides: Counter[tuple[str, int]] = Counter()
+    for m in matches:
+        a, b, a2, b2 = m.seats
+        assert a == a2 and b == b2 and a != b
+        sides[(a, 0)] += 1
+        sides[(b, 1)] += 1
+        assert m.deals is not None
+        # sides swapped on the duplicate deal: rotation 1 moves hand i to seat i+1
+        assert [d.rotation for d in m.deals] == [0, 1, 0, 1]
+        assert m.deals[0].seed == m.deals[1].seed != m.deals[2].seed
+    for bot in spec.bots:
+        assert abs(sides[(bot, 0)] - sides[(bot, 1)]) <= 1
+
+
+@pytest.mark.parametrize(("preset_k"), [2, 3])
+def test_sedma_small_tables_are_free_for_all(preset_k: int) -> None:
+    spec = SeasonSpec(
+        name="s2",
+        game="sedma",
+        bots=tuple(f"b{i}" for i in range(6)),
+        table_size=preset_k,
+        deals_per_match=2 * preset_k,
+    )
+    assert not spec.head_to_head
+    matches = build_schedule(spec, seed=3)
+    assert len(matches) == math.comb(6, preset_k)
+    assert all(len(set(m.seats)) == preset_k for m in matches)
+
+
+def test_separate_owners_never_share_a_table() -> None:
+    bots = tuple(f"b{i}" for i in range(7))
+    owners = {"b0": "ann", "b1": "ann", "b2": "bo", "b3": "bo"}
+    spec = SeasonSpec.from_dict(
+        {
+            "name": "own",
+            "game": "sevens",
+            "bots": list(bots),
+            "table_size": 3,
+            "deals_per_match": 3,
+            "options": {"separate_owners": True},
+        }
+    )
+    matches = build_schedule(spec, seed=1, owners=owners)
+    assert matches
+    for m in matches:
+        assert not ({"b0", "b1"} <= set(m.seats) or {"b2", "b3"} <= set(m.seats))
+    assert owner_pairs(list(bots), owners) == {(0, 1), (2, 3)}
+    assert all_subsets(4, 3, [(0, 1), (2, 3)]) == []
+
+
+def test_rounds_repeat_the_tables() -> None:
+    spec = _spec(5, 3, rounds=2)
+    matches = build_schedule(spec, seed=2)
+    assert len(matches) == 2 * math.comb(5, 3)
+    counts = Counter(frozenset(m.seats) for m in matches)
+    assert set(counts.values()) == {2}
+
+
+def test_duplicate_needs_a_multiple_of_the_table_size() -> None:
+    spec = SeasonSpec(
+        name="x", game="sevens", bots=("a", "b", "c"), table_size=3, deals_per_match=4
+    )
+    with pytest.raises(ConfigError, match="multiple of 3"):
+        spec.validate()

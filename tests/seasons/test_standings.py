@@ -1,0 +1,138 @@
+"""Standings are a pure function of the committed results."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from referee.seasons.standings import ROW_FIELDS, bot_order, compute_standings
+from workers.spec import CommittedResult, SeatStats
+
+
+def _stats(bot: str, **kw: Any) -> SeatStats:
+    base: SeatStats = {
+        "bot": bot,
+        "decisions": 10,
+        "timeouts": 0,
+        "invalid_actions": 0,
+        "illegal_passes": 0,
+        "autopilot": False,
+        "think_ms_total": 1.0,
+    }
+    base.update(kw)  # type: ignore[typeddict-item]
+    return base
+
+
+def _result(
+    mid: str,
+    seats: list[str],
+    orders: list[list[list[int]]],
+    finished: float,
+    totals: list[int],
+    stats: list[SeatStats] | None = None,
+) -> CommittedResult:
+    deals = [
+        {
+            "deal": i,
+            "winner": o[0][0],
+            "order": o,
+            "deltas": [0] * len(seats),
+            "penalties": [],
+            "void": False,
+            "detail": {},
+        }
+        for i, o in enumerate(orders)
+    ]
+    return {
+        "match_id": mid,
+        "season": "s",
+        "game": "sevens",
+        "seats": seats,
+        "attempt": 1,
+        "result": {
+            "totals": totals,
+            "unit": "chips",
+            "higher_is_better": True,
+            "order": orders[-1],
+            "winners": [orders[-1][0][0]],
+            "deals": deals,
+        },
+        "stats": stats or [_stats(b) for b in seats],
+        "finished_ms": finished,
+    }
+
+
+def _results() -> list[CommittedResult]:
+    rng = random.Random(3)
+    bots = ["ann", "bob", "cat", "dan"]
+    out = []
+    for m in range(12):
+        seats = rng.sample(bots, 3)
+        orders = []
+        for _ in range(3):
+            perm = [0, 1, 2]
+            rng.shuffle(perm)
+            orders.append([[perm[0]], [perm[1]], [perm[2]]])
+        out.append(_result(f"s-m{m:04d}", seats, orders, 1000.0 + m, [4, -1, -3]))
+    return out
+
+
+def test_same_results_in_any_order_give_identical_standings() -> None:
+    results = _results()
+    a = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results, now_ms=1)
+    for seed in range(4):
+        shuffled = list(results)
+        random.Random(seed).shuffle(shuffled)
+        shuffled.append(shuffled[0])  # a result delivered twice counts once
+        b = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], shuffled, now_ms=1)
+        assert a == b
+    assert a["matches_done"] == 12
+    assert [r["rank"] for r in a["rows"]] == [1, 2, 3, 4]
+    assert all(set(r) == set(ROW_FIELDS) for r in a["rows"])
+    assert sum(r["deals"] for r in a["rows"]) == 12 * 3 * 3
+    assert sum(r["deals_won"] for r in a["rows"]) == 12 * 3
+
+
+def test_counters_places_and_scores() -> None:
+    res = _result(
+        "s-m0000",
+        ["ann", "bob", "cat"],
+        [[[0], [1], [2]], [[2], [0, 1]]],
+        5.0,
+        [7, -2, -5],
+        [
+            _stats("ann", timeouts=2),
+            _stats("bob", illegal_passes=1, invalid_actions=3),
+            _stats("cat", autopilot=True),
+        ],
+    )
+    table = compute_standings("s", "sevens", ["ann", "bob", "cat"], [res], matches_total=3)
+    rows = {r["bot"]: r for r in table["rows"]}
+    assert rows["ann"]["deals_won"] == 1 and rows["cat"]["deals_won"] == 1
+    assert rows["ann"]["avg_place"] == 1.5  # 1st, then tied 2nd
+    assert rows["bob"]["avg_place"] == 2.0
+    assert rows["cat"]["avg_place"] == 2.0
+    assert rows["ann"]["score"] == 7 and rows["cat"]["score"] == -5
+    assert rows["ann"]["timeouts"] == 2
+    assert rows["bob"]["illegal_passes"] == 1 and rows["bob"]["invalid_actions"] == 3
+    assert rows["cat"]["autopilot_seats"] == 1
+    assert table["unit"] == "chips" and table["matches_total"] == 3
+
+
+def test_head_to_head_order_is_side_against_side() -> None:
+    # SD-1: one bot on seats 0 and 2, the other on 1 and 3; a deal's order is side vs side.
+    assert bot_order(["a", "b", "a", "b"], [[1, 3], [0, 2]]) == (("b",), ("a",))
+    res = _result("h-m0000", ["a", "b", "a", "b"], [[[1, 3], [0, 2]]] * 2, 1.0, [0, 2, 0, 2])
+    table = compute_standings("h", "sedma", ["a", "b"], [res])
+    rows = {r["bot"]: r for r in table["rows"]}
+    assert rows["b"]["deals_won"] == 2 and rows["b"]["matches"] == 1
+    assert rows["b"]["score"] == 2 and rows["a"]["score"] == 0
+    assert rows["b"]["elo"] > rows["a"]["elo"]
+    assert rows["b"]["rank"] == 1
+
+
+def test_void_deals_are_skipped() -> None:
+    res = _result("v-m0000", ["a", "b", "c"], [[[0], [1], [2]]], 1.0, [1, 0, -1])
+    res["result"]["deals"][0]["void"] = True
+    rows = {r["bot"]: r for r in compute_standings("v", "sedma", ["a", "b", "c"], [res])["rows"]}
+    assert rows["a"]["deals"] == 0 and rows["a"]["matches"] == 1
