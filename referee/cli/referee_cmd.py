@@ -1,9 +1,73 @@
-"""Commands of this group (see referee.cli.main.COMMAND_MODULES)."""
+"""``arena referee``: serve BotGateway and the League API (referee.gateway.server)."""
 
 from __future__ import annotations
 
-from referee.cli.common import Commands
+import argparse
+import asyncio
+import logging
+import os
+
+from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
+from referee.errors import ConfigError
+from referee.gateway.server import RefereeConfig, run_referee
 
 
 def register(commands: Commands) -> None:
-    """Add this module's subcommands (none yet)."""
+    parser = commands.add(
+        "referee", _run, help="run a referee: the bots' gRPC gateway and the League API"
+    )
+    add_redis_options(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=50051, help="gRPC port (0 = any free port, printed)"
+    )
+    parser.add_argument(
+        "--http-port", type=int, default=8080, help="HTTP port of /metrics and / (0 = off)"
+    )
+    parser.add_argument(
+        "--admin-token",
+        default=os.environ.get("ARENA_ADMIN_TOKEN"),
+        help="bearer token of League admin calls (default: $ARENA_ADMIN_TOKEN; none = off)",
+    )
+    parser.add_argument("--tls-cert", help="PEM certificate chain (with --tls-key) to serve TLS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--max-streams-per-bot", type=int, default=4, help="open streams one bot may hold"
+    )
+    parser.add_argument("--referee-id", default="", help="name of this referee in logs/records")
+    parser.add_argument(
+        "--drain-grace", type=float, default=5.0, help="seconds bots get to answer on shutdown"
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=str(args.log_level).upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        url = resolve_redis_url(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    if args.max_streams_per_bot < 1:
+        return fail("--max-streams-per-bot must be at least 1")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        return fail("TLS needs both --tls-cert and --tls-key")
+    config = RefereeConfig(
+        redis_url=url,
+        host=args.host,
+        port=args.port,
+        http_port=args.http_port,
+        admin_token=args.admin_token or None,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        max_streams_per_bot=args.max_streams_per_bot,
+        referee_id=args.referee_id,
+        drain_grace_s=args.drain_grace,
+    )
+    try:
+        asyncio.run(run_referee(config))
+    except OSError as exc:
+        return fail(f"could not serve on {args.host}:{args.port}: {exc}")
+    return 0

@@ -1,0 +1,198 @@
+"""Mailbox JSON (referee.mailbox, docs/OBSERVATIONS.md) -> proto messages (arena.v1).
+
+Only the fields the documents name are copied, so nothing a worker might add by mistake
+reaches a bot. Every function raises ``ValueError`` (or ``KeyError``/``TypeError``) on a
+message that does not have the documented shape; the relay logs and drops such messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arena.v1 import bot_pb2, game_pb2
+from referee.mailbox import (
+    ActionResultMessage,
+    DealEndMessage,
+    MatchEndMessage,
+    MatchStartMessage,
+    TurnMessage,
+)
+
+SUITS = ("C", "D", "H", "S")
+
+_RESULT_STATUS = {
+    "accepted": bot_pb2.ActionResult.ACCEPTED,
+    "refused": bot_pb2.ActionResult.REFUSED,
+    "timed_out": bot_pb2.ActionResult.TIMED_OUT,
+}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _ints(values: Sequence[Any]) -> list[int]:
+    return [int(v) for v in values]
+
+
+def _cards(values: Sequence[Any]) -> list[str]:
+    out = []
+    for card in values:
+        if not isinstance(card, str):
+            raise TypeError(f"a card must be text like '7D', got {card!r}")
+        out.append(card)
+    return out
+
+
+def observation_to_proto(obs: Mapping[str, Any]) -> Any:
+    """A seat's observation dict -> ``arena.v1.Observation``."""
+    msg = game_pb2.Observation(
+        game=str(obs["game"]),
+        preset=str(obs.get("preset", "")),
+        rules_json=_json(obs.get("rules", {})),
+        seat=int(obs["seat"]),
+        num_players=int(obs["num_players"]),
+        deal_index=int(obs.get("deal_index", 0)),
+        num_deals=int(obs.get("num_deals", 0)),
+        dealer=int(obs.get("dealer", 0)),
+        to_act=int(obs.get("to_act", -1)),
+        hand=_cards(obs["hand"]),
+        hand_sizes=_ints(obs.get("hand_sizes", [])),
+        totals=_ints(obs.get("totals", [])),
+        unit=str(obs.get("unit", "")),
+    )
+    for entry in obs.get("history", []):
+        msg.history.add(
+            seat=int(entry.get("seat", -1) if entry.get("seat") is not None else -1),
+            kind=str(entry["kind"]),
+            action=str(entry.get("action") or ""),
+            reason=str(entry.get("reason") or ""),
+        )
+    game = msg.game
+    if game == "sevens":
+        view = msg.sevens
+        table = obs.get("table", {})
+        for suit in SUITS:
+            view.table.add(suit=suit, cards=_cards(table.get(suit, [])))
+        view.pot = int(obs.get("pot", 0))
+        view.passes.extend(_ints(obs.get("passes", [])))
+        view.free_passes_left.extend(_ints(obs.get("free_passes_left", [])))
+        view.eliminated.extend(bool(v) for v in obs.get("eliminated", []))
+        view.skip_next.extend(bool(v) for v in obs.get("skip_next", []))
+    elif game == "sedma":
+        sedma = msg.sedma
+        for side in obs.get("sides", []):
+            sedma.sides.add(seats=_ints(side))
+        sedma.leader = int(obs.get("leader", -1))
+        for played in obs.get("trick", []):
+            sedma.trick.add(seat=int(played["seat"]), card=str(played["card"]))
+        sedma.talon_size = int(obs.get("talon_size", 0))
+        sedma.tricks_won.extend(_ints(obs.get("tricks_won", [])))
+        sedma.card_points.extend(_ints(obs.get("card_points", [])))
+        sedma.match_points.extend(_ints(obs.get("match_points", [])))
+        sedma.target = int(obs.get("target", 0))
+        for marriage in obs.get("marriages", []):
+            sedma.marriages.add(cards=_cards(marriage))
+    else:
+        raise ValueError(f"unknown game {game!r} in observation: expected 'sevens' or 'sedma'")
+    return msg
+
+
+def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> Any:
+    """A :class:`TurnMessage` -> ``RefereeMessage(turn=TurnRequest)``.
+
+    ``clock`` overrides the message's clock (a request sent again after a reconnect shows
+    the time that is left, not the time it had when first sent)."""
+    c = clock if clock is not None else turn["clock"]
+    request = bot_pb2.TurnRequest(
+        match_id=turn["match_id"],
+        attempt=int(turn["attempt"]),
+        seq=int(turn["seq"]),
+        seat=int(turn["seat"]),
+        observation=observation_to_proto(turn["observation"]),
+        legal_actions=[str(a) for a in turn["legal_actions"]],
+        clock=bot_pb2.Clock(
+            move_ms=max(0, int(c["move_ms"])),
+            bank_ms=max(0, int(c["bank_ms"])),
+            grace_ms=max(0, int(c["grace_ms"])),
+        ),
+        season=str(turn.get("season", "")),
+    )
+    return bot_pb2.RefereeMessage(turn=request)
+
+
+def action_result_to_proto(msg: ActionResultMessage) -> Any:
+    status = _RESULT_STATUS.get(msg["status"])
+    if status is None:
+        raise ValueError(f"unknown action_result status {msg['status']!r}")
+    result = bot_pb2.ActionResult(
+        match_id=msg["match_id"],
+        attempt=int(msg["attempt"]),
+        seq=int(msg["seq"]),
+        status=status,
+        reason=str(msg.get("reason", "")),
+        message=str(msg.get("message", "")),
+        penalty=int(msg.get("penalty", 0)),
+        applied_action=str(msg.get("applied_action", "")),
+        think_ms=max(0, round(float(msg.get("think_ms", 0.0)))),
+        autopilot=bool(msg.get("autopilot", False)),
+    )
+    return bot_pb2.RefereeMessage(result=result)
+
+
+def match_start_to_proto(msg: MatchStartMessage) -> Any:
+    start = bot_pb2.MatchStart(
+        match_id=msg["match_id"],
+        attempt=int(msg["attempt"]),
+        game=str(msg["game"]),
+        preset=str(msg.get("preset", "")),
+        rules_json=_json(msg.get("rules", {})),
+        seats=_ints(msg.get("seats", [])),
+        players=[str(p) for p in msg.get("players", [])],
+        num_deals=int(msg.get("num_deals", 0)),
+        season=str(msg.get("season", "")),
+    )
+    return bot_pb2.RefereeMessage(match_start=start)
+
+
+def deal_end_to_proto(msg: DealEndMessage) -> Any:
+    end = bot_pb2.DealEnd(
+        match_id=msg["match_id"],
+        attempt=int(msg["attempt"]),
+        deal_index=int(msg["deal_index"]),
+        winner=int(msg.get("winner", -1)),
+        deltas=_ints(msg.get("deltas", [])),
+        totals=_ints(msg.get("totals", [])),
+        result_json=_json(msg.get("result", {})),
+    )
+    return bot_pb2.RefereeMessage(deal_end=end)
+
+
+def match_end_to_proto(msg: MatchEndMessage) -> Any:
+    end = bot_pb2.MatchEnd(
+        match_id=msg["match_id"],
+        attempt=int(msg["attempt"]),
+        totals=_ints(msg.get("totals", [])),
+        unit=str(msg.get("unit", "")),
+        winners=_ints(msg.get("winners", [])),
+        result_json=_json(msg.get("result", {})),
+    )
+    return bot_pb2.RefereeMessage(match_end=end)
+
+
+def notification_to_proto(
+    msg: ActionResultMessage | MatchStartMessage | DealEndMessage | MatchEndMessage,
+) -> Any:
+    """Any inbox notification -> its ``RefereeMessage``."""
+    kind = msg["type"]
+    if kind == "action_result":
+        return action_result_to_proto(msg)  # type: ignore[arg-type]
+    if kind == "match_start":
+        return match_start_to_proto(msg)  # type: ignore[arg-type]
+    if kind == "deal_end":
+        return deal_end_to_proto(msg)  # type: ignore[arg-type]
+    if kind == "match_end":
+        return match_end_to_proto(msg)  # type: ignore[arg-type]
+    raise ValueError(f"not a notification: {kind!r}")

@@ -1,0 +1,203 @@
+"""The League API servicer: bot registry (admin) and the spectator feed.
+
+Season and match methods come from ``referee.seasons.grpc_api.SeasonsServicerMixin`` when
+that module exists (it relies on ``self.redis`` and ``self.require_admin``); without it they
+answer UNIMPLEMENTED with a message saying so. Build the servicer with
+:func:`make_league_servicer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import importlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+import redis
+import redis.asyncio
+
+from arena.v1 import league_pb2
+from referee import bots, keys
+from referee.errors import ArenaError, AuthError
+from referee.gateway import status
+from referee.gateway.auth import bearer_token
+
+log = logging.getLogger(__name__)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+T = TypeVar("T")
+
+SEASON_METHODS = (
+    "CreateSeason",
+    "StartSeason",
+    "PauseSeason",
+    "ResumeSeason",
+    "CancelSeason",
+    "ListSeasons",
+    "GetSeason",
+    "GetStandings",
+    "ListMatches",
+    "GetMatch",
+    "GetReplay",
+)
+
+
+class LeagueCore:
+    """Registry methods, the event feed, and what the seasons mixin needs."""
+
+    def __init__(self, client: redis.asyncio.Redis, redis_url: str, admin_token: str | None):
+        self.redis = client
+        self._sync = redis.Redis.from_url(redis_url, decode_responses=True)
+        self._admin_token = admin_token or None
+
+    def close(self) -> None:
+        self._sync.close()
+
+    async def require_admin(self, context: Context) -> None:
+        """Abort with UNAUTHENTICATED (no token) or PERMISSION_DENIED (not the admin's)."""
+        try:
+            token = bearer_token(context.invocation_metadata())  # type: ignore[arg-type]
+        except AuthError as exc:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, f"admin call: {exc} (the admin token)"
+            )
+            raise
+        if self._admin_token is None:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "admin calls are disabled: the referee was started without --admin-token "
+                "(or $ARENA_ADMIN_TOKEN)",
+            )
+        if not hmac.compare_digest(token.encode(), self._admin_token.encode()):  # type: ignore[union-attr]
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "this call needs the admin token (--admin-token of the referee); a bot token "
+                "or another token was sent",
+            )
+
+    async def _call(self, context: Context, fn: Callable[[], T]) -> T:
+        """Run a blocking registry function in a thread; map its errors to a status."""
+        try:
+            return await asyncio.to_thread(fn)
+        except ArenaError as exc:
+            await status.abort(context, exc)
+
+    async def RegisterBot(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        token = await self._call(
+            context,
+            lambda: bots.register(self._sync, request.name, request.owner, request.description),
+        )
+        return league_pb2.RegisterBotResponse(name=request.name, token=token)
+
+    async def ListBots(self, request: Any, context: Context) -> Any:
+        records = await self._call(context, lambda: bots.list_bots(self._sync))
+        return league_pb2.ListBotsResponse(
+            bots=[
+                league_pb2.BotInfo(
+                    name=r.name,
+                    owner=r.owner,
+                    description=r.description,
+                    revoked=r.revoked,
+                    connected_streams=r.connected_streams,
+                    created_at=r.created_at,
+                )
+                for r in records
+            ]
+        )
+
+    async def RevokeBot(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        await self._call(context, lambda: bots.revoke(self._sync, request.name))
+        return league_pb2.RevokeBotResponse(name=request.name, revoked=True)
+
+    async def RotateToken(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        token = await self._call(context, lambda: bots.rotate_token(self._sync, request.name))
+        return league_pb2.RegisterBotResponse(name=request.name, token=token)
+
+    async def WatchEvents(self, request: Any, context: Context) -> AsyncIterator[Any]:
+        """League events from the pub/sub channel, live only (PITFALLS 8)."""
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        await pubsub.subscribe(keys.EVENTS_CHANNEL)
+        try:
+            while True:
+                message = await pubsub.get_message(timeout=1.0)
+                if message is None:
+                    continue
+                event = _event(message.get("data"))
+                if event is None:
+                    continue
+                if request.season and event.season != request.season:
+                    continue
+                yield event
+        finally:
+            with _quiet():
+                await pubsub.unsubscribe(keys.EVENTS_CHANNEL)
+            with _quiet():
+                await pubsub.aclose()
+
+
+class _quiet:
+    """Suppress errors of best-effort cleanup (but never CancelledError)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        return exc_type is not None and issubclass(exc_type, Exception)
+
+
+def _event(data: Any) -> Any:
+    if isinstance(data, bytes):
+        data = data.decode()
+    try:
+        payload = json.loads(data)
+        return league_pb2.LeagueEvent(
+            kind=str(payload.get("kind", "")),
+            season=str(payload.get("season", "")),
+            match_id=str(payload.get("match_id", "")),
+            data_json=json.dumps(payload.get("data", {}), sort_keys=True),
+            at_ms=int(payload.get("at_ms", 0)),
+        )
+    except (ValueError, TypeError, AttributeError):
+        log.warning("ignored a malformed league event: %r", str(data)[:120])
+        return None
+
+
+def _unimplemented(name: str) -> Callable[[Any, Any, Context], Awaitable[Any]]:
+    async def method(self: Any, request: Any, context: Context) -> Any:
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"League.{name} is not available: this referee has no seasons module "
+            "(referee.seasons.grpc_api)",
+        )
+
+    method.__name__ = name
+    return method
+
+
+def _seasons_mixin() -> type:
+    try:
+        module = importlib.import_module("referee.seasons.grpc_api")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("referee.seasons", "referee.seasons.grpc_api"):
+            raise
+        log.info("referee.seasons.grpc_api not found: season methods answer UNIMPLEMENTED")
+        return type("NoSeasons", (), {name: _unimplemented(name) for name in SEASON_METHODS})
+    mixin: type = module.SeasonsServicerMixin
+    return mixin
+
+
+def make_league_servicer(
+    client: redis.asyncio.Redis, redis_url: str, admin_token: str | None
+) -> LeagueCore:
+    """The League servicer: :class:`LeagueCore` plus the seasons mixin (if present)."""
+    cls = type("LeagueServicer", (_seasons_mixin(), LeagueCore), {})
+    servicer: LeagueCore = cls(client, redis_url, admin_token)
+    return servicer

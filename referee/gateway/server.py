@@ -1,0 +1,238 @@
+"""The referee process: one ``grpc.aio`` server with BotGateway, League, health and
+reflection, plus the optional HTTP and seasons tasks of the other modules.
+
+Keepalive (PITFALLS 6), the same numbers as ``sample_bots/sdk.py``:
+
+* the server pings an idle connection every 30 s and drops it if no ack in 10 s;
+* it accepts client pings as often as every 10 s (``min_recv_ping_interval_without_data``)
+  and never counts them as strikes below that; the SDK pings every 30 s;
+* ``Welcome.keepalive_time_ms`` tells other clients the 30 s interval to use.
+
+Shutdown (SIGTERM/SIGINT or :meth:`RefereeServer.stop`): health NOT_SERVING, new streams
+UNAVAILABLE, sessions stop popping and send a ``Notice``, open requests get ``drain_grace_s``
+to be answered, the rest are pushed back to their inboxes, then the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+import redis.asyncio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
+from referee.gateway.auth import BotAuthInterceptor
+from referee.gateway.league import LeagueCore, make_league_servicer
+from referee.gateway.relay import POP_WAIT_S, BotGatewayServicer, Hub, HubConfig
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_TIME_MS = 30_000
+"""Both sides ping an idle connection this often (the SDK uses the same value)."""
+KEEPALIVE_TIMEOUT_MS = 10_000
+MIN_CLIENT_PING_INTERVAL_MS = 10_000
+"""The server accepts client pings this often; anything more frequent earns strikes."""
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Largest message a bot may send or receive (gRPC's default is 4 MiB: PITFALLS 7)."""
+
+SERVICE_NAMES = (
+    bot_pb2.DESCRIPTOR.services_by_name["BotGateway"].full_name,
+    league_pb2.DESCRIPTOR.services_by_name["League"].full_name,
+)
+
+
+def server_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
+    return [
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
+        ("grpc.http2.min_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
+        ("grpc.http2.max_ping_strikes", 2),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+@dataclass
+class RefereeConfig:
+    redis_url: str
+    host: str = "127.0.0.1"
+    port: int = 50051
+    http_port: int = 8080  # 0 = no HTTP
+    admin_token: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    max_streams_per_bot: int = 4
+    referee_id: str = ""
+    max_concurrency: int = 64
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    drain_grace_s: float = 5.0
+    hooks: bool = True  # run referee.web / referee.seasons.driver when present
+
+    def resolved_referee_id(self) -> str:
+        return self.referee_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+
+
+class RefereeServer:
+    """Start with :meth:`start` (returns the bound port), end with :meth:`stop`."""
+
+    def __init__(self, config: RefereeConfig) -> None:
+        self.config = config
+        self.referee_id = config.resolved_referee_id()
+        self.port = 0
+        self.stop_event = asyncio.Event()
+        # socket_timeout must exceed the BLPOP wait (PITFALLS 9).
+        self.redis = redis.asyncio.Redis.from_url(
+            config.redis_url,
+            decode_responses=True,
+            socket_timeout=POP_WAIT_S + 10.0,
+            socket_connect_timeout=5.0,
+            health_check_interval=30,
+        )
+        self.hub = Hub(
+            self.redis,
+            HubConfig(
+                referee_id=self.referee_id,
+                max_streams_per_bot=config.max_streams_per_bot,
+                max_concurrency=config.max_concurrency,
+                keepalive_time_ms=KEEPALIVE_TIME_MS,
+            ),
+        )
+        self.health = health.aio.HealthServicer()
+        self.league: LeagueCore | None = None
+        self.server: grpc.aio.Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
+
+    async def start(self) -> int:
+        await self.redis.ping()
+        server = grpc.aio.server(
+            interceptors=[BotAuthInterceptor(self.redis)],
+            options=server_options(self.config.max_message_bytes),
+        )
+        server.add_generic_rpc_handlers([BotGatewayServicer(self.hub).handler()])
+        self.league = make_league_servicer(
+            self.redis, self.config.redis_url, self.config.admin_token
+        )
+        league_pb2_grpc.add_LeagueServicer_to_server(self.league, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        address = f"{self.config.host}:{self.config.port}"
+        if self.config.tls_cert or self.config.tls_key:
+            if not (self.config.tls_cert and self.config.tls_key):
+                raise ValueError("TLS needs both --tls-cert and --tls-key")
+            credentials = grpc.ssl_server_credentials(
+                [(Path(self.config.tls_key).read_bytes(), Path(self.config.tls_cert).read_bytes())]
+            )
+            self.port = server.add_secure_port(address, credentials)
+        else:
+            self.port = server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"could not listen on {address}")
+        await server.start()
+        self.server = server
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.config.hooks:
+            self._start_hooks()
+        return self.port
+
+    def _start_hooks(self) -> None:
+        if self.config.http_port:
+            self._hook(
+                "referee.web",
+                "serve_http",
+                lambda fn: fn(
+                    self.config.redis_url, self.config.host, self.config.http_port, self.stop_event
+                ),
+            )
+        self._hook(
+            "referee.seasons.driver",
+            "run_driver",
+            lambda fn: fn(self.config.redis_url, self.stop_event),
+        )
+
+    def _hook(
+        self,
+        module_name: str,
+        function: str,
+        call: Callable[[Any], Coroutine[Any, Any, None]],
+    ) -> None:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_name.startswith(exc.name):
+                log.info("%s not found: skipped %s", module_name, function)
+                return
+            log.exception("could not import %s; skipped %s", module_name, function)
+            return
+        except Exception:
+            log.exception("could not import %s; skipped %s", module_name, function)
+            return
+        coroutine = call(getattr(module, function))
+
+        async def guarded() -> None:
+            try:
+                await coroutine
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s.%s failed", module_name, function)
+
+        self._tasks.append(asyncio.ensure_future(guarded()))
+
+    async def stop(self) -> None:
+        """Drain and stop (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.stop_event.set()
+        await self.health.enter_graceful_shutdown()
+        await self.hub.drain(self.config.drain_grace_s)
+        if self.server is not None:
+            await self.server.stop(grace=1.0)
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, 5.0)
+        if self.league is not None:
+            self.league.close()
+        await self.redis.aclose()
+
+    async def wait(self) -> None:
+        await self.stop_event.wait()
+
+
+async def run_referee(config: RefereeConfig, *, announce: bool = True) -> None:
+    """Serve until SIGTERM/SIGINT, then drain. Prints ``referee listening on HOST:PORT``."""
+    referee = RefereeServer(config)
+    port = await referee.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, referee.stop_event.set)
+    if announce:
+        print(f"referee listening on {config.host}:{port}", flush=True)
+    log.info("referee %s serving on %s:%d", referee.referee_id, config.host, port)
+    try:
+        await referee.wait()
+    finally:
+        log.info("referee %s draining", referee.referee_id)
+        await referee.stop()

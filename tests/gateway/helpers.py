@@ -1,0 +1,197 @@
+"""Helpers of the gateway tests: a referee in-process, raw bot streams, worker-like pushes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import redis
+import redis.asyncio
+
+from arena.v1 import bot_pb2, bot_pb2_grpc
+from referee import bots, keys, mailbox
+from referee.gateway.server import RefereeConfig, RefereeServer
+from sample_bots.sdk import channel_options
+
+ALL_CARDS = [r + s for s in "CDHS" for r in "A23456789TJQK"]
+
+
+@contextlib.asynccontextmanager
+async def running_referee(redis_url: str, **options: Any) -> AsyncIterator[RefereeServer]:
+    """A referee on a free loopback port (no HTTP, no seasons hooks), stopped afterwards."""
+    options.setdefault("drain_grace_s", 0.5)
+    config = RefereeConfig(redis_url=redis_url, port=0, http_port=0, hooks=False, **options)
+    server = RefereeServer(config)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def register(client: redis.Redis, name: str, owner: str = "") -> str:
+    return bots.register(client, name, owner)
+
+
+def deal_hands(num_players: int, seed: int) -> list[list[str]]:
+    """Distinct hands for every seat (so a leak of another seat's cards is detectable)."""
+    import random
+
+    cards = list(ALL_CARDS)
+    random.Random(seed).shuffle(cards)
+    size = len(cards) // num_players
+    return [sorted(cards[i * size : (i + 1) * size]) for i in range(num_players)]
+
+
+def sevens_observation(seat: int, hands: list[list[str]]) -> dict[str, Any]:
+    n = len(hands)
+    return {
+        "game": "sevens",
+        "preset": "sevens",
+        "rules": {"name": "sevens", "start_card": "7D"},
+        "seat": seat,
+        "num_players": n,
+        "deal_index": 0,
+        "num_deals": 1,
+        "dealer": 0,
+        "to_act": seat,
+        "hand": hands[seat],
+        "hand_sizes": [len(h) for h in hands],
+        "totals": [0] * n,
+        "unit": "chips",
+        "history": [{"seat": 0, "kind": "play", "action": "7D"}, {"seat": 1, "kind": "pass"}],
+        "table": {"C": [], "D": ["7D"], "H": [], "S": []},
+        "pot": 4,
+        "passes": [0, 1, 0, 0][:n],
+        "free_passes_left": [0] * n,
+        "eliminated": [False] * n,
+        "skip_next": [False] * n,
+    }
+
+
+def turn_message(
+    bot: str,
+    match_id: str,
+    seq: int,
+    *,
+    seat: int = 0,
+    hands: list[list[str]] | None = None,
+    attempt: int = 1,
+    move_ms: int = 5000,
+    expires_in_ms: float = 30_000,
+) -> mailbox.TurnMessage:
+    hands = hands or deal_hands(4, seq)
+    observation = sevens_observation(seat, hands)
+    now = mailbox.now_ms()
+    return {
+        "type": "turn",
+        "bot": bot,
+        "match_id": match_id,
+        "attempt": attempt,
+        "seq": seq,
+        "seat": seat,
+        "season": "s1",
+        "observation": observation,
+        "legal_actions": [*sorted(hands[seat])[:3], "pass"],
+        "clock": {"move_ms": move_ms, "bank_ms": 1000, "grace_ms": 50},
+        "reply_key": keys.reply(match_id, attempt, seq),
+        "enqueued_ms": now,
+        "expires_ms": now + expires_in_ms,
+    }
+
+
+def push(client: redis.Redis, message: mailbox.InboxMessage) -> None:
+    """RPUSH onto the bot's inbox, the way a worker does."""
+    client.rpush(keys.inbox(message["bot"]), mailbox.encode(message))
+
+
+async def wait_replies(
+    client: redis.asyncio.Redis, key: str, count: int, timeout: float = 10.0
+) -> list[mailbox.ReplyMessage]:
+    """Wait until the reply list holds ``count`` entries; return them decoded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        raw = await client.lrange(key, 0, -1)  # type: ignore[misc]
+        if len(raw) >= count or time.monotonic() > deadline:
+            return [mailbox.decode_reply(r) for r in raw]
+        await asyncio.sleep(0.01)
+
+
+def hello(concurrency: int = 4, version: int = 1) -> Any:
+    return bot_pb2.BotMessage(
+        hello=bot_pb2.Hello(
+            protocol_version=version,
+            bot_version="test 1.0",
+            games=["sevens"],
+            max_concurrent_matches=concurrency,
+        )
+    )
+
+
+def action(match_id: str, seq: int, text: str, attempt: int = 1) -> Any:
+    return bot_pb2.BotMessage(
+        action=bot_pb2.Action(match_id=match_id, attempt=attempt, seq=seq, action=text)
+    )
+
+
+class RawBot:
+    """A hand-driven bot stream for protocol tests."""
+
+    def __init__(self, port: int, token: str | None, *, credentials: Any = None) -> None:
+        target = f"localhost:{port}" if credentials is not None else f"127.0.0.1:{port}"
+        if credentials is not None:
+            self.channel = grpc.aio.secure_channel(target, credentials, options=channel_options())
+        else:
+            self.channel = grpc.aio.insecure_channel(target, options=channel_options())
+        metadata = () if token is None else (("authorization", f"Bearer {token}"),)
+        self.call = bot_pb2_grpc.BotGatewayStub(self.channel).Play(metadata=metadata)
+
+    async def send(self, message: Any) -> None:
+        await self.call.write(message)
+
+    async def read(self, timeout: float = 10.0) -> Any:
+        return await asyncio.wait_for(self.call.read(), timeout)
+
+    async def connect(self, concurrency: int = 4) -> Any:
+        await self.send(hello(concurrency))
+        first = await self.read()
+        assert first.WhichOneof("msg") == "welcome", first
+        return first.welcome
+
+    async def read_kind(self, kind: str, timeout: float = 10.0) -> Any:
+        """Read until a message of ``kind``; return its payload."""
+        while True:
+            message = await self.read(timeout)
+            assert message is not grpc.aio.EOF, f"stream ended while waiting for {kind}"
+            if message.WhichOneof("msg") == kind:
+                return getattr(message, kind)
+
+    async def status(self, timeout: float = 10.0) -> grpc.StatusCode:
+        """Read to the end; the final status code."""
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            while await self.read(timeout) is not grpc.aio.EOF:
+                pass
+        code: grpc.StatusCode = await self.call.code()
+        return code
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await self.channel.close()
+
+
+def leaked_cards(message: Any, own_hand: list[str], hands: list[list[str]]) -> set[str]:
+    """Cards of other seats' hands that appear anywhere in a relayed TurnRequest.
+
+    Public cards (the table, the history) are removed from the check first."""
+    text = str(message)
+    public = {"7D"}
+    others = {c for h in hands for c in h} - set(own_hand) - public
+    import re
+
+    tokens = set(re.findall(r'"([2-9TJQKA][CDHS])"', text))
+    return tokens & others

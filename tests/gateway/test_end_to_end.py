@@ -1,0 +1,137 @@
+"""A worker-like push reaches an SDK bot and its answer lands on the reply list."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+from referee import mailbox
+from sample_bots.first_legal import FirstLegalBot
+from tests.gateway.helpers import push, register, running_referee, turn_message, wait_replies
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sdk_bot_answers_a_pushed_turn(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as referee:
+            stop = asyncio.Event()
+            bot = FirstLegalBot()
+            task = asyncio.ensure_future(
+                bot.run_async(f"127.0.0.1:{referee.port}", token, stop=stop)
+            )
+            try:
+                turn = turn_message("alice", "m1", 1)
+                push(redis_client, turn)
+                replies = await wait_replies(referee.redis, turn["reply_key"], 2)
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 10)
+        assert [r["type"] for r in replies] == ["sent", "answer"]
+        sent, answer = replies
+        assert answer["type"] == "answer" and sent["type"] == "sent"
+        assert answer["action"] == turn["legal_actions"][0]
+        assert answer["sent_ms"] == sent["sent_ms"]
+        assert answer["received_ms"] >= answer["sent_ms"]
+        assert answer["think_ms"] == answer["received_ms"] - answer["sent_ms"]
+
+    asyncio.run(scenario())
+
+
+def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 20.0) -> str:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith(prefix):
+            return line.strip()
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"no line starting {prefix!r} from {proc.args}")
+
+
+def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: redis.Redis) -> None:
+    """The way the workers and seasons tests start them: `arena referee`, `python -m ...`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "referee.cli.main",
+            "bot",
+            "register",
+            "bob",
+            "--redis-url",
+            redis_url,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=ROOT,
+    )
+    token = out.stdout.strip()
+    referee = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "referee.cli.main",
+            "referee",
+            "--redis-url",
+            redis_url,
+            "--port",
+            "0",
+            "--http-port",
+            "0",
+            "--admin-token",
+            "adm",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    bot = None
+    try:
+        line = _wait_line(referee, "referee listening on ")
+        address = line.removeprefix("referee listening on ")
+        bot = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sample_bots.random_bot",
+                "--server",
+                address,
+                "--token",
+                token,
+                "--seed",
+                "3",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=ROOT,
+        )
+        turn = turn_message("bob", "m2", 7)
+        push(redis_client, turn)
+        reply = redis_client.blpop([turn["reply_key"]], timeout=20)
+        assert reply is not None and mailbox.decode_reply(reply[1])["type"] == "sent"
+        reply = redis_client.blpop([turn["reply_key"]], timeout=20)
+        assert reply is not None
+        answer = mailbox.decode_reply(reply[1])
+        assert answer["type"] == "answer" and answer["action"] in turn["legal_actions"]
+    finally:
+        if bot is not None:
+            bot.terminate()
+            bot.wait(10)
+        referee.terminate()
+        assert referee.wait(20) == 0
