@@ -24,6 +24,7 @@ from rq.job import Job, JobStatus
 
 from referee import keys
 from referee.mailbox import now_ms
+from workers import metrics
 from workers.spec import CommittedResult, MatchSpec
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ DONE: Final = "done"
 FAILED: Final = "failed"
 ACTIVE_STATES: Final = frozenset({QUEUED, RUNNING, DONE})
 
+MAX_RETRIES: Final = 5
+"""Abandoned attempts re-enqueued before a match is marked failed."""
 ESTIMATED_DECISIONS_PER_DEAL: Final = 120
 """Generous: a 4-player Sevens deal has 52 plays plus passes; Sedma hands have 32."""
 DEFAULT_DEALS: Final = 10
@@ -209,22 +212,27 @@ def requeue_abandoned(
             if raw_spec is None:
                 return False
             spec = MatchSpec.from_json(raw_spec)
+            retries = int(state.get("retries", "0")) + 1
+            give_up = retries > MAX_RETRIES
+            new_state = FAILED if give_up else QUEUED
             pipe.multi()
             pipe.hset(
                 state_key,
                 mapping={
-                    "state": QUEUED,
-                    "retries": int(state.get("retries", "0")) + 1,
-                    "error": f"attempt {attempt} abandoned (runner heartbeat lapsed); retried",
+                    "state": new_state,
+                    "retries": retries,
+                    "error": f"attempt {attempt} abandoned (runner heartbeat lapsed); "
+                    + (f"gave up after {MAX_RETRIES} retries" if give_up else "retried"),
                 },
             )
             pipe.zrem(keys.MATCHES_RUNNING, match_id)
             if spec.season:
-                pipe.hset(keys.season_matches(spec.season), match_id, QUEUED)
+                pipe.hset(keys.season_matches(spec.season), match_id, new_state)
+            metrics.match_counter(pipe, spec.game, "failed" if give_up else "retried")
             pipe.execute()
         except redis.WatchError:
             return False
-    return _enqueue_job(conn, spec, retry=attempt)
+    return not give_up and _enqueue_job(conn, spec, retry=attempt)
 
 
 def match_status(conn: redis.Redis, match_id: str) -> dict[str, str]:

@@ -223,3 +223,20 @@ def test_engine_failure_is_kept_in_the_state(redis_client: redis.Redis) -> None:
     assert status["state"] == "failed" and "unknown game 'no-such-game'" in status["error"]
     # a failed match may be enqueued again
     assert queue.enqueue_match(redis_client, spec)
+
+
+def test_record_replays_to_the_recorded_result(redis_url: str, redis_client: redis.Redis) -> None:
+    from workers.replay import ReplayMismatch, render_replay, verify_record
+
+    spec = make_spec(bots=("a", "b"), strikes=2)
+    with MailboxBot(redis_url, "a", garbage), MailboxBot(redis_url, "b"):
+        assert run(redis_client, spec) == "committed"
+    record = queue.get_record(redis_client, "m1")
+    result = queue.get_result(redis_client, "m1")
+    assert record is not None and result is not None
+    assert verify_record(record) == result["result"]
+    text = render_replay(record)
+    assert "REFUSED" in text and "autopilot takes over" in text and "result: totals" in text
+    tampered = dict(record, steps=[s for s in record["steps"] if not s.get("takeover")][1:])
+    with pytest.raises(ReplayMismatch):
+        verify_record(tampered)

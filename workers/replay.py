@@ -1,0 +1,172 @@
+"""Replays of committed match records: re-simulate through the engine, and render as text.
+
+A record (``workers.queue.get_record``) holds the spec (rules, seeds, deal specs), the
+initial hands and every step: what the platform applied, in order. Re-simulating those
+steps through a fresh engine must give the recorded result; :func:`verify_record` checks
+it and :func:`render_replay` prints the match: the layout after each card (Sevens), the
+trick as it grows (Sedma), passes, refusals and penalties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from referee.games.base import Event, EventKind, Match, Source
+from referee.games.registry import get_game
+from workers.spec import MatchSpec
+
+
+class ReplayMismatch(Exception):
+    """Re-simulating a record did not give its recorded result."""
+
+
+def _new_match(record: Mapping[str, Any]) -> tuple[MatchSpec, Match]:
+    spec = MatchSpec.from_dict(record["spec"])
+    game = get_game(spec.game)
+    rules = game.rules_from_dict(record["rules"])
+    return spec, game.new_match(rules, len(spec.seats), spec.seed, spec.deals)
+
+
+def _applied_steps(
+    record: Mapping[str, Any],
+) -> Iterator[tuple[Match, dict[str, Any], list[Event]]]:
+    """Re-apply every step of ``record`` to a fresh match; yields (match, step, events)."""
+    _spec, match = _new_match(record)
+    yield match, {"start": True}, []
+    for step in record["steps"]:
+        if step.get("takeover"):
+            yield match, step, []
+            continue
+        if match.is_over():
+            raise ReplayMismatch(f"the match ended before step {step!r}")
+        if step["source"] == Source.BOT:
+            events = match.apply_timeout() if step["timeout"] else match.apply(step["answer"])
+        else:
+            events = match.apply(step["action"], step["source"])
+        yield match, step, events
+
+
+def resimulate(record: Mapping[str, Any]) -> Match:
+    """The match rebuilt from the record's spec and steps."""
+    steps = _applied_steps(record)
+    match, _start, _none = next(steps)
+    for _match, _step, _events in steps:
+        pass
+    return match
+
+
+def verify_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Re-simulate ``record`` and return its result; ``ReplayMismatch`` if it differs."""
+    match = resimulate(record)
+    if not match.is_over():
+        raise ReplayMismatch("the recorded steps do not finish the match")
+    result = match.result().to_dict()
+    if result != record["result"]:
+        raise ReplayMismatch(
+            f"re-simulated totals {result['totals']} differ from the recorded "
+            f"{record['result']['totals']}"
+        )
+    return result
+
+
+def _layout(obs: Mapping[str, Any]) -> str:
+    """One line of public table state: Sevens rows, or the Sedma trick."""
+    if "table" in obs:
+        rows = []
+        for suit in "CDHS":
+            cards = obs["table"].get(suit, [])
+            if not cards:
+                rows.append(f"{suit}: --")
+            elif len(cards) == 1:
+                rows.append(f"{suit}: {cards[0]}")
+            else:
+                rows.append(f"{suit}: {cards[0]}-{cards[-1]}")
+        return "  ".join(rows) + (f"  pot {obs['pot']}" if "pot" in obs else "")
+    if "trick" in obs:
+        trick = " ".join(f"{t['card']}({t['seat']})" for t in obs["trick"])
+        return f"trick: {trick or '--'}  talon {obs.get('talon_size', '?')}"
+    return ""
+
+
+def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
+    who = f"seat {event.seat} ({seats[event.seat]})" if event.seat is not None else ""
+    source = "" if event.source == Source.BOT else f" [{event.source}]"
+    match event.kind:
+        case EventKind.PLAY:
+            return f"{who} plays {event.action}{source}"
+        case EventKind.PASS:
+            return f"{who} passes{source}"
+        case EventKind.ILLEGAL_PASS:
+            return f"{who} ILLEGAL PASS{source}"
+        case EventKind.INVALID_ACTION:
+            message = event.detail.get("message", "")
+            return f"{who} REFUSED {event.action!r}: {event.reason} {message}".rstrip()
+        case EventKind.TIMEOUT:
+            return f"{who} TIMEOUT"
+        case EventKind.PENALTY:
+            return f"{who} penalty ({event.reason}): {dict(event.detail)}"
+        case EventKind.ELIMINATED:
+            return f"{who} eliminated ({event.reason})"
+        case EventKind.TRICK:
+            return f"trick to {who} {dict(event.detail) if event.detail else ''}".rstrip()
+        case EventKind.DEAL_END | EventKind.VOID_DEAL | EventKind.DEAL_START:
+            return None
+        case _:
+            return f"{who} {event.kind} {event.action or ''} {event.reason or ''}".strip()
+
+
+def render_replay(record: Mapping[str, Any]) -> str:
+    """The match as text, step by step, re-simulated through the engine."""
+    spec = MatchSpec.from_dict(record["spec"])
+    lines = [
+        f"match {spec.match_id}  game {spec.game}  preset {record['rules'].get('name', '?')}"
+        f"  season {spec.season or '-'}  attempt {record.get('attempt', '?')}",
+        "seats: " + ", ".join(f"{i}={bot}" for i, bot in enumerate(spec.seats)),
+        f"seed {spec.seed}"
+        + (
+            "  deals " + ", ".join(f"{d.seed}/r{d.rotation}" for d in spec.deals)
+            if spec.deals
+            else ""
+        ),
+    ]
+    hands = record.get("initial_hands", [])
+    current_deal = -1
+    for match, step, events in _applied_steps(record):
+        if step.get("start"):
+            continue
+        deal = int(step.get("deal", 0))
+        if deal != current_deal:
+            current_deal = deal
+            lines.append(f"\n== deal {deal + 1}")
+            if deal < len(hands):
+                for seat, hand in enumerate(hands[deal]):
+                    lines.append(f"   hand {seat} ({spec.seats[seat]}): {' '.join(hand)}")
+        if step.get("takeover"):
+            lines.append(f"   seat {step['seat']}: autopilot takes over (strikes)")
+            continue
+        extra = ""
+        if step["source"] == Source.BOT:
+            extra = f"  [{step['think_ms']:.0f} ms"
+            if step.get("reason"):
+                extra += f", {step['reason']}"
+            extra += "]"
+        for event in events:
+            text = _describe(event, spec.seats)
+            if text:
+                lines.append(f"   {text}{extra}")
+                extra = ""
+            if event.kind == EventKind.DEAL_END:
+                results = match.deal_results()
+                if results:
+                    lines.append(f"   deal over: deltas {list(results[-1].deltas)}")
+        kinds = {e.kind for e in events}
+        if EventKind.PLAY in kinds and EventKind.DEAL_END not in kinds:
+            layout = _layout(match.observation(int(step["seat"])))
+            if layout:
+                lines.append(f"      {layout}")
+    result = record["result"]
+    lines.append(
+        f"\nresult: totals {result['totals']} ({result['unit']}), winners {result['winners']}"
+    )
+    return "\n".join(lines)
