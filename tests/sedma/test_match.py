@@ -1,0 +1,298 @@
+"""A Sedma match: dealer, session, void hands, refused actions, observations, JSON
+(SD-5, SD-15, SD-16, SD-19 and DESIGN section 4's Sedma autopilot)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from referee.games.base import DealSpec, EventKind, Source
+from referee.games.cards import Card
+from referee.games.errors import InvalidRulesError, MatchStateError
+from referee.games.registry import get_game
+from referee.games.sedma.hand import SEDMA_ORDER, deal_cards
+from referee.games.sedma.match import SedmaMatch, cut_for_dealer, derive_seed
+from referee.games.sedma.rules import preset, rules_from_dict
+
+GAME = get_game("sedma")
+
+
+def new(name: str, seed: int, deals: list[DealSpec] | None = None) -> SedmaMatch:
+    rules = preset(name)
+    match = GAME.new_match(rules, rules.players, seed, deals)
+    assert isinstance(match, SedmaMatch)
+    return match
+
+
+def play_random(match: SedmaMatch, seed: int) -> None:
+    rng = random.Random(seed)
+    while not match.is_over():
+        match.apply(rng.choice(match.legal_actions()))
+
+
+def test_the_lowest_cut_deals_first_and_the_deal_passes_left() -> None:
+    # SD-5
+    for seed in range(30):
+        dealer, draws = cut_for_dealer(seed, 4)
+        candidates, rest = [0, 1, 2, 3], list(draws)
+        while len(candidates) > 1:  # tied lowest seats draw again
+            round_, rest = rest[: len(candidates)], rest[len(candidates) :]
+            assert [seat for seat, _ in round_] == candidates
+            low = min(SEDMA_ORDER[Card.parse(c).rank] for _, c in round_)
+            candidates = [s for s, c in round_ if SEDMA_ORDER[Card.parse(c).rank] == low]
+        assert candidates == [dealer] and not rest
+    match = new("sedma", 11)
+    play_random(match, 11)
+    starts = [e for e in match.events() if e.kind == EventKind.DEAL_START]
+    first = starts[0].seat
+    assert first == cut_for_dealer(11, 4)[0]
+    assert [e.seat for e in starts] == [(first + k) % 4 for k in range(len(starts))]
+
+
+def test_session_ends_when_a_side_reaches_the_target() -> None:
+    # SD-15
+    for seed in range(20):
+        match = new("sedma", seed)
+        play_random(match, seed)
+        result = match.result()
+        scored = [d for d in result.deals if not d.void]
+        assert max(result.totals) >= 4
+        before_last = [0, 0]
+        for deal in scored[:-1]:
+            before_last[0] += deal.deltas[0]
+            before_last[1] += deal.deltas[1]
+        assert max(before_last) < 4  # the session did not run past the target
+        assert result.unit == "match_points" and result.higher_is_better
+        assert result.totals[0] == result.totals[2] and result.totals[1] == result.totals[3]
+        assert result.winners in ((0, 2), (1, 3))
+        assert result.order[0] == result.winners
+
+
+def test_running_session_plays_exactly_running_hands() -> None:
+    # SD-15 option: a running total over a fixed number of hands.
+    rules = rules_from_dict({"name": "sedma", "session": "running", "running_hands": 3})
+    match = GAME.new_match(rules, 4, 5)
+    assert isinstance(match, SedmaMatch)
+    play_random(match, 5)
+    assert len(match.deal_results()) == 3
+    assert match.observation(0)["num_deals"] == 3 and match.observation(0)["target"] == 0
+
+
+def _void_seed() -> tuple[int, SedmaMatch]:
+    for seed in range(200):
+        match = new("sedma-3", seed)
+        play_random(match, seed)
+        if any(d.void for d in match.deal_results()):
+            return seed, match
+    raise AssertionError("no void hand in 200 sedma-3 sessions")
+
+
+def test_a_tied_hand_is_void_and_redealt_by_the_same_dealer() -> None:
+    # SD-16 (ties happen with three players, SD-18)
+    seed, match = _void_seed()
+    results = match.deal_results()
+    k = next(i for i, d in enumerate(results) if d.void)
+    points = results[k].detail["points"]
+    assert sorted(points)[-1] == sorted(points)[-2]
+    assert results[k].deltas == (0, 0, 0) and results[k].winner is None
+    starts = [e for e in match.events() if e.kind == EventKind.DEAL_START]
+    assert starts[k + 1].seat == starts[k].seat  # same dealer
+    assert starts[k + 1].detail["slot"] == starts[k].detail["slot"]
+    assert starts[k + 1].detail["redeal"] == starts[k].detail["redeal"] + 1
+    voids = [e for e in match.events() if e.kind == EventKind.VOID_DEAL]
+    assert voids and voids[0].deal == k
+    # The redeal's seed derives from the slot's seed (deterministic, replayable).
+    slot_seed = derive_seed(seed, "hand", starts[k].detail["slot"])
+    redeal_seed = derive_seed(slot_seed, "redeal", starts[k + 1].detail["redeal"])
+    hands, _ = deal_cards(preset("sedma-3"), redeal_seed, 0)
+    assert match.initial_hands()[k + 1] == [[str(c) for c in h] for h in hands]
+
+
+def test_explicit_deals_play_exactly_those_hands_with_rotation() -> None:
+    spec = DealSpec(seed=99, rotation=0, dealer=1)
+    rotated = DealSpec(seed=99, rotation=1, dealer=2)
+    a = new("sedma", 1, [spec])
+    b = new("sedma", 2, [rotated])
+    hands_a = a.initial_hands()[0]
+    hands_b = b.initial_hands()[0]
+    assert hands_b == [hands_a[3], hands_a[0], hands_a[1], hands_a[2]]  # sides swapped
+    assert a.observation(0)["dealer"] == 1 and b.observation(0)["dealer"] == 2
+    play_random(a, 1)
+    assert len(a.deal_results()) == 1 and a.observation(0)["num_deals"] == 1
+
+
+def test_a_card_not_held_is_refused_and_the_autopilot_plays() -> None:
+    match = new("sedma", 3)
+    seat = match.to_act()
+    held = set(match.observation(seat)["hand"])
+    other = next(c for c in ("7C", "7D", "7H", "7S", "8C", "8D", "8H") if c not in held)
+    fallback = match.fallback_action()
+    assert match.check(other) is not None and "not in your hand" in str(match.check(other))
+    events = match.apply(other)
+    assert events[0].kind == EventKind.INVALID_ACTION and events[0].reason == "not_held"
+    assert "not in your hand" in events[0].detail["message"]
+    assert events[1].kind == EventKind.PLAY and events[1].source == Source.AUTOPILOT
+    assert events[1].action == fallback and events[1].seat == seat
+
+
+@pytest.mark.parametrize("bad", ["", "7", "XYZ", "7H7D", "pass", "Q+K", "7H" * 20, "2C+3C"])
+def test_malformed_actions_are_refused_as_malformed(bad: str) -> None:
+    match = new("mariash-sedma", 4)
+    events = match.apply(bad)
+    assert events[0].kind == EventKind.INVALID_ACTION
+    assert events[0].reason in ("malformed", "not_held", "not_legal")
+    if bad in ("", "7", "XYZ", "7H7D", "pass", "Q+K", "7H" * 20):
+        assert events[0].reason == "malformed"
+    assert events[1].source == Source.AUTOPILOT
+
+
+def test_a_marriage_is_refused_where_it_is_not_legal() -> None:
+    # SD-19: only in mariash-sedma, only when leading, only a queen and king of one suit.
+    match = new("sedma", 4)
+    assert "marriages are off" in str(match.check("QH+KH"))
+    match = new("mariash-sedma", 4)
+    assert "not a marriage" in str(match.check("QH+KS"))
+    match.apply(match.legal_actions()[0])
+    assert "only when leading" in str(match.check("QH+KH"))
+
+
+def test_a_marriage_counts_for_the_leaders_side_in_the_hand_score() -> None:
+    # SD-19
+    for seed in range(300):
+        match = new("mariash-sedma", seed, [DealSpec(seed)])
+        marriage = next((a for a in match.legal_actions() if "+" in a), None)
+        if marriage is None:
+            continue
+        side = match.to_act() % 2
+        events = match.apply(marriage)
+        assert events[0].detail["marriage"] == marriage.split("+")
+        obs = match.observation(0)
+        assert obs["marriages"] == [sorted(marriage.split("+"), key=lambda c: c[0] == "K")]
+        play_random(match, seed)
+        detail = match.deal_results()[0].detail
+        assert detail["marriage_points"][side] == 20
+        assert sum(detail["points"]) == 110
+        return
+    raise AssertionError("no marriage in 300 opening hands")
+
+
+def test_timeout_records_the_event_and_the_autopilot_plays() -> None:
+    match = new("sedma-2", 8)
+    seat = match.to_act()
+    fallback = match.fallback_action()
+    events = match.apply_timeout()
+    assert [(e.kind, e.seat) for e in events[:2]] == [
+        (EventKind.TIMEOUT, seat),
+        (EventKind.PLAY, seat),
+    ]
+    assert events[0].reason == "timeout"
+    assert events[1].action == fallback and events[1].source == Source.AUTOPILOT
+
+
+def test_fallback_prefers_a_card_that_neither_scores_nor_is_a_seven() -> None:
+    for seed in range(50):
+        match = new("sedma", seed)
+        hand = match.observation(match.to_act())["hand"]
+        choice = match.fallback_action()
+        assert choice in match.legal_actions()
+        plain = [c for c in hand if c[0] not in "7TA"]
+        if plain:
+            assert choice in plain
+        elif any(c[0] == "7" for c in hand):
+            assert choice[0] == "7"
+
+
+def test_observation_never_shows_other_hands_or_drawn_cards() -> None:
+    match = new("sedma", 21)
+    rng = random.Random(21)
+    for _ in range(20):  # past the first tricks, with talon draws
+        match.apply(rng.choice(match.legal_actions()))
+    match.apply("AS" if "AS" not in match.legal_actions() else "AH")  # maybe refused
+    for seat in range(4):
+        obs = match.observation(seat)
+        text = json.dumps(obs)
+        own = set(obs["hand"])
+        public = {t["card"] for t in obs["trick"]}
+        public |= {h["action"] for h in obs["history"] if "action" in h}  # plays, own tries
+        for other in range(4):
+            if other == seat:
+                continue
+            for card in match.hand_state().hands[other]:
+                if str(card) not in own | public:
+                    assert f'"{card}"' not in text
+        for entry in obs["history"]:
+            assert set(entry) <= {"seat", "kind", "action", "reason"}
+            if entry["kind"] == "draw":
+                assert "action" not in entry
+            if entry["kind"] == EventKind.INVALID_ACTION and entry["seat"] != seat:
+                assert "action" not in entry
+        assert "seed" not in text
+        assert obs["talon_size"] == len(match.hand_state().talon)
+        assert obs["sides"] == [[0, 2], [1, 3]]
+
+
+def test_observation_has_the_documented_fields() -> None:
+    obs = new("sedma", 1).observation(0)
+    common = {"game", "preset", "rules", "seat", "num_players", "deal_index", "num_deals",
+              "dealer", "to_act", "hand", "hand_sizes", "totals", "unit", "history"}  # fmt: skip
+    sedma = {"sides", "leader", "trick", "talon_size", "tricks_won", "card_points",
+             "match_points", "target", "marriages"}  # fmt: skip
+    assert set(obs) == common | sedma
+    assert obs["game"] == "sedma" and obs["preset"] == "sedma" and obs["target"] == 4
+    assert obs["hand_sizes"] == [4, 4, 4, 4] and obs["talon_size"] == 16
+
+
+def test_json_round_trip_replays_refusals_timeouts_and_autopilot() -> None:
+    match = new("mariash-sedma", 17)
+    rng = random.Random(17)
+    while not match.is_over():
+        roll = rng.random()
+        if roll < 0.05:
+            match.apply_timeout()
+        elif roll < 0.1:
+            match.apply(rng.choice(["ZZ", "2H", "QH+KH", "9C", "x" * 40]))
+        elif roll < 0.15:
+            match.apply(match.fallback_action(), Source.AUTOPILOT)
+        else:
+            match.apply(rng.choice(match.legal_actions()))
+    text = match.to_json()
+    again = GAME.match_from_json(text)
+    assert again.to_json() == text
+    assert [e.to_dict() for e in again.events()] == [e.to_dict() for e in match.events()]
+    assert again.result() == match.result()
+
+
+def test_match_from_json_refuses_garbage_with_a_reason() -> None:
+    with pytest.raises(MatchStateError, match="invalid JSON"):
+        GAME.match_from_json("{")
+    with pytest.raises(MatchStateError, match="game=sedma"):
+        GAME.match_from_json('{"game": "sevens"}')
+
+
+def test_same_seed_same_match() -> None:
+    a, b = new("sedma-3", 5), new("sedma-3", 5)
+    play_random(a, 1)
+    play_random(b, 1)
+    assert a.to_json() == b.to_json()
+    assert [e.to_dict() for e in a.events()] == [e.to_dict() for e in b.events()]
+
+
+def test_misuse_raises_rules_errors_that_say_what_to_do() -> None:
+    rules = preset("sedma")
+    with pytest.raises(InvalidRulesError, match="is for 4 players, not 3"):
+        GAME.new_match(rules, 3, 1)
+    with pytest.raises(InvalidRulesError, match="at least one DealSpec"):
+        GAME.new_match(rules, 4, 1, [])
+    match = new("sedma", 1)
+    with pytest.raises(MatchStateError, match="not over yet"):
+        match.result()
+    with pytest.raises(MatchStateError, match="seat must be"):
+        match.observation(4)
+    play_random(match, 1)
+    with pytest.raises(MatchStateError, match="over"):
+        match.to_act()
+    with pytest.raises(MatchStateError, match="over"):
+        match.apply("7H")
+    assert match.legal_actions() == [] and match.observation(0)["to_act"] == -1
