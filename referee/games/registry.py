@@ -7,13 +7,9 @@ from referee.games.errors import InvalidRulesError
 
 
 def _load() -> dict[str, Game]:
-    games: dict[str, Game] = {}
-    try:
-        from referee.games.sevens import GAME as SEVENS  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - while the engine is being written
-        pass
-    else:
-        games[SEVENS.name] = SEVENS
+    from referee.games.sevens import GAME as SEVENS
+
+    games: dict[str, Game] = {SEVENS.name: SEVENS}
     from referee.games.sedma import GAME as SEDMA
 
     games[SEDMA.name] = SEDMA
