@@ -326,17 +326,18 @@ def render_index(
 
 
 def render_replay_text(record: Mapping[str, Any]) -> str:
-    """A match record as text: ``workers.replay.render_replay`` when it is installed, else
-    the record as indented JSON (so the link works before the renderer lands)."""
+    """A match record as text via ``workers.replay.render_replay``; when the renderer is
+    missing or fails on this record, the record itself as indented JSON, with the reason."""
+    raw = json.dumps(record, indent=1, sort_keys=True) + "\n"
     try:
-        from workers.replay import render_replay  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return (
-            "# text replays need workers.replay.render_replay; the raw match record follows\n"
-            + json.dumps(record, indent=1, sort_keys=True)
-            + "\n"
-        )
-    return str(render_replay(record))
+        from workers.replay import render_replay
+    except ImportError as exc:
+        return f"# text replays need workers.replay.render_replay ({exc}); the raw record:\n{raw}"
+    try:
+        return str(render_replay(record))
+    except Exception as exc:  # a record from another version: still show what we have
+        log.warning("could not render the replay of %s: %r", record.get("match_id"), exc)
+        return f"# could not render this record as a replay ({exc!r}); the raw record:\n{raw}"
 
 
 # --- the application -------------------------------------------------------------------------
