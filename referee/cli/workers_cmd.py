@@ -1,9 +1,369 @@
-"""Commands of this group (see referee.cli.main.COMMAND_MODULES)."""
+"""``arena worker``, ``arena up``, ``arena replay`` and ``arena match run|status|list``."""
 
 from __future__ import annotations
 
-from referee.cli.common import Commands
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from referee.cli.common import (
+    REDIS_URL_FILE,
+    Commands,
+    add_redis_options,
+    fail,
+    resolve_redis_url,
+)
+from referee.embedded_redis import EmbeddedRedis
+from referee.errors import ConfigError
+from referee.games.base import DealSpec
+from referee.games.errors import InvalidRulesError
+from referee.games.registry import get_game
+from workers import queue
+from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
+from workers.replay import ReplayMismatch, render_replay, verify_record
+from workers.spec import MatchSpec, TimeControl
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def register(commands: Commands) -> None:
-    """Add this module's subcommands (none yet)."""
+    p = commands.add("worker", _worker, help="run N match workers (RQ) in the foreground")
+    add_redis_options(p)
+    p.add_argument("-n", "--num-workers", type=int, default=1, help="worker processes (1)")
+    p.add_argument(
+        "--stale-s",
+        type=float,
+        default=DEFAULT_STALE_S,
+        help="re-enqueue a running match whose heartbeat is this many seconds old",
+    )
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+
+    p = commands.add(
+        "up", _up, help="run everything in the foreground: Redis, a referee and N workers"
+    )
+    add_redis_options(p)
+    p.add_argument("-n", "--num-workers", type=int, default=2, help="worker processes (2)")
+    p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
+    p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
+    p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
+    p.add_argument(
+        "--admin-token",
+        default=os.environ.get("ARENA_ADMIN_TOKEN"),
+        help="League admin token (default: $ARENA_ADMIN_TOKEN, else a new one, printed)",
+    )
+    p.add_argument("--stale-s", type=float, default=DEFAULT_STALE_S, help=argparse.SUPPRESS)
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+
+    p = commands.add("replay", _replay, help="print a committed match, re-simulated")
+    add_redis_options(p)
+    p.add_argument("match_id")
+    p.add_argument("--json", action="store_true", help="print the raw record instead")
+
+    p = commands.add("run", _match_run, group="match", help="enqueue a one-off match")
+    add_redis_options(p)
+    p.add_argument("--game", required=True, help="sevens or sedma")
+    p.add_argument("--preset", required=True, help="rules preset (see `arena presets`)")
+    p.add_argument("--bots", required=True, help="bot per seat, comma-separated: a,b,c,d")
+    p.add_argument("--seed", type=int, help="match seed (default: random)")
+    p.add_argument("--deals", type=int, help="number of deals (default: the rules decide)")
+    p.add_argument("--match-id", help="match id (default: run-<random>)")
+    p.add_argument("--move-ms", type=int, default=1000)
+    p.add_argument("--bank-ms", type=int, default=5000)
+    p.add_argument("--grace-ms", type=int, default=50)
+    p.add_argument("--queue-ms", type=int, default=30_000, help="max uncharged inbox wait")
+    p.add_argument("--strikes", type=int, default=3, help="failures in a row before autopilot")
+    p.add_argument("--autoplay-forced", action="store_true", help="auto-play forced moves")
+    p.add_argument("--wait", action="store_true", help="wait for the result and print it")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits")
+
+    p = commands.add("status", _match_status, group="match", help="a match's state and result")
+    add_redis_options(p)
+    p.add_argument("match_id")
+
+    p = commands.add("list", _match_list, group="match", help="recent matches and their state")
+    add_redis_options(p)
+    p.add_argument("--season", help="only this season's matches")
+    p.add_argument("--limit", type=int, default=20)
+
+
+# --- Redis -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def redis_for(args: argparse.Namespace) -> Iterator[str]:
+    """The Redis URL to use: ``--redis-url``, the running embedded one, or a new embedded
+    Redis in ``--data-dir`` (its URL written to ``<data-dir>/redis.url`` while it runs)."""
+    try:
+        yield resolve_redis_url(args)
+        return
+    except ConfigError:
+        if args.redis_url:
+            raise
+    server = EmbeddedRedis(args.data_dir)
+    url = server.start()
+    url_file = Path(args.data_dir) / REDIS_URL_FILE
+    url_file.write_text(url + "\n")
+    logging.getLogger("arena").info("embedded Redis at %s (data in %s)", url, server.data_dir)
+    try:
+        yield url
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            url_file.unlink()
+        server.stop()
+
+
+def _client(args: argparse.Namespace) -> redis.Redis:
+    return redis.Redis.from_url(resolve_redis_url(args), decode_responses=True)
+
+
+# --- arena worker / arena up ---------------------------------------------------------------
+
+
+def _install_stop(pool: WorkerPool) -> None:
+    def handler(signum: int, _frame: Any) -> None:
+        pool.stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
+    if args.num_workers < 1:
+        return fail("-n must be at least 1")
+    try:
+        with redis_for(args) as url:
+            pool = WorkerPool(
+                url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
+            )
+            _install_stop(pool)
+            print(f"{args.num_workers} worker(s) on {url}; Ctrl-C stops them", flush=True)
+            pool.run()
+    except ConfigError as exc:
+        return fail(str(exc))
+    return 0
+
+
+def _echo(stream: Any, ready: threading.Event, lines: list[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace").rstrip()
+        lines.append(line)
+        if "listening on" in line:
+            ready.set()
+        sys.stdout.write(f"referee | {line}\n")
+        sys.stdout.flush()
+    ready.set()
+
+
+def _up(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
+    if args.num_workers < 1:
+        return fail("-n must be at least 1")
+    token = args.admin_token or secrets.token_urlsafe(24)
+    try:
+        with redis_for(args) as url:
+            referee = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "referee.cli.main",
+                    "referee",
+                    "--redis-url",
+                    url,
+                    "--host",
+                    args.host,
+                    "--port",
+                    str(args.port),
+                    "--http-port",
+                    str(args.http_port),
+                    "--admin-token",
+                    token,
+                    "--log-level",
+                    str(args.log_level).upper(),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,
+            )
+            ready, lines = threading.Event(), []  # type: tuple[threading.Event, list[str]]
+            threading.Thread(target=_echo, args=(referee.stdout, ready, lines), daemon=True).start()
+            pool = WorkerPool(
+                url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
+            )
+            _install_stop(pool)
+            try:
+                ready.wait(30)
+                if referee.poll() is not None:
+                    return fail(f"the referee exited with code {referee.returncode}")
+                print(
+                    f"arena up: redis {url}\n"
+                    f"          referee grpc {args.host}:{args.port}"
+                    + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
+                    + f"\n          admin token {token}\n"
+                    f"          {args.num_workers} worker(s); Ctrl-C stops everything",
+                    flush=True,
+                )
+                pool.run()
+            finally:
+                pool.stop()
+                if referee.poll() is None:
+                    referee.send_signal(signal.SIGTERM)
+                    try:
+                        referee.wait(15)
+                    except subprocess.TimeoutExpired:
+                        referee.kill()
+                        referee.wait()
+    except ConfigError as exc:
+        return fail(str(exc))
+    print("arena up: stopped", flush=True)
+    return 0
+
+
+# --- replay and matches ----------------------------------------------------------------
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        conn = _client(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    record = queue.get_record(conn, args.match_id)
+    if record is None:
+        status = queue.match_status(conn, args.match_id)
+        return fail(
+            f"match {args.match_id!r} has no committed record (state: {status['state']}); "
+            "see `arena match list`"
+        )
+    if args.json:
+        print(json.dumps(record, indent=1))
+        return 0
+    print(render_replay(record))
+    try:
+        verify_record(record)
+    except ReplayMismatch as exc:
+        return fail(f"the re-simulation does not match the record: {exc}")
+    print("replay check: the engine reproduces the recorded result")
+    return 0
+
+
+def deal_seed(seed: int, index: int) -> int:
+    """The seed of deal ``index`` of a one-off match seeded ``seed``."""
+    digest = hashlib.sha256(f"arena-match:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def build_spec(args: argparse.Namespace) -> MatchSpec:
+    """The MatchSpec of ``arena match run`` (raises InvalidRulesError/ValueError)."""
+    game = get_game(args.game)
+    rules = game.preset(args.preset)
+    bots = tuple(b.strip() for b in args.bots.split(",") if b.strip())
+    if len(bots) not in game.player_counts(rules):
+        raise ValueError(
+            f"{len(bots)} bots given; {args.game}/{args.preset} seats "
+            f"{', '.join(map(str, game.player_counts(rules)))}"
+        )
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    deals = None
+    if args.deals is not None:
+        if args.deals < 1:
+            raise ValueError("--deals must be at least 1")
+        deals = tuple(DealSpec(seed=deal_seed(seed, i)) for i in range(args.deals))
+    return MatchSpec(
+        match_id=args.match_id or f"run-{secrets.token_hex(4)}",
+        game=args.game,
+        rules=rules.to_dict(),
+        seats=bots,
+        seed=seed,
+        deals=deals,
+        time_control=TimeControl(
+            move_ms=args.move_ms,
+            bank_ms=args.bank_ms,
+            grace_ms=args.grace_ms,
+            queue_ms=args.queue_ms,
+        ),
+        strikes=args.strikes,
+        autoplay_forced=args.autoplay_forced,
+    )
+
+
+def _print_result(conn: redis.Redis, match_id: str) -> None:
+    result = queue.get_result(conn, match_id)
+    if result is None:
+        return
+    res = result["result"]
+    print(f"result of {match_id} ({res['unit']}; winners marked *):")
+    for seat, (bot, total) in enumerate(zip(result["seats"], res["totals"], strict=True)):
+        st = result["stats"][seat]
+        mark = "*" if seat in res["winners"] else " "
+        print(
+            f" {mark} seat {seat} {bot:<20} {total:>6}   decisions {st['decisions']}"
+            f"  timeouts {st['timeouts']}  invalid {st['invalid_actions']}"
+            f"  illegal passes {st['illegal_passes']}" + ("  AUTOPILOT" if st["autopilot"] else "")
+        )
+
+
+def _match_run(args: argparse.Namespace) -> int:
+    try:
+        conn = _client(args)
+        spec = build_spec(args)
+    except (ConfigError, InvalidRulesError, ValueError) as exc:
+        return fail(str(exc))
+    if not queue.enqueue_match(conn, spec):
+        return fail(f"match {spec.match_id} is already queued, running or done")
+    print(f"enqueued match {spec.match_id} (seed {spec.seed})", flush=True)
+    if not args.wait:
+        return 0
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        status = queue.match_status(conn, spec.match_id)
+        if status["state"] == queue.DONE:
+            _print_result(conn, spec.match_id)
+            return 0
+        if status["state"] == queue.FAILED:
+            return fail(f"match {spec.match_id} failed: {status.get('error', '?')}")
+        time.sleep(0.2)
+    return fail(
+        f"match {spec.match_id} did not finish within {args.timeout:.0f}s: is a worker "
+        "running (`arena worker`)?"
+    )
+
+
+def _match_status(args: argparse.Namespace) -> int:
+    try:
+        conn = _client(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    status = queue.match_status(conn, args.match_id)
+    for key in sorted(status):
+        print(f"{key}: {status[key]}")
+    _print_result(conn, args.match_id)
+    return 0 if status["state"] != "unknown" else 1
+
+
+def _match_list(args: argparse.Namespace) -> int:
+    try:
+        conn = _client(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    for m in queue.list_matches(conn, args.season, args.limit):
+        print(
+            f"{m['match_id']:<32} {m.get('state', '?'):<8} {m.get('game', ''):<7} "
+            f"attempt {m.get('attempt', '-'):<3} {m.get('seats', '')}"
+            + (f"  error: {m['error']}" if m.get("error") else "")
+        )
+    return 0
