@@ -1,9 +1,164 @@
-"""Commands of this group (see referee.cli.main.COMMAND_MODULES)."""
+"""``arena presets`` and ``arena selfplay``: the engines without any servers.
+
+Both are generic over ``referee.games.registry``: every game there (Sevens, Sedma, …)
+is listed and can be self-played by the sample policies in ``referee.games.policies``.
+"""
 
 from __future__ import annotations
 
-from referee.cli.common import Commands
+import argparse
+import hashlib
+import json
+import random
+from typing import Any
+
+from referee.cli.common import Commands, fail
+from referee.games.base import DealResult, DealSpec, Game, Match
+from referee.games.errors import RulesError
+from referee.games.policies import POLICIES, get_policy
+from referee.games.registry import GAMES, get_game
 
 
 def register(commands: Commands) -> None:
-    """Add this module's subcommands (none yet)."""
+    """Add ``presets`` and ``selfplay``."""
+    presets = commands.add("presets", presets_command, help="list the rules presets of every game")
+    presets.add_argument("--game", choices=sorted(GAMES), help="only this game")
+    presets.add_argument("--json", action="store_true", help="print every option as JSON")
+
+    selfplay = commands.add(
+        "selfplay",
+        selfplay_command,
+        help="play an in-process match with the sample policies and print it",
+    )
+    selfplay.add_argument("--game", default="sevens", help="game (default: sevens)")
+    selfplay.add_argument("--preset", help="rules preset (default: the game's first)")
+    selfplay.add_argument("--players", type=int, help="table size (default: the smallest)")
+    selfplay.add_argument(
+        "--deals", type=int, help="number of deals (default: the rules' match length)"
+    )
+    selfplay.add_argument("--seed", type=int, default=0, help="match seed (default: 0)")
+    selfplay.add_argument(
+        "--bots",
+        default="random",
+        help=f"comma-separated policies, cycled over the seats ({', '.join(POLICIES)})",
+    )
+    selfplay.add_argument("--json", action="store_true", help="print the serialized match")
+
+
+def _defaults(game: Game) -> dict[str, Any] | None:
+    try:
+        return dict(game.rules_from_dict({}).to_dict())
+    except RulesError:
+        return None
+
+
+def presets_command(args: argparse.Namespace) -> int:
+    names = [args.game] if args.game else sorted(GAMES)
+    data = {
+        name: {key: dict(rules.to_dict()) for key, rules in GAMES[name].presets().items()}
+        for name in names
+    }
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for name in names:
+        game = GAMES[name]
+        defaults = _defaults(game)
+        print(f"{name}:")
+        for key, options in data[name].items():
+            counts = game.player_counts(game.preset(key))
+            shown = {
+                k: v
+                for k, v in options.items()
+                if k != "name" and (defaults is None or defaults.get(k) != v)
+            }
+            text = " ".join(f"{k}={_fmt(v)}" for k, v in shown.items()) or "(the defaults)"
+            print(f"  {key:<16} players {min(counts)}-{max(counts)}  {text}")
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def deal_seed(seed: int, deal: int) -> int:
+    """The seed of deal ``deal`` of a self-play match with ``--deals``."""
+    digest = hashlib.sha256(f"selfplay:{seed}:{deal}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+
+
+def play_match(
+    game: Game,
+    preset: str | None,
+    players: int | None,
+    deals: int | None,
+    seed: int,
+    bots: list[str],
+) -> Match:
+    """Play one whole match in-process with the named policies; deterministic in ``seed``."""
+    rules = game.preset(preset) if preset else next(iter(game.presets().values()))
+    counts = list(game.player_counts(rules))
+    n = players if players is not None else min(counts)
+    if n not in counts:
+        raise RulesError(
+            f"{game.name} preset {rules.name} plays with {', '.join(map(str, counts))} "
+            f"players, not {n}"
+        )
+    if deals is not None and deals < 1:
+        raise RulesError(f"--deals must be 1 or more, not {deals}")
+    specs = None if deals is None else [DealSpec(deal_seed(seed, d)) for d in range(deals)]
+    policies = [get_policy(bots[i % len(bots)]) for i in range(n)]
+    rngs = [random.Random(f"{seed}:{seat}") for seat in range(n)]
+    match = game.new_match(rules, n, seed, specs)
+    while not match.is_over():
+        seat = match.to_act()
+        legal = match.legal_actions()
+        action = policies[seat](match.observation(seat), legal, rngs[seat])
+        match.apply(action)
+    return match
+
+
+def selfplay_command(args: argparse.Namespace) -> int:
+    try:
+        game = get_game(args.game)
+        bots = [b.strip() for b in args.bots.split(",") if b.strip()]
+        if not bots:
+            return fail("--bots needs at least one policy name")
+        match = play_match(game, args.preset, args.players, args.deals, args.seed, bots)
+    except RulesError as exc:
+        return fail(str(exc))
+    if args.json:
+        print(match.to_json())
+        return 0
+    result = match.result()
+    n = match.num_players
+    seats = ", ".join(f"{s}={bots[s % len(bots)]}" for s in range(n))
+    print(f"{game.name} {match.rules.name}: {n} players, seed {args.seed}; seats {seats}")
+    for deal in result.deals:
+        print(_deal_line(deal, result.unit))
+    print(f"final ({result.unit}, {'higher' if result.higher_is_better else 'lower'} is better):")
+    place = 1
+    for group in result.order:
+        for seat in group:
+            print(f"  {place}. seat {seat} ({bots[seat % len(bots)]}): {result.totals[seat]}")
+        place += len(group)
+    print(f"winner{'s' if len(result.winners) > 1 else ''}: " + ", ".join(map(str, result.winners)))
+    return 0
+
+
+def _deal_line(deal: DealResult, unit: str) -> str:
+    parts = [f"deal {deal.deal + 1}:"]
+    parts.append("void" if deal.void else f"winner {deal.winner}")
+    left = deal.detail.get("cards_left")
+    if left is not None:
+        parts.append(f"cards left {list(left)}")
+    parts.append(f"{unit} {list(deal.deltas)}")
+    if deal.penalties:
+        reasons = sorted({p.reason for p in deal.penalties})
+        parts.append(f"penalties {', '.join(reasons)}")
+    tiebreak = deal.detail.get("tiebreak")
+    if tiebreak:
+        parts.append(f"({tiebreak})")
+    return " ".join(parts)
