@@ -1,0 +1,162 @@
+"""The season driver that every referee runs: ``await run_driver(redis_url, stop)``.
+
+One step (in a worker thread, with a synchronous Redis client):
+
+1. every running season gets its window of matches in flight topped up
+   (:func:`referee.seasons.store.top_up`, under a per-season lock);
+2. matches the workers marked ``failed`` are counted as failed (once);
+3. committed results are read from ``keys.RESULTS_STREAM`` through the consumer group
+   ``arena-seasons`` (each referee is one consumer), counted once per match id
+   (:func:`store.count_done`, a set-if-absent), and only then acknowledged; entries that a
+   dead referee read but never acknowledged are claimed after ``CLAIM_IDLE_MS``;
+4. the standings of seasons with new results are recomputed from ALL their results
+   (throttled to one recompute per ``STANDINGS_EVERY_S`` per season) and a season whose
+   matches are all settled is finished (its seed revealed).
+
+Because counting is idempotent and every transition is a compare-and-set, several
+referees may run the driver at once, and a referee killed at any point loses nothing: its
+unacknowledged entries are re-read and counted at most once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from typing import Any, cast
+
+import redis
+
+from referee import keys
+from referee.seasons import store
+
+log = logging.getLogger(__name__)
+
+GROUP = "arena-seasons"
+CLAIM_IDLE_MS = 15_000
+CLAIM_EVERY_S = 5.0
+STANDINGS_EVERY_S = 0.5
+READ_BLOCK_MS = 300
+
+
+class SeasonDriver:
+    """The driver's state in one referee; :meth:`step` does one round of work."""
+
+    def __init__(self, conn: redis.Redis, consumer: str | None = None) -> None:
+        self.conn = conn
+        self.consumer = consumer or (f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}")
+        self.dirty: set[str] = set()
+        self.last_standings: dict[str, float] = {}
+        self.last_claim = 0.0
+        self._group_ready = False
+
+    def ensure_group(self) -> None:
+        try:
+            self.conn.xgroup_create(keys.RESULTS_STREAM, GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+        # After a restart, make sure every season's stored standings are current.
+        self.dirty.update(store.running_seasons(self.conn))
+
+    def step(self, block_ms: int = READ_BLOCK_MS) -> int:
+        """One round; returns the number of results newly counted."""
+        if not self._group_ready:
+            self.ensure_group()
+        active = store.running_seasons(self.conn)
+        for season_id in active:
+            self._settle_failed(season_id)
+            store.top_up(self.conn, season_id)
+        counted = self._consume(block_ms)
+        now = time.monotonic()
+        for season_id in sorted(self.dirty):
+            if now - self.last_standings.get(season_id, 0.0) >= STANDINGS_EVERY_S:
+                store.recompute_standings(self.conn, season_id)
+                self.last_standings[season_id] = now
+                self.dirty.discard(season_id)
+        for season_id in active:
+            store.finish_if_complete(self.conn, season_id)
+        return counted
+
+    def _settle_failed(self, season_id: str) -> None:
+        for match_id, state in store.match_states(self.conn, season_id).items():
+            if state == "failed" and store.count_failed(self.conn, season_id, match_id):
+                store.publish(self.conn, "match_failed", season_id, match_id)
+
+    def _consume(self, block_ms: int) -> int:
+        entries: list[tuple[str, dict[str, str]]] = []
+        now = time.monotonic()
+        if now - self.last_claim > CLAIM_EVERY_S:
+            self.last_claim = now
+            claimed = self.conn.xautoclaim(
+                keys.RESULTS_STREAM, GROUP, self.consumer, CLAIM_IDLE_MS, start_id="0-0"
+            )
+            entries.extend(cast(Any, claimed)[1])
+        if not entries:
+            reply = self.conn.xreadgroup(
+                GROUP, self.consumer, {keys.RESULTS_STREAM: ">"}, count=200, block=block_ms
+            )
+            for _stream, items in cast(Any, reply) or []:
+                entries.extend(items)
+        counted = 0
+        for entry_id, fields in entries:
+            if fields:  # a claimed entry that was trimmed meanwhile has no fields
+                counted += self._apply(fields.get("season", ""), fields.get("match_id", ""))
+            self.conn.xack(keys.RESULTS_STREAM, GROUP, entry_id)
+        return counted
+
+    def _apply(self, season_id: str, match_id: str) -> int:
+        if not season_id or not match_id or not self.conn.exists(keys.season(season_id)):
+            return 0
+        from workers.queue import get_result
+
+        result = get_result(self.conn, match_id)
+        if result is None:
+            log.warning("results stream names %s but it has no committed result", match_id)
+            return 0
+        decisions = sum(int(s.get("decisions", 0)) for s in result.get("stats", []))
+        if not store.count_done(self.conn, season_id, match_id, decisions):
+            return 0
+        self.dirty.add(season_id)
+        order = result["result"].get("order", [])
+        store.publish(
+            self.conn,
+            "match_committed",
+            season_id,
+            match_id,
+            {
+                "seats": result["seats"],
+                "totals": result["result"].get("totals", []),
+                "winners": [result["seats"][s] for s in (order[0] if order else [])],
+                "decisions": decisions,
+            },
+        )
+        return 1
+
+
+async def run_driver(redis_url: str, stop: asyncio.Event) -> None:
+    """Drive every season in Redis until ``stop`` is set (the referee runs this)."""
+    conn = store.connect(redis_url)
+    driver = SeasonDriver(conn)
+    try:
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(driver.step)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                log.warning("season driver: Redis unavailable (%s); retrying", exc)
+                await _sleep_or_stop(stop, 1.0)
+            except Exception:
+                log.exception("season driver step failed; retrying")
+                await _sleep_or_stop(stop, 1.0)
+    finally:
+        conn.close()
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,499 @@
+"""A season in Redis: create, start, pause, resume, cancel, finish; counters and standings.
+
+Everything takes a synchronous ``redis.Redis`` made with ``decode_responses=True`` (see
+:func:`connect`); the CLI uses it directly, the driver and the League API through
+``asyncio.to_thread``. Every state change is a guarded compare-and-set (a Lua script), so
+several referees and CLI commands may act on one season at once.
+
+Keys (besides those in :mod:`referee.keys`, all under ``arena:season:<id>:``):
+
+* ``secret``: the seed, until it is revealed in the season hash (finished or cancelled).
+* ``schedule``: JSON list of the scheduled matches (seats, match seed, deal specs).
+* ``counted`` / ``failed``: sets of match ids already counted as done / failed, so that a
+  result consumed twice (a referee restarted before acknowledging it) counts once.
+* ``lock``: short lock while one referee tops up the matches in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import redis
+
+from referee import keys
+from referee.errors import ConfigError, ConflictError, NotFoundError
+from referee.seasons.model import SeasonSpec, random_seed, seed_sha256
+from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.standings import compute_standings
+from workers.spec import CommittedResult, MatchSpec
+
+CREATED = "created"
+RUNNING = "running"
+PAUSED = "paused"
+CANCELLED = "cancelled"
+FINISHED = "finished"
+STATES = (CREATED, RUNNING, PAUSED, CANCELLED, FINISHED)
+ENDED = (CANCELLED, FINISHED)
+SCHEDULED = "scheduled"  # a season match not handed to the queue yet
+
+
+def secret_key(season_id: str) -> str:
+    return keys.season(season_id) + ":secret"
+
+
+def schedule_key(season_id: str) -> str:
+    return keys.season(season_id) + ":schedule"
+
+
+def counted_key(season_id: str) -> str:
+    return keys.season(season_id) + ":counted"
+
+
+def failed_key(season_id: str) -> str:
+    return keys.season(season_id) + ":failed"
+
+
+def lock_key(season_id: str) -> str:
+    return keys.season(season_id) + ":lock"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def connect(url: str) -> redis.Redis:
+    """A client for this module: text replies, a socket timeout above any blocking read."""
+    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=30)
+
+
+# --- Lua scripts: guarded transitions and idempotent counters ------------------------------
+
+_TRANSITION = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {err = 'no such season'} end
+for i = 2, #ARGV do
+  if ARGV[i] == state then
+    redis.call('HSET', KEYS[1], 'state', ARGV[1])
+    return state
+  end
+end
+return {err = 'state ' .. state}
+"""
+
+_COUNT_DONE = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'matches_done', 1)
+  redis.call('HINCRBY', KEYS[1], 'decisions', ARGV[2])
+  if redis.call('SREM', KEYS[3], ARGV[1]) == 1 then
+    redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
+  end
+  return 1
+end
+return 0
+"""
+
+_COUNT_FAILED = """
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
+if redis.call('SADD', KEYS[3], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'matches_failed', 1)
+  return 1
+end
+return 0
+"""
+
+_UNFAIL = """
+if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_STORE_STANDINGS = """
+local old = redis.call('GET', KEYS[1])
+if old then
+  local ok, decoded = pcall(cjson.decode, old)
+  if ok and tonumber(decoded['matches_done']) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
+
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _transition(conn: redis.Redis, season_id: str, to: str, allowed: Sequence[str]) -> str:
+    """Set the state to ``to`` if it is one of ``allowed``; return the previous state."""
+    try:
+        return str(conn.eval(_TRANSITION, 1, keys.season(season_id), to, *allowed))
+    except redis.ResponseError as exc:
+        message = str(exc)
+        if "no such season" in message:
+            raise NotFoundError(
+                f"no season {season_id!r}: `arena season list` shows them"
+            ) from None
+        state = message.rsplit(" ", 1)[-1]
+        raise ConflictError(
+            f"season {season_id} is {state}; it can become {to} only when it is "
+            f"{' or '.join(allowed)}"
+        ) from None
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def get_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    """The season hash; NotFoundError naming the command that lists seasons."""
+    info = cast(dict[str, str], conn.hgetall(keys.season(season_id)))
+    if not info:
+        raise NotFoundError(f"no season {season_id!r}: `arena season list` shows them")
+    info["season"] = season_id
+    return info
+
+
+def get_spec(conn: redis.Redis, season_id: str) -> SeasonSpec:
+    """The season spec (with the seed only once it is revealed)."""
+    info = get_season(conn, season_id)
+    spec = SeasonSpec.from_json(info["spec"])
+    return spec.with_seed(int(info["seed"])) if info.get("seed") else spec
+
+
+def list_seasons(conn: redis.Redis) -> list[dict[str, str]]:
+    """Every season hash, oldest first."""
+    ids = cast(list[str], conn.zrange(keys.SEASONS, 0, -1))
+    out: list[dict[str, str]] = []
+    for season_id in ids:
+        info = cast(dict[str, str], conn.hgetall(keys.season(season_id)))
+        if info:
+            info["season"] = season_id
+            out.append(info)
+    return out
+
+
+def get_standings(conn: redis.Redis, season_id: str) -> dict[str, Any] | None:
+    raw = conn.get(keys.season_standings(season_id))
+    return None if raw is None else cast(dict[str, Any], json.loads(raw))
+
+
+def get_schedule(conn: redis.Redis, season_id: str) -> list[dict[str, Any]]:
+    raw = conn.get(schedule_key(season_id))
+    if raw is None:
+        raise NotFoundError(f"season {season_id!r} has no schedule")
+    return cast(list[dict[str, Any]], json.loads(raw))
+
+
+def match_states(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    return cast(dict[str, str], conn.hgetall(keys.season_matches(season_id)))
+
+
+def committed_results(conn: redis.Redis, season_id: str) -> list[CommittedResult]:
+    """Every committed result of the season that the driver has counted."""
+    ids = sorted(cast(set[str], conn.smembers(counted_key(season_id))))
+    out: list[CommittedResult] = []
+    for start in range(0, len(ids), 200):
+        chunk = ids[start : start + 200]
+        for raw in conn.mget([keys.match_result(m) for m in chunk]):
+            if raw is not None:
+                out.append(cast(CommittedResult, json.loads(raw)))
+    return out
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+def publish(
+    conn: redis.Redis,
+    kind: str,
+    season_id: str,
+    match_id: str = "",
+    data: Mapping[str, Any] | None = None,
+) -> None:
+    """Best-effort league event on ``keys.EVENTS_CHANNEL`` (pub/sub, PITFALLS 8)."""
+    message = {
+        "kind": kind,
+        "season": season_id,
+        "match_id": match_id,
+        "data": dict(data or {}),
+        "at_ms": now_ms(),
+    }
+    with contextlib.suppress(redis.RedisError):
+        conn.publish(keys.EVENTS_CHANNEL, json.dumps(message, separators=(",", ":")))
+
+
+# --- creating and changing state ----------------------------------------------------------
+
+
+def _new_name(game: str) -> str:
+    return f"{game}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+def create_season(
+    conn: redis.Redis, spec: SeasonSpec, *, require_registered: bool = True
+) -> dict[str, str]:
+    """Validate ``spec``, draw its seed if it has none, schedule it and store it (state
+    ``created``). ConflictError if the name is taken; ConfigError says what to fix."""
+    if not spec.name:
+        spec = SeasonSpec.from_dict({**spec.to_dict(), "name": _new_name(spec.game)})
+    rules = spec.validate_with_engine()
+    owners: dict[str, str] = {}
+    if require_registered:
+        unknown = [b for b in spec.bots if not conn.sismember(keys.BOTS, b)]
+        if unknown:
+            raise ConfigError(
+                f"unknown bot(s) {', '.join(unknown)}: register them first "
+                "(`arena bot register NAME`); `arena bot list` shows the registered bots"
+            )
+    for bot in spec.bots:
+        owner = conn.hget(keys.bot(bot), "owner")
+        if owner:
+            owners[bot] = str(owner)
+    seed = spec.seed or random_seed()
+    schedule = build_schedule(spec, seed, owners)
+    season_id = spec.name
+    created = now_ms()
+    info = {
+        "spec": spec.public().to_json(),
+        "state": CREATED,
+        "game": spec.game,
+        "preset": spec.preset or str(rules.get("name", spec.game)),
+        "rules": json.dumps(rules, sort_keys=True, separators=(",", ":")),
+        "owners": json.dumps(owners, sort_keys=True),
+        "seed_sha256": seed_sha256(seed),
+        "matches_total": str(len(schedule)),
+        "matches_done": "0",
+        "matches_failed": "0",
+        "decisions": "0",
+        "created_ms": str(created),
+        "started_ms": "",
+        "finished_ms": "",
+    }
+    if not conn.hsetnx(keys.season(season_id), "state", CREATED):
+        raise ConflictError(
+            f"a season named {season_id!r} exists already: choose another name "
+            "(or leave it out to get a generated one)"
+        )
+    pipe = conn.pipeline(transaction=True)
+    pipe.set(secret_key(season_id), str(seed))
+    pipe.set(schedule_key(season_id), json.dumps([m.to_dict() for m in schedule]))
+    pipe.hset(keys.season_matches(season_id), mapping={m.match_id: SCHEDULED for m in schedule})
+    pipe.hset(keys.season(season_id), mapping=cast(Any, info))
+    pipe.zadd(keys.SEASONS, {season_id: created})
+    pipe.execute()
+    publish(conn, "season_created", season_id, data={"matches_total": len(schedule)})
+    return get_season(conn, season_id)
+
+
+def start_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    """created -> running: the seed's SHA-256 is published; the driver enqueues matches."""
+    _transition(conn, season_id, RUNNING, [CREATED])
+    conn.hset(keys.season(season_id), "started_ms", str(now_ms()))
+    info = get_season(conn, season_id)
+    publish(conn, "season_started", season_id, data={"seed_sha256": info["seed_sha256"]})
+    return info
+
+
+def pause_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    """running -> paused: no new matches are enqueued; those in flight finish and count."""
+    _transition(conn, season_id, PAUSED, [RUNNING])
+    publish(conn, "season_paused", season_id)
+    return get_season(conn, season_id)
+
+
+def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    """paused -> running; failed matches are scheduled again (they keep their seeds)."""
+    _transition(conn, season_id, RUNNING, [PAUSED])
+    for match_id in sorted(cast(set[str], conn.smembers(failed_key(season_id)))):
+        conn.eval(
+            _UNFAIL,
+            3,
+            keys.season(season_id),
+            failed_key(season_id),
+            keys.season_matches(season_id),
+            match_id,
+            SCHEDULED,
+        )
+    publish(conn, "season_resumed", season_id)
+    return get_season(conn, season_id)
+
+
+def _reveal(conn: redis.Redis, season_id: str) -> None:
+    seed = conn.get(secret_key(season_id))
+    conn.hset(
+        keys.season(season_id),
+        mapping={"seed": str(seed or ""), "finished_ms": str(now_ms())},
+    )
+
+
+def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+    """Stop a season for good and reveal its seed (matches in flight still finish)."""
+    _transition(conn, season_id, CANCELLED, [CREATED, RUNNING, PAUSED])
+    _reveal(conn, season_id)
+    recompute_standings(conn, season_id)
+    info = get_season(conn, season_id)
+    publish(conn, "season_cancelled", season_id, data={"seed": info.get("seed", "")})
+    return info
+
+
+def finish_if_complete(conn: redis.Redis, season_id: str) -> bool:
+    """running -> finished once every match is done or failed; reveals the seed."""
+    info = get_season(conn, season_id)
+    total = int(info.get("matches_total", 0))
+    settled = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
+    if info.get("state") != RUNNING or settled < total:
+        return False
+    try:
+        _transition(conn, season_id, FINISHED, [RUNNING])
+    except ConflictError:
+        return False  # another referee finished it, or it was paused meanwhile
+    _reveal(conn, season_id)
+    standings = recompute_standings(conn, season_id)
+    top = standings["rows"][0]["bot"] if standings["rows"] else ""
+    publish(
+        conn,
+        "season_finished",
+        season_id,
+        data={"seed": conn.get(secret_key(season_id)), "leader": top},
+    )
+    return True
+
+
+# --- matches: enqueueing and counting -----------------------------------------------------
+
+
+def match_spec_of(
+    season_id: str, spec: SeasonSpec, rules: Mapping[str, Any], m: ScheduledMatch
+) -> MatchSpec:
+    """The worker's MatchSpec of one scheduled match."""
+    return MatchSpec(
+        match_id=m.match_id,
+        game=spec.game,
+        rules=dict(rules),
+        seats=m.seats,
+        seed=m.seed,
+        deals=m.deals,
+        time_control=spec.time_control,
+        season=season_id,
+        strikes=spec.options.strikes,
+        autoplay_forced=spec.options.autoplay_forced,
+    )
+
+
+def scheduled_from_dict(data: Mapping[str, Any]) -> ScheduledMatch:
+    from referee.games.base import DealSpec
+
+    deals = data.get("deals")
+    return ScheduledMatch(
+        index=int(data["index"]),
+        match_id=str(data["match_id"]),
+        seats=tuple(data["seats"]),
+        seed=int(data["seed"]),
+        deals=None if deals is None else tuple(DealSpec.from_dict(d) for d in deals),
+    )
+
+
+IN_FLIGHT = ("queued", "running")
+
+
+def top_up(conn: redis.Redis, season_id: str) -> int:
+    """Enqueue scheduled matches of a running season until ``window`` are in flight.
+
+    Holds the season's lock meanwhile, so two referees do not both fill the window; the
+    queue itself refuses a match that is queued, running or committed already.
+    """
+    from workers.queue import enqueue_match
+
+    token = secrets.token_hex(8)
+    if not conn.set(lock_key(season_id), token, nx=True, px=10_000):
+        return 0
+    try:
+        info = get_season(conn, season_id)
+        if info.get("state") != RUNNING:
+            return 0
+        spec = SeasonSpec.from_json(info["spec"])
+        rules = json.loads(info["rules"])
+        states = match_states(conn, season_id)
+        in_flight = sum(1 for s in states.values() if s in IN_FLIGHT)
+        room = spec.options.window - in_flight
+        if room <= 0:
+            return 0
+        added = 0
+        for data in get_schedule(conn, season_id):
+            if added >= room:
+                break
+            if states.get(data["match_id"], SCHEDULED) != SCHEDULED:
+                continue
+            match = scheduled_from_dict(data)
+            if enqueue_match(conn, match_spec_of(season_id, spec, rules, match)):
+                added += 1
+        return added
+    finally:
+        conn.eval(_UNLOCK, 1, lock_key(season_id), token)
+
+
+def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int) -> bool:
+    """Count a committed result once (True the first time)."""
+    return bool(
+        conn.eval(
+            _COUNT_DONE,
+            3,
+            keys.season(season_id),
+            counted_key(season_id),
+            failed_key(season_id),
+            match_id,
+            str(decisions),
+        )
+    )
+
+
+def count_failed(conn: redis.Redis, season_id: str, match_id: str) -> bool:
+    """Count a failed match once (True the first time; never after it was done)."""
+    return bool(
+        conn.eval(
+            _COUNT_FAILED,
+            3,
+            keys.season(season_id),
+            counted_key(season_id),
+            failed_key(season_id),
+            match_id,
+        )
+    )
+
+
+def recompute_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
+    """Standings from ALL the season's counted results; stored unless a newer one is."""
+    info = get_season(conn, season_id)
+    spec = SeasonSpec.from_json(info["spec"])
+    results = committed_results(conn, season_id)
+    standings = compute_standings(
+        season_id,
+        spec.game,
+        spec.bots,
+        results,
+        matches_total=int(info.get("matches_total", 0)),
+    )
+    text = json.dumps(standings, separators=(",", ":"))
+    conn.eval(
+        _STORE_STANDINGS, 1, keys.season_standings(season_id), text, standings["matches_done"]
+    )
+    return standings
+
+
+def running_seasons(conn: redis.Redis) -> list[str]:
+    """Ids of the seasons in state running or paused (those with work to follow)."""
+    ids = cast(list[str], conn.zrange(keys.SEASONS, 0, -1))
+    if not ids:
+        return []
+    pipe = conn.pipeline(transaction=False)
+    for season_id in ids:
+        pipe.hget(keys.season(season_id), "state")
+    states: Iterable[str | None] = pipe.execute()
+    return [s for s, st in zip(ids, states, strict=True) if st in (RUNNING, PAUSED)]

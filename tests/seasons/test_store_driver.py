@@ -1,0 +1,162 @@
+"""The season store and driver against a real Redis; matches are played by the workers'
+real ``run_match`` in this process (no bot connects, so every seat times out once and the
+autopilot plays it, strikes = 1), then results flow through the results stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from referee import bots, keys
+from referee.errors import ConfigError, ConflictError, NotFoundError
+from referee.seasons import driver as driver_mod
+from referee.seasons import store
+from referee.seasons.driver import SeasonDriver
+from referee.seasons.model import SeasonSpec, seed_sha256
+from referee.seasons.verify import verify_season
+from workers.runner import run_match
+
+BOTS = ["ann", "bob", "cat"]
+
+
+@pytest.fixture
+def conn(redis_url: str) -> Iterator[redis.Redis]:
+    client = store.connect(redis_url)
+    for name in BOTS:
+        bots.register(client, name)
+    yield client
+    client.close()
+
+
+def _spec(name: str = "s1", seed: int = 99, window: int = 2) -> SeasonSpec:
+    return SeasonSpec.from_dict(
+        {
+            "name": name,
+            "game": "sedma",
+            "preset": "sedma",
+            "bots": BOTS,
+            "table_size": 4,
+            "deals_per_match": 2,
+            "seed": seed,
+            "time_control": {"move_ms": 5, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1},
+            "options": {"strikes": 1, "window": window},
+        }
+    )
+
+
+def _run_queued(conn: redis.Redis, season: str) -> int:
+    ran = 0
+    for match_id, state in sorted(store.match_states(conn, season).items()):
+        if state == "queued":
+            assert run_match(match_id, conn) == "committed"
+            ran += 1
+    return ran
+
+
+def _drive(conn: redis.Redis, season: str, drv: SeasonDriver) -> None:
+    for _ in range(50):
+        drv.step(block_ms=5)
+        if store.get_season(conn, season)["state"] == store.FINISHED:
+            return
+        _run_queued(conn, season)
+    raise AssertionError("season did not finish")
+
+
+def test_create_validates_and_keeps_the_seed_secret(conn: redis.Redis) -> None:
+    info = store.create_season(conn, _spec())
+    assert info["state"] == "created" and info["matches_total"] == "3"
+    assert info["seed_sha256"] == seed_sha256(99)
+    assert "seed" not in info and json.loads(info["spec"])["seed"] is None
+    assert store.get_schedule(conn, "s1")[0]["match_id"] == "s1-m0000"
+    with pytest.raises(ConflictError, match="exists already"):
+        store.create_season(conn, _spec())
+    with pytest.raises(ConfigError, match="unknown bot"):
+        store.create_season(
+            conn, SeasonSpec.from_dict({**_spec("s2").to_dict(), "bots": ["zed", "ann"]})
+        )
+    with pytest.raises(ConfigError, match="table_size = 3"):
+        store.create_season(
+            conn,
+            SeasonSpec.from_dict(
+                {**_spec("s3").to_dict(), "table_size": 3, "options": {"duplicate": False}}
+            ),
+        )
+    with pytest.raises(NotFoundError):
+        store.start_season(conn, "nope")
+
+
+def test_state_changes_are_guarded(conn: redis.Redis) -> None:
+    store.create_season(conn, _spec())
+    with pytest.raises(ConflictError, match="only when it is paused"):
+        store.resume_season(conn, "s1")
+    assert store.start_season(conn, "s1")["state"] == "running"
+    assert store.pause_season(conn, "s1")["state"] == "paused"
+    drv = SeasonDriver(conn)
+    drv.step(block_ms=5)
+    assert not any(s == "queued" for s in store.match_states(conn, "s1").values())
+    assert store.resume_season(conn, "s1")["state"] == "running"
+    info = store.cancel_season(conn, "s1")
+    assert info["state"] == "cancelled" and info["seed"] == "99"
+    with pytest.raises(ConflictError):
+        store.start_season(conn, "s1")
+
+
+def test_season_runs_to_the_end_counts_once_and_verifies(conn: redis.Redis) -> None:
+    store.create_season(conn, _spec())
+    store.start_season(conn, "s1")
+    drv = SeasonDriver(conn, consumer="one")
+    drv.step(block_ms=5)
+    states = store.match_states(conn, "s1")
+    assert sorted(states.values()) == ["queued", "queued", "scheduled"]  # window of 2
+    _drive(conn, "s1", drv)
+    info = store.get_season(conn, "s1")
+    assert info["matches_done"] == "3" and info["matches_failed"] == "0"
+    assert info["seed"] == "99" and int(info["decisions"]) > 0
+    standings = store.get_standings(conn, "s1")
+    assert standings is not None and standings["matches_done"] == 3
+    assert {r["bot"] for r in standings["rows"]} == set(BOTS)
+    assert sum(r["matches"] for r in standings["rows"]) == 6  # head-to-head: 2 bots a match
+    assert all(r["timeouts"] >= 2 and r["autopilot_seats"] >= 2 for r in standings["rows"])
+    # A result delivered again (a referee that died before acknowledging) counts once.
+    conn.xadd(keys.RESULTS_STREAM, {"match_id": "s1-m0000", "season": "s1"})
+    assert SeasonDriver(conn, consumer="two").step(block_ms=5) == 0
+    assert store.get_season(conn, "s1")["matches_done"] == "3"
+    report = verify_season(conn, "s1")
+    assert report.ok, report.problems
+    assert report.matches_checked == 3 and report.deals_checked >= 6
+
+
+def test_unacknowledged_results_of_a_dead_referee_are_claimed(
+    conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.create_season(conn, _spec(window=3))
+    store.start_season(conn, "s1")
+    SeasonDriver(conn, consumer="dead").step(block_ms=5)
+    assert _run_queued(conn, "s1") == 3
+    # "dead" reads the three results and dies before acknowledging or counting them.
+    conn.xreadgroup(driver_mod.GROUP, "dead", {keys.RESULTS_STREAM: ">"}, count=10)
+    monkeypatch.setattr(driver_mod, "CLAIM_IDLE_MS", 0)
+    alive = SeasonDriver(conn, consumer="alive")
+    alive.step(block_ms=5)
+    assert store.get_season(conn, "s1")["state"] == "finished"
+    assert store.get_season(conn, "s1")["matches_done"] == "3"
+    assert conn.xpending(keys.RESULTS_STREAM, driver_mod.GROUP)["pending"] == 0
+
+
+def test_verify_finds_a_tampered_record(conn: redis.Redis) -> None:
+    store.create_season(conn, _spec(window=3))
+    store.start_season(conn, "s1")
+    drv = SeasonDriver(conn)
+    _drive(conn, "s1", drv)
+    raw = conn.get(keys.match_record("s1-m0001"))
+    assert raw is not None
+    record = json.loads(raw)
+    hands = record["initial_hands"]
+    hands[0][0], hands[0][1] = hands[0][1], hands[0][0]
+    conn.set(keys.match_record("s1-m0001"), json.dumps(record))
+    report = verify_season(conn, "s1")
+    assert not report.ok
+    assert any("s1-m0001" in p for p in report.problems)
