@@ -34,9 +34,15 @@ DECK_RANKS: dict[str, tuple[Rank, ...]] = {
 SESSIONS = ("target", "running")
 
 
+_DECKS: dict[str, tuple[Card, ...]] = {
+    kind: tuple(sorted(Card(suit, rank) for suit in Suit for rank in ranks))
+    for kind, ranks in DECK_RANKS.items()
+}
+
+
 def deck_cards(kind: str) -> list[Card]:
-    """The cards of a Sedma deck kind, in canonical (suit, rank) order."""
-    return sorted(Card(suit, rank) for suit in Suit for rank in DECK_RANKS[kind])
+    """The cards of a Sedma deck kind, in canonical (suit, rank) order (a new list)."""
+    return list(_DECKS[kind])
 
 
 @dataclass(frozen=True, slots=True)
