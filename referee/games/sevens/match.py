@@ -69,6 +69,16 @@ def _run_key(action: str) -> tuple[int, int, int, tuple[int, ...]]:
     return (a, b, c, tuple(CARD_INDEX[t] for t in action.split(RUN_SEPARATOR)))
 
 
+def _mask_of(cards: Sequence[str]) -> int:
+    mask = 0
+    for text in cards:
+        bit = 1 << Card.parse(text).index
+        if mask & bit:
+            raise MatchStateError(f"card {text} is listed twice (SV-6)")
+        mask |= bit
+    return mask
+
+
 class SevensMatch:
     """A match in progress; implements ``referee.games.base.Match``."""
 
@@ -80,7 +90,13 @@ class SevensMatch:
         num_players: int,
         seed: int,
         deals: Sequence[DealSpec] | None = None,
+        *,
+        hands: Sequence[Sequence[str]] | None = None,
+        table: Sequence[str] = (),
     ) -> None:
+        """``hands`` (and ``table``) stack the first deal instead of shuffling it: for
+        tests and puzzles. Hands and table together must hold the deck exactly once (the
+        cards on ``table`` lie at their positions, as after an elimination, SV-23)."""
         if not 3 <= num_players <= 8:
             raise InvalidRulesError(
                 f"sevens is for 3 to 8 players (SV-1), not {num_players}: pick 3..8"
@@ -93,6 +109,14 @@ class SevensMatch:
         self.seed = seed
         self._specs: tuple[DealSpec, ...] | None = None if deals is None else tuple(deals)
         self._t: Tables = tables_for(rules)
+        self._stacked: tuple[list[int], int] | None = None
+        if hands is not None:
+            if len(hands) != num_players:
+                raise MatchStateError(
+                    f"hands must list one hand per seat ({num_players}), not {len(hands)}"
+                )
+            masks = [_mask_of(hand) for hand in hands]
+            self._stacked = (masks, _mask_of(table))
         n = num_players
         if self._specs is not None:
             self._scheduled = len(self._specs)
@@ -134,26 +158,39 @@ class SevensMatch:
         dealer = spec.dealer if spec.dealer is not None else d % n
         if not 0 <= dealer < n:
             raise MatchStateError(f"deal {d}: dealer {dealer} is not a seat of 0..{n - 1}")
-        cards = list(t.dealt)
-        random.Random(spec.seed).shuffle(cards)
-        hands = [0] * n
-        for i in range(n):
-            mask = 0
-            for idx in cards[i::n]:
-                mask |= 1 << idx
-            hands[(i + spec.rotation) % n] = mask
-        # SV-6: a seeded deal cannot misdeal, but check counts anyway.
-        union = 0
+        table = t.starters_mask if r.starters == "removed_before_deal" else 0
+        if d == 0 and self._stacked is not None:
+            hands = list(self._stacked[0])
+            table |= self._stacked[1]
+        else:
+            cards = list(t.dealt)
+            random.Random(spec.seed).shuffle(cards)
+            hands = [0] * n
+            for i in range(n):
+                mask = 0
+                for idx in cards[i::n]:
+                    mask |= 1 << idx
+                hands[(i + spec.rotation) % n] = mask
+        # SV-6: a seeded deal cannot misdeal, but check the cards anyway.
+        union = table
+        total = table.bit_count()
         for mask in hands:
             union |= mask
+            total += mask.bit_count()
         sizes = [mask.bit_count() for mask in hands]
-        if sum(sizes) != len(t.dealt) or union.bit_count() != len(t.dealt):
-            raise MatchStateError(f"deal {d}: corrupt deal (hand sizes {sizes})")
+        if union != t.deck_mask or total != t.deck_mask.bit_count():
+            missing = " ".join(mask_actions(t.deck_mask & ~union)) or "none"
+            extra = " ".join(mask_actions(union & ~t.deck_mask)) or "none"
+            raise MatchStateError(
+                f"deal {d}: corrupt deal (SV-6): hands and table must hold every card of the "
+                f"{r.deck} deck exactly once; hand sizes {sizes}, missing {missing}, "
+                f"not in the deck {extra}, {total} cards for {t.deck_mask.bit_count()}"
+            )
         self._initial.append(list(hands))
         self._deal = d
         self._dealer = dealer
         self._hands = hands
-        self._table = t.starters_mask if r.starters == "removed_before_deal" else 0
+        self._table = table
         self._passes = [0] * n
         self._free_left = [r.free_passes] * n
         self._vol = [0] * n
@@ -175,8 +212,8 @@ class SevensMatch:
         # Who acts first (SV-13..SV-16, D-20).
         left = (dealer + 1) % n
         if r.opening in ("seven_of_diamonds", "seven_of_hearts"):
-            holder = next(s for s in range(n) if (hands[s] >> t.opening_index) & 1)
-            first = holder
+            holders = [s for s in range(n) if (hands[s] >> t.opening_index) & 1]
+            first = holders[0] if holders else left
         elif r.opening == "left_of_dealer_diamond" and self._results:
             prev = self._results[-1].winner
             first = left if prev is None else prev
@@ -904,6 +941,12 @@ class SevensMatch:
             "num_players": self.num_players,
             "seed": self.seed,
             "deal_specs": None if self._specs is None else [s.to_dict() for s in self._specs],
+            "stacked": None
+            if self._stacked is None
+            else {
+                "hands": [list(mask_actions(m)) for m in self._stacked[0]],
+                "table": list(mask_actions(self._stacked[1])),
+            },
             "actions": [[seat, action, source] for seat, action, source in self._log],
             "initial_hands": self.initial_hands(),
             "events": [event.to_dict() for event in self._events],
@@ -921,11 +964,14 @@ class SevensMatch:
                 f"unknown sevens record format {data.get('format')!r}: expected {FORMAT_VERSION}"
             )
         specs = data.get("deal_specs")
+        stacked = data.get("stacked")
         match = cls(
             SevensRules.from_dict(data["rules"]),
             int(data["num_players"]),
             int(data["seed"]),
             None if specs is None else [DealSpec.from_dict(s) for s in specs],
+            hands=None if stacked is None else stacked["hands"],
+            table=() if stacked is None else stacked["table"],
         )
         for i, (seat, action, source) in enumerate(data["actions"]):
             if match.is_over() or match.to_act() != seat:
@@ -954,6 +1000,7 @@ class SevensMatch:
             and self.num_players == other.num_players
             and self.seed == other.seed
             and self._specs == other._specs
+            and self._stacked == other._stacked
             and self._log == other._log
         )
 
