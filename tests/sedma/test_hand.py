@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from referee.games.cards import Card, parse_cards
 from referee.games.sedma.hand import Hand, deal_cards
-from referee.games.sedma.rules import SedmaRules, preset
+from referee.games.sedma.rules import SedmaRules, deck_cards, preset
 
 
 def words(text: str) -> list[str]:
@@ -129,12 +131,25 @@ def test_the_hand_ends_after_eight_tricks_when_hands_and_talon_are_empty() -> No
     assert sum(hand.points()) == 90  # SD-4: 80 in cards and 10 for the last trick
 
 
-def test_a_side_with_50_or_more_wins_the_hand() -> None:
-    # SD-13
-    rules = preset("sedma")
+@pytest.mark.parametrize(("name", "talon"), [("sedma", 16), ("sedma-2", 24), ("sedma-3", 12)])
+def test_the_deal_gives_four_cards_each_and_leaves_the_talon(name: str, talon: int) -> None:
+    # SD-6 (four cards each, 16 in the talon), SD-17 (talon of 24), SD-18 (talon of 12).
+    rules = preset(name)
+    for seed in range(20):
+        hands, rest = deal_cards(rules, seed=seed, rotation=seed)
+        assert [len(h) for h in hands] == [4] * rules.players and len(rest) == talon
+        dealt = [c for h in hands for c in h] + rest
+        assert sorted(dealt) == deck_cards(rules.deck)
+        assert all(h == sorted(h) for h in hands)
+
+
+@pytest.mark.parametrize("name", ["sedma", "sedma-2"])
+def test_a_side_with_50_or_more_wins_the_hand(name: str) -> None:
+    # SD-13 (partnerships), SD-17 (two players: first to 50 wins the hand).
+    rules = preset(name)
     for seed in range(40):
         hands, talon = deal_cards(rules, seed=seed, rotation=0)
-        hand = Hand(rules, hands, talon, dealer=seed % 4)
+        hand = Hand(rules, hands, talon, dealer=seed % rules.players)
         _play_out(hand)
         score = hand.score()
         assert score.winner_side is not None
