@@ -50,10 +50,18 @@ class Reply:
 class Probe:
     """Pushes requests into one bot's inbox and reads the answers."""
 
-    def __init__(self, client: redis.Redis, bot: str, *, send_timeout_s: float = 10.0):
+    def __init__(
+        self,
+        client: redis.Redis,
+        bot: str,
+        *,
+        send_timeout_s: float = 10.0,
+        answer_slack_s: float = ANSWER_SLACK_S,
+    ):
         self.client = client
         self.bot = bot
         self.send_timeout_s = send_timeout_s
+        self.answer_slack_s = answer_slack_s
 
     def notify(self, message: InboxMessage) -> None:
         """Push a notification (action result, deal end, ...) into the inbox."""
@@ -103,13 +111,14 @@ class Probe:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                popped = self.client.blpop([reply_key], timeout=max(0.01, remaining))
+                # Short pops: the client's socket timeout may be short (PITFALLS 9).
+                popped = self.client.blpop([reply_key], timeout=min(1.0, max(0.01, remaining)))
                 if popped is None:
-                    break
+                    continue
                 message = mailbox.decode_reply(popped[1])
                 if message["type"] == "sent":
                     sent = True
-                    deadline = time.monotonic() + budget_s + ANSWER_SLACK_S
+                    deadline = time.monotonic() + budget_s + self.answer_slack_s
                     continue
                 waited = (time.monotonic() - start) * 1000.0
                 return Reply(True, message["action"], message["think_ms"], waited)

@@ -28,7 +28,7 @@ from referee.botcheck.states import (
     multi_card_rules,
     offers_run,
 )
-from referee.games.base import RUN_SEPARATOR
+from referee.games.base import RUN_SEPARATOR, Match
 from referee.games.registry import get_game
 from referee.mailbox import ActionResultMessage, ClockInfo, DealEndMessage
 
@@ -54,7 +54,7 @@ class CheckContext:
     skip_reconnect_reason: str = (
         "needs a referee the checker controls: run `arena bot check -- COMMAND`"
     )
-    tags: dict[str, int] = field(default_factory=dict)
+    clock: ClockInfo = field(default_factory=lambda: ClockInfo(**RELAXED_CLOCK))
 
     def match_id(self, scenario: str) -> str:
         return f"check-{scenario}-{uuid.uuid4().hex[:8]}"
@@ -82,8 +82,9 @@ def _ask(
     *,
     attempt: int = 1,
     seq: int = 1,
-    clock: ClockInfo = RELAXED_CLOCK,
+    clock: ClockInfo | None = None,
 ) -> tuple[Reply, str]:
+    clock = clock or ctx.clock
     _turn, reply = ctx.probe.ask(
         match_id=match_id,
         attempt=attempt,
@@ -201,13 +202,20 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     name = "stale request and retry"
     rules = default_rules(game)
     first = find_decision(game, rules, has_choice, seeds=range(1, 30))
-    second = find_decision(game, rules, has_choice, seeds=range(30, 60))
-    if first is None or second is None:
+    if first is None:
         return CheckResult.skip(name, f"no {game} decisions with a choice found")
     match_id = ctx.match_id("stale")
-    _reply, problem = _ask(ctx, first, match_id, attempt=1, seq=5)
+    reply, problem = _ask(ctx, first, match_id, attempt=1, seq=5)
     if problem:
         return CheckResult.fail(name, f"first request: {problem}")
+    old_answer = reply.action
+
+    def differs(match: Match) -> bool:  # the old answer must be wrong in the new state
+        return has_choice(match) and old_answer not in match.legal_actions()
+
+    second = find_decision(game, rules, differs, seeds=range(30, 90))
+    if second is None:
+        return CheckResult.skip(name, f"no {game} retry state found where {old_answer} is wrong")
     for status, reason in (("timed_out", "timeout"), ("refused", "not_legal")):
         result: ActionResultMessage = {
             "type": "action_result",
@@ -237,6 +245,8 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     }
     ctx.probe.notify(deal_end)
     _reply, problem = _ask(ctx, second, match_id, attempt=2, seq=1)
+    if not problem and _reply.action == old_answer:
+        problem = f"answered {old_answer!r} again, the answer to the old attempt"
     if problem:
         return CheckResult.fail(name, f"retried match (attempt 2, seq 1): {problem}")
     return CheckResult.ok(name, "answered the retry after stale notifications")

@@ -1,0 +1,184 @@
+"""The checker's scenarios against a scripted relay (a unit test of referee.botcheck).
+
+The relay stands in for referee + bot: it pops the bot's inbox in real Redis, pushes the
+``sent`` stamp and an answer chosen by a policy, exactly as the mailbox contract says. The
+full path (real referee, bridge and bot processes) is tested in test_botcheck_e2e.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from referee import keys, mailbox
+from referee.botcheck.probe import Probe
+from referee.botcheck.report import FAIL, PASS, SKIP, Report
+from referee.botcheck.scenarios import CheckContext, run_all
+from referee.botcheck.states import available_games
+
+BOT = "relay-bot"
+Policy = Callable[[mailbox.TurnMessage], str | None]
+
+
+class Relay:
+    """Answers the bot's inbox with ``policy(turn)`` (None: never answer)."""
+
+    def __init__(
+        self, url: str, policy: Policy, delay_s: Callable[[mailbox.TurnMessage], float]
+    ) -> None:
+        self.client = redis.Redis.from_url(url, decode_responses=True)
+        self.policy = policy
+        self.delay_s = delay_s
+        self.seen: list[mailbox.InboxMessage] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Relay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.client.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            popped = self.client.blpop([keys.inbox(BOT)], timeout=0.1)
+            if popped is None:
+                continue
+            message = mailbox.decode_inbox(popped[1])
+            self.seen.append(message)
+            if message["type"] != "turn":
+                continue
+            sent = mailbox.now_ms()
+            stamp: mailbox.SentStamp = {"type": "sent", "referee": "relay", "sent_ms": sent}
+            self.client.rpush(message["reply_key"], mailbox.encode(stamp))
+            action = self.policy(message)
+            if action is None:
+                continue
+            time.sleep(self.delay_s(message))
+            received = mailbox.now_ms()
+            answer: mailbox.AnswerMessage = {
+                "type": "answer",
+                "referee": "relay",
+                "action": action,
+                "sent_ms": sent,
+                "received_ms": received,
+                "think_ms": received - sent,
+            }
+            self.client.rpush(message["reply_key"], mailbox.encode(answer))
+
+
+def first_legal(turn: mailbox.TurnMessage) -> str:
+    return turn["legal_actions"][0]
+
+
+QUICK_CLOCK: mailbox.ClockInfo = {"move_ms": 800, "bank_ms": 0, "grace_ms": 50}
+
+
+def _no_delay(_turn: mailbox.TurnMessage) -> float:
+    return 0.0
+
+
+def _check(
+    url: str,
+    policy: Policy,
+    delay_s: Callable[[mailbox.TurnMessage], float] = _no_delay,
+    **ctx: Any,
+) -> Report:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    report = Report(BOT)
+    try:
+        with Relay(url, policy, delay_s):
+            probe = Probe(client, BOT, send_timeout_s=2.0, answer_slack_s=0.3)
+            context = CheckContext(probe=probe, games=available_games(), clock=QUICK_CLOCK, **ctx)
+            run_all(context, report)
+    finally:
+        client.close()
+    return report
+
+
+@pytest.fixture
+def url(redis_url: str) -> Iterator[str]:
+    yield redis_url
+
+
+def test_a_correct_bot_passes_every_scenario(url: str) -> None:
+    report = _check(url, first_legal)
+    statuses = {r.name: r.status for r in report}
+    assert report.passed, statuses
+    assert all(status in (PASS, SKIP) for status in statuses.values())
+    # Reconnect needs a referee the checker controls; here there is none.
+    assert report.get("reconnect after the referee restarts").status == SKIP
+
+
+def test_an_always_pass_bot_fails_where_it_must_play(url: str) -> None:
+    report = _check(url, lambda _turn: "pass")
+    assert not report.passed
+    failed = report.failures[0]
+    assert failed.status == FAIL
+    assert "answered 'pass', which is not legal here" in failed.reason
+
+
+def test_a_bot_that_never_answers_is_reported_with_the_clock(url: str) -> None:
+    report = _check(url, lambda _turn: None)
+    assert not report.passed
+    assert "no answer within" in report.failures[0].reason
+
+
+def test_a_slow_bot_fails_only_the_tight_clock(url: str) -> None:
+    def thinks_600_ms_when_short_of_time(turn: mailbox.TurnMessage) -> float:
+        # Slow only when the clock is short, so the test does not wait on every decision.
+        return 0.6 if turn["clock"]["move_ms"] < QUICK_CLOCK["move_ms"] else 0.0
+
+    report = _check(url, first_legal, delay_s=thinks_600_ms_when_short_of_time)
+    failures = {r.name for r in report.failures}
+    assert failures == {"clock near its limit (400 ms, no bank)"}
+    assert "over the clock" in report.failures[0].reason
+
+
+def test_a_bot_that_answers_the_old_attempt_fails_the_retry(url: str) -> None:
+    first_answers: dict[str, str] = {}
+
+    def sticky(turn: mailbox.TurnMessage) -> str:
+        # A bot that caches its first answer per match: wrong once the match is retried.
+        return first_answers.setdefault(turn["match_id"], turn["legal_actions"][0])
+
+    report = _check(url, sticky)
+    stale = report.get("stale request and retry")
+    assert stale.status == FAIL
+    assert "attempt 2" in stale.reason
+
+
+def test_reconnect_scenario_uses_the_restart_hook(url: str) -> None:
+    restarts: list[float] = []
+    report = _check(url, first_legal, restart_referee=lambda: restarts.append(time.time()))
+    assert restarts and report.get("reconnect after the referee restarts").status == PASS
+
+
+def test_bridge_incidents_fail_the_scenario_they_happened_in(url: str) -> None:
+    incidents = [
+        [],
+        [
+            {
+                "event": "exited",
+                "exit_code": 3,
+                "stderr_tail": ["Traceback ...", "KeyError: 'trick'"],
+            }
+        ],
+    ]
+
+    def next_incidents() -> list[dict[str, Any]]:
+        return incidents.pop(0) if incidents else []
+
+    report = _check(url, first_legal, incidents=next_incidents)
+    failed = report.failures
+    assert len(failed) == 1
+    assert "exited with code 3" in failed[0].reason
+    assert "KeyError: 'trick'" in failed[0].reason
