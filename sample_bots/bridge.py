@@ -1,0 +1,455 @@
+"""The stdio bridge: any program that reads and writes JSON lines becomes a gRPC bot.
+
+``arena bridge --server HOST:PORT --token T -- COMMAND [ARGS]`` starts COMMAND and speaks
+the line protocol of ``docs/STDIO.md`` with it, and the gRPC protocol with the referee
+through the Python SDK (:class:`sample_bots.sdk.Bot`). In short: for each decision the bridge
+writes one line ``{"type": "turn", ..., "legal_actions": [...], "observation": {...}}`` to the
+program's stdin and reads one line back: the action (``7D``, ``8D+9D``, ``pass``) or
+``{"action": "7D"}``.
+
+What the bridge does for the program:
+
+* **Clock.** The program gets ``move_ms - margin_ms`` (plus ``bank_ms`` with
+  ``--use-bank``). When it has not answered by then, the bridge answers the first legal action
+  itself and says so on stderr; the program's late answer is recognised and dropped.
+* **Crashes.** When the program exits, the bridge answers the open decision itself, reports
+  the exit code and the program's last stderr lines, and starts it again (with backoff).
+  A program that owes several answers is considered hung and is restarted too.
+* **Stderr.** The program's stderr is passed through, each line prefixed with ``[bot]``.
+
+``--report-file PATH`` appends one JSON object per incident (rescue, restart, late answer,
+answer that is not legal) to PATH; ``arena bot check`` reads it to explain failures.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from sample_bots.sdk import Bot, BotRefused, Turn
+
+STDERR_TAIL_LINES = 20
+"""How many of the program's last stderr lines a crash report quotes."""
+
+HUNG_AFTER_MISSED = 3
+"""A program that owes this many answers is restarted as hung."""
+
+DEFAULT_MARGIN_MS = 50
+"""Time kept back from the program's budget for the bridge and the network."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnKey:
+    """Identifies one decision: what the program may echo in a JSON answer."""
+
+    match_id: str
+    attempt: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.match_id}#{self.attempt}.{self.seq}"
+
+
+@dataclass(slots=True)
+class Answer:
+    """What became of one question to the program.
+
+    ``action`` is the program's answer, or ``None`` when the program did not give one;
+    then ``problem`` says why (``timeout``, ``exited``, ``not_started``).
+    """
+
+    action: str | None
+    problem: str = ""
+    detail: str = ""
+    elapsed_ms: float = 0.0
+
+
+_EOF = object()
+
+
+def parse_answer_line(line: str) -> tuple[str | None, TurnKey | None, str]:
+    """Read one line the program wrote: ``(action, echoed key or None, error)``.
+
+    A line is either the action as text (``7D``, ``8D+9D``, ``pass``) or a JSON object with
+    an ``action`` field and, optionally, ``match_id``/``attempt``/``seq`` echoed from the turn.
+    """
+    text = line.strip()
+    if not text.startswith("{"):
+        return text, None, ""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, None, f"not valid JSON ({exc.msg} at column {exc.colno}): {text[:80]!r}"
+    if not isinstance(data, dict) or not isinstance(data.get("action"), str):
+        return None, None, f'a JSON answer needs a string "action" field: {text[:80]!r}'
+    key: TurnKey | None = None
+    if "seq" in data:
+        try:
+            key = TurnKey(
+                str(data.get("match_id", "")), int(data.get("attempt", 0)), int(data["seq"])
+            )
+        except (TypeError, ValueError):
+            return None, None, f'"seq" and "attempt" must be integers: {text[:80]!r}'
+    return data["action"].strip(), key, ""
+
+
+class Program:
+    """A child program spoken to one line at a time; restarted when it dies.
+
+    Thread-safe: :meth:`ask` holds a lock, so the program sees one question at a time.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        stderr_sink: Callable[[str], None],
+        report: Callable[[dict[str, Any]], None],
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        if not argv:
+            raise ValueError("no program to run: give the command after `--`")
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.env = env
+        self._stderr_sink = stderr_sink
+        self.report = report
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[object] = queue.Queue()
+        self._owed: collections.deque[TurnKey] = collections.deque()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._threads: list[threading.Thread] = []
+        self._restarts = 0
+        self._next_start = 0.0
+        self._exit_reported = False
+        self.starts = 0
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the program (again); raises ``OSError`` when it cannot be started."""
+        self._lines = queue.Queue()
+        self._owed.clear()
+        self._stderr_tail.clear()
+        proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            cwd=self.cwd,
+            env=self.env,
+            start_new_session=True,
+        )
+        self._proc = proc
+        self._exit_reported = False
+        self.starts += 1
+        lines = self._lines
+        assert proc.stdout is not None and proc.stderr is not None
+        out = threading.Thread(target=self._read_stdout, args=(proc.stdout, lines), daemon=True)
+        err = threading.Thread(target=self._read_stderr, args=(proc.stderr,), daemon=True)
+        out.start()
+        err.start()
+        self._threads = [out, err]
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Close the program's stdin, then terminate and finally kill it if it lingers."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout_s / 2)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s / 2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+
+    def _read_stdout(self, stream: TextIO, lines: queue.Queue[object]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                lines.put(line)
+        lines.put(_EOF)
+
+    def _read_stderr(self, stream: TextIO) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                text = line.rstrip("\n")
+                self._stderr_tail.append(text)
+                self._stderr_sink(text)
+
+    def _ensure_running(self) -> str:
+        """Start the program when it is not running; '' or why it cannot run now."""
+        if self.alive():
+            return ""
+        if self._proc is not None:
+            self._report_exit()
+            self.stop()
+            delay = min(5.0, 0.25 * 2 ** min(self._restarts, 5))
+            self._restarts += 1
+            self._next_start = time.monotonic() + delay
+        if time.monotonic() < self._next_start:
+            return "the program exited and is waiting to be restarted"
+        try:
+            self.start()
+        except OSError as exc:
+            self._next_start = time.monotonic() + 1.0
+            return f"cannot start {self.argv[0]!r}: {exc}"
+        if self.starts > 1:
+            self.report({"event": "restart", "starts": self.starts})
+        return ""
+
+    # -- questions --------------------------------------------------------------------------
+    def ask(self, line: str, key: TurnKey, timeout_s: float) -> Answer:
+        """Write ``line`` and wait up to ``timeout_s`` for the answer to ``key``."""
+        start = time.monotonic()
+        with self._lock:
+            problem = self._ensure_running()
+            if problem:
+                return Answer(None, "not_started", problem)
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None
+            try:
+                proc.stdin.write(line + "\n")
+                proc.stdin.flush()
+            except (OSError, ValueError):
+                return self._died(key, start)
+            self._owed.append(key)
+            deadline = start + timeout_s
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self._timed_out(key, start)
+                try:
+                    item = self._lines.get(timeout=remaining)
+                except queue.Empty:
+                    return self._timed_out(key, start)
+                if item is _EOF:
+                    return self._died(key, start)
+                answer = self._match(str(item), key, start)
+                if answer is not None:
+                    self._restarts = 0
+                    return answer
+
+    def _match(self, raw: str, key: TurnKey, start: float) -> Answer | None:
+        """The answer to ``key`` in ``raw``, or ``None`` when the line answers something else."""
+        if not raw.strip():
+            return None
+        action, echoed, error = parse_answer_line(raw)
+        if echoed is None:
+            answered = self._owed.popleft() if self._owed else key
+        else:
+            answered = echoed
+            with contextlib.suppress(ValueError):
+                self._owed.remove(echoed)
+        if answered != key:
+            self.report({"event": "late_answer", "turn": str(answered), "line": raw.strip()})
+            return None
+        elapsed = (time.monotonic() - start) * 1000.0
+        if action is None:
+            return Answer(None, "malformed", error, elapsed)
+        return Answer(action, elapsed_ms=elapsed)
+
+    def _report_exit(self) -> None:
+        """Report the program's exit once (when it is noticed first)."""
+        proc = self._proc
+        if proc is None or self._exit_reported:
+            return
+        self._exit_reported = True
+        tail = list(self._stderr_tail)
+        self.report({"event": "exited", "exit_code": proc.poll(), "stderr_tail": tail})
+
+    def _timed_out(self, key: TurnKey, start: float) -> Answer:
+        elapsed = (time.monotonic() - start) * 1000.0
+        if len(self._owed) >= HUNG_AFTER_MISSED:
+            self.report({"event": "hung", "owed": len(self._owed)})
+            self.stop(timeout_s=0.5)
+            self._proc = None
+        return Answer(None, "timeout", f"no answer within {elapsed:.0f} ms", elapsed)
+
+    def _died(self, key: TurnKey, start: float) -> Answer:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(timeout=1.0)
+        for thread in self._threads[1:]:
+            thread.join(timeout=0.5)  # let the stderr reader drain
+        tail = list(self._stderr_tail)
+        self._report_exit()
+        elapsed = (time.monotonic() - start) * 1000.0
+        detail = f"the program exited with code {code}"
+        if tail:
+            detail += "; its last stderr line: " + tail[-1]
+        return Answer(None, "exited", detail, elapsed)
+
+
+@dataclass
+class BridgeOptions:
+    """How the bridge treats the program (the ``arena bridge`` options)."""
+
+    margin_ms: int = DEFAULT_MARGIN_MS
+    use_bank: bool = False
+    report_file: str | None = None
+    games: list[str] = field(default_factory=list)
+
+
+def turn_line(turn: Turn, budget_ms: int) -> str:
+    """The JSON line that asks the program for a decision (docs/STDIO.md)."""
+    return json.dumps(
+        {
+            "type": "turn",
+            "match_id": turn.match_id,
+            "attempt": turn.attempt,
+            "seq": turn.seq,
+            "seat": turn.seat,
+            "game": turn.game,
+            "legal_actions": list(turn.legal_actions),
+            "clock": {
+                "move_ms": turn.clock.move_ms,
+                "bank_ms": turn.clock.bank_ms,
+                "grace_ms": turn.clock.grace_ms,
+            },
+            "budget_ms": budget_ms,
+            "season": turn.season,
+            "observation": turn.observation,
+        },
+        separators=(",", ":"),
+    )
+
+
+def budget_ms(turn: Turn, options: BridgeOptions) -> int:
+    """How long the program may think about ``turn`` before the bridge answers for it."""
+    total = turn.clock.move_ms + (turn.clock.bank_ms if options.use_bank else 0)
+    return max(1, total - options.margin_ms)
+
+
+class BridgeBot(Bot):
+    """A bot whose decisions come from a child program over the stdio line protocol."""
+
+    name = "bridge"
+    version = "1"
+    max_concurrent_matches = 1  # the program answers one question at a time
+
+    def __init__(self, program: Program, options: BridgeOptions, log: Callable[[str], None]):
+        self.program = program
+        self.options = options
+        self._log = log
+        if options.games:
+            self.games = tuple(options.games)
+        self.name = os.path.basename(program.argv[0]) or "bridge"
+
+    def choose(self, turn: Turn) -> str:
+        budget = budget_ms(turn, self.options)
+        key = TurnKey(turn.match_id, turn.attempt, turn.seq)
+        answer = self.program.ask(turn_line(turn, budget), key, budget / 1000.0)
+        if answer.action is not None:
+            if answer.action not in turn.legal_actions:
+                self.program.report(
+                    {
+                        "event": "not_legal",
+                        "turn": str(key),
+                        "action": answer.action,
+                        "legal_actions": list(turn.legal_actions),
+                    }
+                )
+                self._log(
+                    f"{key}: the program answered {answer.action!r}, which is not among the "
+                    f"legal actions {', '.join(turn.legal_actions)}; sent as is"
+                )
+            return answer.action
+        fallback = turn.legal_actions[0] if turn.legal_actions else "pass"
+        self.program.report(
+            {
+                "event": "rescue",
+                "problem": answer.problem,
+                "detail": answer.detail,
+                "turn": str(key),
+                "action": fallback,
+                "budget_ms": budget,
+            }
+        )
+        self._log(f"{key}: {answer.detail}; answered {fallback} (first legal action) for it")
+        return fallback
+
+
+class _Reporter:
+    """Writes incidents to ``--report-file`` as JSON lines (thread-safe)."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self._path is None:
+            return
+        event = {"ts_ms": time.time() * 1000.0, **event}
+        with self._lock, open(self._path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+
+def run_bridge(
+    server: str,
+    token: str,
+    command: Sequence[str],
+    options: BridgeOptions,
+    *,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run the bridge until ``stop`` is set, SIGTERM or Ctrl-C; returns the exit code.
+
+    The program is stopped on the way out (its stdin is closed first, so a program that
+    exits at end of input leaves quietly).
+    """
+    logging.basicConfig(level=logging.INFO, format="arena bridge: %(message)s")
+    stop = stop or threading.Event()
+
+    def say(text: str) -> None:
+        print(f"arena bridge: {text}", file=sys.stderr, flush=True)
+
+    program = Program(
+        command,
+        stderr_sink=lambda text: print(f"[bot] {text}", file=sys.stderr, flush=True),
+        report=_Reporter(options.report_file),
+        env=dict(os.environ),
+    )
+    bot = BridgeBot(program, options, say)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda _sig, _frame: stop.set())
+    try:
+        bot.run(server, token, stop=stop)
+    except BotRefused as exc:
+        say(f"the referee refused this bot: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        program.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
