@@ -303,6 +303,11 @@ class SedmaMatch:
         for i, entry in enumerate(actions):
             if match.is_over():
                 raise MatchStateError(f"Sedma match record has actions after the end (#{i})")
+            if not isinstance(entry, dict) or not ("timeout" in entry or "action" in entry):
+                raise MatchStateError(
+                    f"Sedma match record action #{i} must be {{'action': text}} or "
+                    f"{{'timeout': true}}, got {entry!r}"
+                )
             if entry.get("timeout"):
                 match.apply_timeout()
             else:
