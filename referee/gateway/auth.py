@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 import redis.asyncio
 
 from referee import bots
@@ -54,7 +54,7 @@ def _abort_handler(exc: BaseException) -> grpc.RpcMethodHandler:
     return grpc.stream_stream_rpc_method_handler(behavior)
 
 
-class BotAuthInterceptor(grpc.aio.ServerInterceptor):
+class BotAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     def __init__(self, client: redis.asyncio.Redis) -> None:
         self._redis = client
 
@@ -63,11 +63,11 @@ class BotAuthInterceptor(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
         if not method.startswith(BOT_SERVICE_PREFIX):
             return await continuation(handler_call_details)
         try:
-            token = bearer_token(handler_call_details.invocation_metadata)  # type: ignore[attr-defined]
+            token = bearer_token(handler_call_details.invocation_metadata)
             name = await bots.authenticate_async(self._redis, token)
         except AuthError as exc:
             log.info("refused bot stream: %s", exc)

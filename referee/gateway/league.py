@@ -14,10 +14,10 @@ import importlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 import redis
 import redis.asyncio
 
@@ -29,7 +29,7 @@ from referee.gateway.auth import bearer_token
 
 log = logging.getLogger(__name__)
 
-Context = grpc.aio.ServicerContext[Any, Any]
+Context: TypeAlias = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
 T = TypeVar("T")
 
 SEASON_METHODS = (
@@ -61,7 +61,7 @@ class LeagueCore:
     async def require_admin(self, context: Context) -> None:
         """Abort with UNAUTHENTICATED (no token) or PERMISSION_DENIED (not the admin's)."""
         try:
-            token = bearer_token(context.invocation_metadata())  # type: ignore[arg-type]
+            token = bearer_token(context.invocation_metadata())
         except AuthError as exc:
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, f"admin call: {exc} (the admin token)"
@@ -140,7 +140,7 @@ class LeagueCore:
             with _quiet():
                 await pubsub.unsubscribe(keys.EVENTS_CHANNEL)
             with _quiet():
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
 
 
 class _quiet:

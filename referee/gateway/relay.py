@@ -30,8 +30,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 import redis.asyncio
 from redis.exceptions import RedisError
 
@@ -58,9 +58,10 @@ HELLO_TIMEOUT_S = 10.0
 HOUSEKEEPING_S = 5.0
 """How often a session refreshes its ``bot_streams`` entry, expires requests and checks
 that its bot was not revoked."""
-DEADLINE_SLACK_MS = 1000.0
-"""An open request is given up locally this long after its clock ran out (the worker's
-``timed_out`` result normally frees the slot first)."""
+DEADLINE_SLACK_MS = 500.0
+"""An open request is given up locally this long after its clock (move + bank + grace) ran
+out: the worker has timed it out by then, and the slot it held takes the next request (the
+worker's ``timed_out`` result may sit behind other messages in a full stream's inbox)."""
 MAX_ACTION_CHARS = 200
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
@@ -108,6 +109,7 @@ class OpenRequest:
     sent_ms: float  # the FIRST send (a resend keeps it: the clock keeps running)
     deadline_ms: float  # after this nobody waits for the answer
     stamped: asyncio.Event = field(default_factory=asyncio.Event)
+    timer: asyncio.TimerHandle | None = None
 
 
 def _deadline(turn: dict[str, Any], sent_ms: float) -> float:
@@ -139,8 +141,11 @@ class HubConfig:
 class Hub:
     """Referee-wide relay state: the live sessions and who holds which open decision."""
 
-    def __init__(self, client: redis.asyncio.Redis, config: HubConfig) -> None:
+    def __init__(
+        self, client: redis.asyncio.Redis, config: HubConfig, pop_client: redis.asyncio.Redis
+    ) -> None:
         self.redis = client
+        self.pop_redis = pop_client  # one connection per waiting BLPOP: its own pool
         self.config = config
         self.draining = False
         self.sessions: set[BotSession] = set()
@@ -352,19 +357,39 @@ class BotSession:
             await self._push_back()
             if self._registered:
                 with contextlib.suppress(RedisError):
-                    await self.redis.hdel(keys.bot_streams(self.bot), self.stream_id)  # type: ignore[misc]
+                    await self.redis.hdel(keys.bot_streams(self.bot), self.stream_id)
         finally:
             self.hub.sessions.discard(self)
             log.info("bot %s disconnected (session %s)", self.bot, self.session_id)
+
+    def _close_request(self, key: Key) -> OpenRequest | None:
+        """Forget an open request (answered, timed out or expired); frees its slot."""
+        request = self.open.pop(key, None)
+        if request is None:
+            return None
+        self.hub.owner.pop(key, None)
+        if request.timer is not None:
+            request.timer.cancel()
+        self._update_slot()
+        return request
+
+    def _arm_timer(self, request: OpenRequest) -> None:
+        if request.timer is not None:
+            request.timer.cancel()
+        delay = max(0.0, (request.deadline_ms - mailbox.now_ms()) / 1000.0)
+        request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request.key)
+
+    def _expire(self, key: Key) -> None:
+        if self._close_request(key) is not None:
+            log.info("gave up waiting for %s to answer %s: its clock ran out", self.bot, key)
 
     async def _push_back(self) -> None:
         now = mailbox.now_ms()
         keep = sorted(
             (r for r in self.open.values() if r.deadline_ms > now), key=lambda r: r.sent_ms
         )
-        for request in self.open.values():
-            self.hub.owner.pop(request.key, None)
-        self.open.clear()
+        for key in list(self.open):
+            self._close_request(key)
         if not keep:
             return
         entries = []
@@ -374,7 +399,7 @@ class BotSession:
             turn["expires_ms"] = max(float(turn.get("expires_ms", 0)), request.deadline_ms)
             entries.append(json.dumps(turn, separators=(",", ":")))
         try:
-            await self.redis.lpush(self.inbox, *entries)  # type: ignore[misc]
+            await self.redis.lpush(self.inbox, *entries)
             log.info("pushed %d unanswered request(s) back to %s", len(entries), self.inbox)
         except RedisError as exc:
             log.error("could not push %d request(s) back to %s: %s", len(entries), self.inbox, exc)
@@ -397,7 +422,7 @@ class BotSession:
             if self._stopping:
                 break
             try:
-                item = await self.redis.blpop([self.inbox], timeout=POP_WAIT_S)  # type: ignore[misc]
+                item = await self.hub.pop_redis.blpop([self.inbox], timeout=POP_WAIT_S)
             except RedisError as exc:
                 log.warning("popping %s failed (%s); retrying in %.1f s", self.inbox, exc, backoff)
                 await asyncio.sleep(backoff)
@@ -406,7 +431,7 @@ class BotSession:
             backoff = 0.1
             if item is None:
                 continue
-            raw = item[1]
+            raw = str(item[1])
             if self._stopping:
                 await self._give_back(raw)
                 break
@@ -418,7 +443,7 @@ class BotSession:
 
     async def _give_back(self, raw: str) -> None:
         try:
-            await self.redis.lpush(self.inbox, raw)  # type: ignore[misc]
+            await self.redis.lpush(self.inbox, raw)
         except RedisError as exc:
             log.error("lost an inbox message of %s: %s", self.bot, exc)
 
@@ -439,13 +464,9 @@ class BotSession:
             await self._send_turn(cast(dict[str, Any], message), raw)
             return
         if message["type"] == "action_result" and message["status"] == "timed_out":
-            key = (message["match_id"], int(message["attempt"]), int(message["seq"]))
-            request = self.open.pop(key, None)
-            if request is not None:
-                self.hub.owner.pop(key, None)
-                self._update_slot()
+            self._close_request((message["match_id"], int(message["attempt"]), int(message["seq"])))
         try:
-            proto = convert.notification_to_proto(message)  # type: ignore[arg-type]
+            proto = convert.notification_to_proto(message)
         except (ValueError, KeyError, TypeError) as exc:
             log.error("dropped a malformed %s for %s: %r", message["type"], self.bot, exc)
             return
@@ -501,14 +522,14 @@ class BotSession:
         self.open[key] = request
         self.hub.owner[key] = self.bot
         self._update_slot()
+        self._arm_timer(request)
         write_ms = mailbox.now_ms()
         try:
             await self._write(proto)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.open.pop(key, None)
-            self.hub.owner.pop(key, None)
+            self._close_request(key)
             raise _StreamGone() from exc
         if first_sent is None:
             stamp: mailbox.SentStamp = {
@@ -518,6 +539,7 @@ class BotSession:
             }
             request.sent_ms = write_ms
             request.deadline_ms = _deadline(turn, write_ms)
+            self._arm_timer(request)
             await self._rpush(reply_key, mailbox.encode(stamp))
         request.stamped.set()
 
@@ -561,11 +583,9 @@ class BotSession:
                 f"{MAX_ACTION_CHARS} (a card '7D', a run '8D+9D', 'pass')"
             )
         key: Key = (action.match_id, int(action.attempt), int(action.seq))
-        request = self.open.pop(key, None)
+        request = self._close_request(key)
         if request is not None:
-            self.hub.owner.pop(key, None)
             self._remember_answered(key)
-            self._update_slot()
             task = asyncio.ensure_future(self._push_answer(request, action.action, received_ms))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -607,7 +627,7 @@ class BotSession:
             return False
         return isinstance(seats, list) and self.bot not in seats
 
-    async def _tell(self, action: Any, code: int, reason: str, text: str) -> None:
+    async def _tell(self, action: Any, code: Any, reason: str, text: str) -> None:
         result = bot_pb2.ActionResult(
             match_id=action.match_id,
             attempt=action.attempt,
@@ -642,10 +662,7 @@ class BotSession:
             now = mailbox.now_ms()
             for key, request in list(self.open.items()):
                 if request.deadline_ms < now:
-                    log.info("gave up waiting for %s to answer %s", self.bot, key)
-                    self.open.pop(key, None)
-                    self.hub.owner.pop(key, None)
-            self._update_slot()
+                    self._expire(key)
             try:
                 self._record["seen_ms"] = now
                 pipe = self.redis.pipeline(transaction=False)

@@ -26,10 +26,10 @@ import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 import redis.asyncio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -48,6 +48,11 @@ MIN_CLIENT_PING_INTERVAL_MS = 10_000
 """The server accepts client pings this often; anything more frequent earns strikes."""
 MAX_MESSAGE_BYTES = 64 * 1024
 """Largest message a bot may send or receive (gRPC's default is 4 MiB: PITFALLS 7)."""
+
+COMMAND_CONNECTIONS = 64
+POP_CONNECTIONS = 20_000
+"""At most this many bot streams wait on their inboxes at once (Redis' maxclients is 10k by
+default: raise it for more bots per referee)."""
 
 SERVICE_NAMES = (
     bot_pb2.DESCRIPTOR.services_by_name["BotGateway"].full_name,
@@ -97,13 +102,21 @@ class RefereeServer:
         self.referee_id = config.resolved_referee_id()
         self.port = 0
         self.stop_event = asyncio.Event()
+        # Commands share a bounded pool (callers wait for a free connection); blocking pops
+        # hold a connection each while they wait, so they get their own, larger pool.
         # socket_timeout must exceed the BLPOP wait (PITFALLS 9).
-        self.redis = redis.asyncio.Redis.from_url(
-            config.redis_url,
-            decode_responses=True,
-            socket_timeout=POP_WAIT_S + 10.0,
-            socket_connect_timeout=5.0,
-            health_check_interval=30,
+        common: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_timeout": POP_WAIT_S + 10.0,
+            "socket_connect_timeout": 5.0,
+        }
+        self.redis = redis.asyncio.Redis(
+            connection_pool=redis.asyncio.BlockingConnectionPool.from_url(
+                config.redis_url, max_connections=COMMAND_CONNECTIONS, timeout=20, **common
+            )
+        )
+        self.pop_redis = redis.asyncio.Redis.from_url(
+            config.redis_url, max_connections=POP_CONNECTIONS, **common
         )
         self.hub = Hub(
             self.redis,
@@ -113,6 +126,7 @@ class RefereeServer:
                 max_concurrency=config.max_concurrency,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
+            self.pop_redis,
         )
         self.health = health.aio.HealthServicer()
         self.league: LeagueCore | None = None
@@ -130,7 +144,7 @@ class RefereeServer:
         self.league = make_league_servicer(
             self.redis, self.config.redis_url, self.config.admin_token
         )
-        league_pb2_grpc.add_LeagueServicer_to_server(self.league, server)
+        league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
@@ -215,6 +229,7 @@ class RefereeServer:
         if self.league is not None:
             self.league.close()
         await self.redis.aclose()
+        await self.pop_redis.aclose()
 
     async def wait(self) -> None:
         await self.stop_event.wait()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 
 from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
 from referee.gateway.errors import (

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 import redis
 import redis.asyncio
 
@@ -42,7 +44,7 @@ def deal_hands(num_players: int, seed: int) -> list[list[str]]:
     """Distinct hands for every seat (so a leak of another seat's cards is detectable)."""
     import random
 
-    cards = list(ALL_CARDS)
+    cards = [c for c in ALL_CARDS if c not in PUBLIC_CARDS]
     random.Random(seed).shuffle(cards)
     size = len(cards) // num_players
     return [sorted(cards[i * size : (i + 1) * size]) for i in range(num_players)]
@@ -83,6 +85,7 @@ def turn_message(
     hands: list[list[str]] | None = None,
     attempt: int = 1,
     move_ms: int = 5000,
+    bank_ms: int = 1000,
     expires_in_ms: float = 30_000,
 ) -> mailbox.TurnMessage:
     hands = hands or deal_hands(4, seq)
@@ -98,7 +101,7 @@ def turn_message(
         "season": "s1",
         "observation": observation,
         "legal_actions": [*sorted(hands[seat])[:3], "pass"],
-        "clock": {"move_ms": move_ms, "bank_ms": 1000, "grace_ms": 50},
+        "clock": {"move_ms": move_ms, "bank_ms": bank_ms, "grace_ms": 50},
         "reply_key": keys.reply(match_id, attempt, seq),
         "enqueued_ms": now,
         "expires_ms": now + expires_in_ms,
@@ -116,7 +119,7 @@ async def wait_replies(
     """Wait until the reply list holds ``count`` entries; return them decoded."""
     deadline = time.monotonic() + timeout
     while True:
-        raw = await client.lrange(key, 0, -1)  # type: ignore[misc]
+        raw = await client.lrange(key, 0, -1)
         if len(raw) >= count or time.monotonic() > deadline:
             return [mailbox.decode_reply(r) for r in raw]
         await asyncio.sleep(0.01)
@@ -142,12 +145,22 @@ def action(match_id: str, seq: int, text: str, attempt: int = 1) -> Any:
 class RawBot:
     """A hand-driven bot stream for protocol tests."""
 
-    def __init__(self, port: int, token: str | None, *, credentials: Any = None) -> None:
+    def __init__(
+        self,
+        port: int,
+        token: str | None,
+        *,
+        credentials: Any = None,
+        checker: LeakChecker | None = None,
+        options: list[tuple[str, int]] | None = None,
+    ) -> None:
+        self.checker = checker
         target = f"localhost:{port}" if credentials is not None else f"127.0.0.1:{port}"
+        opts = channel_options() if options is None else options
         if credentials is not None:
-            self.channel = grpc.aio.secure_channel(target, credentials, options=channel_options())
+            self.channel = grpc.aio.secure_channel(target, credentials, options=opts)
         else:
-            self.channel = grpc.aio.insecure_channel(target, options=channel_options())
+            self.channel = grpc.aio.insecure_channel(target, options=opts)
         metadata = () if token is None else (("authorization", f"Bearer {token}"),)
         self.call = bot_pb2_grpc.BotGatewayStub(self.channel).Play(metadata=metadata)
 
@@ -155,7 +168,12 @@ class RawBot:
         await self.call.write(message)
 
     async def read(self, timeout: float = 10.0) -> Any:
-        return await asyncio.wait_for(self.call.read(), timeout)
+        """The next message; every TurnRequest is checked for leaked cards."""
+        message = await asyncio.wait_for(self.call.read(), timeout)
+        is_turn = message is not grpc.aio.EOF and message.WhichOneof("msg") == "turn"
+        if is_turn and self.checker is not None:
+            self.checker.check(message.turn)
+        return message
 
     async def connect(self, concurrency: int = 4) -> Any:
         await self.send(hello(concurrency))
@@ -184,14 +202,33 @@ class RawBot:
         await self.channel.close()
 
 
-def leaked_cards(message: Any, own_hand: list[str], hands: list[list[str]]) -> set[str]:
-    """Cards of other seats' hands that appear anywhere in a relayed TurnRequest.
+CARD_RE = re.compile(r"(?<![0-9A-Za-z])[2-9TJQKA][CDHS](?![0-9A-Za-z])")
+PUBLIC_CARDS = {"7D"}  # on the table and in the history of every test observation
 
-    Public cards (the table, the history) are removed from the check first."""
-    text = str(message)
-    public = {"7D"}
-    others = {c for h in hands for c in h} - set(own_hand) - public
-    import re
 
-    tokens = set(re.findall(r'"([2-9TJQKA][CDHS])"', text))
-    return tokens & others
+class LeakChecker:
+    """Remembers the hands of every pushed turn; checks each relayed request against them.
+
+    DESIGN section 8: no message to a bot carries another seat's private cards."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[tuple[str, int, int], tuple[int, list[list[str]]]] = {}
+        self.checked = 0
+
+    def turn(self, bot: str, match_id: str, seq: int, **kw: Any) -> mailbox.TurnMessage:
+        """A turn message (see :func:`turn_message`) whose hands are remembered."""
+        hands = kw.pop("hands", None) or deal_hands(4, zlib.crc32(f"{match_id}/{seq}".encode()))
+        message = turn_message(bot, match_id, seq, hands=hands, **kw)
+        self.pushed[(match_id, message["attempt"], seq)] = (message["seat"], hands)
+        return message
+
+    def check(self, request: Any, text: str | None = None) -> None:
+        """``request`` is a TurnRequest proto; ``text`` everything the bot got for it."""
+        key = (request.match_id, request.attempt, request.seq)
+        seat, hands = self.pushed[key]
+        assert request.seat == seat and request.observation.seat == seat
+        assert list(request.observation.hand) == hands[seat]
+        seen = set(CARD_RE.findall(text if text is not None else str(request)))
+        others = {c for i, h in enumerate(hands) if i != seat for c in h} - PUBLIC_CARDS
+        assert not (seen & others), f"cards of other seats relayed: {sorted(seen & others)}"
+        self.checked += 1

@@ -55,7 +55,7 @@ def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 20.0) 
             return line.strip()
         if not line and proc.poll() is not None:
             break
-    raise AssertionError(f"no line starting {prefix!r} from {proc.args}")
+    raise AssertionError(f"no line starting {prefix!r} from {proc.args!r}")
 
 
 def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: redis.Redis) -> None:

@@ -1,0 +1,177 @@
+"""Status codes of the bot stream (DESIGN section 5): auth, order, version, size, limits."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
+import redis
+
+from arena.v1 import bot_pb2
+from referee import bots, keys
+from tests.gateway.helpers import RawBot, action, hello, register, running_referee
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _status_of(
+    port: int, token: str | None, *messages: Any, options: Any = None
+) -> tuple[Any, str]:
+    bot = RawBot(port, token, options=options)
+    try:
+        for message in messages:
+            await bot.send(message)
+        code = await bot.status()
+        details: str = await bot.call.details()
+        return code, details
+    finally:
+        await bot.close()
+
+
+def test_missing_wrong_and_revoked_tokens(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+    other = register(redis_client, "carol")
+    bots.revoke(redis_client, "carol")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            code, details = await _status_of(ref.port, None, hello())
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+            assert "authorization" in details
+            code, details = await _status_of(ref.port, "arena_not-a-token", hello())
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+            assert "unknown or revoked" in details
+            code, _ = await _status_of(ref.port, other, hello())
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+            bot = RawBot(ref.port, token)
+            welcome = await bot.connect()
+            assert welcome.bot == "alice" and welcome.protocol_version == 1
+            await bot.close()
+
+    _run(scenario())
+
+
+def test_rotated_token_replaces_the_old_one(redis_url: str, redis_client: redis.Redis) -> None:
+    old = register(redis_client, "alice")
+    new = bots.rotate_token(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            code, _ = await _status_of(ref.port, old, hello())
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+            bot = RawBot(ref.port, new)
+            assert (await bot.connect()).bot == "alice"
+            await bot.close()
+
+    _run(scenario())
+
+
+def test_wrong_protocol_version_and_order(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            code, details = await _status_of(ref.port, token, hello(version=2))
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "protocol_version 2" in details and "speaks protocol_version 1" in details
+            code, details = await _status_of(ref.port, token, action("m", 1, "7D"))
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "first message must be Hello" in details
+            code, details = await _status_of(ref.port, token, hello(), hello())
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "once" in details
+
+    _run(scenario())
+
+
+def test_malformed_messages(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            code, details = await _status_of(ref.port, token, hello(), bot_pb2.BotMessage())
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "empty BotMessage" in details
+            code, details = await _status_of(ref.port, token, hello(), action("", 1, "7D"))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "match_id" in details
+            # Bytes that are not a BotMessage at all.
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{ref.port}")
+            call = channel.stream_stream(
+                "/arena.v1.BotGateway/Play",
+                request_serializer=lambda b: b,
+                response_deserializer=bot_pb2.RefereeMessage.FromString,
+            )(metadata=(("authorization", f"Bearer {token}"),))
+            await call.write(b"\xff\xff\xff\xff")
+            await call.done_writing()
+            try:
+                async for _ in call:
+                    pass
+            except grpc.aio.AioRpcError as exc:
+                assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "not an arena.v1.BotMessage" in (exc.details() or "")
+            else:
+                raise AssertionError("a garbage message was accepted")
+            finally:
+                await channel.close()
+
+    _run(scenario())
+
+
+def test_oversized_message_is_refused(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            huge = action("m", 1, "7D" * 50_000)  # 100 KB > the 64 KiB limit
+            code, _ = await _status_of(ref.port, token, hello(), huge, options=[])
+            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            long_action = action("m", 1, "7D+" * 100)  # fits the limit but no action is this long
+            code, details = await _status_of(ref.port, token, hello(), long_action)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "at most" in details
+
+    _run(scenario())
+
+
+def test_stream_limits_per_bot(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, max_streams_per_bot=2) as ref:
+            first, second = RawBot(ref.port, token), RawBot(ref.port, token)
+            await first.connect()
+            await second.connect()
+            assert redis_client.hlen(keys.bot_streams("alice")) == 2
+            code, details = await _status_of(ref.port, token, hello())
+            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "2 open stream" in details
+            await first.close()
+            await second.close()
+            await ref.hub.wait_closed(5.0)
+            assert redis_client.hlen(keys.bot_streams("alice")) == 0
+        async with running_referee(redis_url, max_streams_per_bot=1) as ref:
+            only = RawBot(ref.port, token)
+            await only.connect()
+            code, _ = await _status_of(ref.port, token, hello())
+            assert code == grpc.StatusCode.ALREADY_EXISTS
+            await only.close()
+
+    _run(scenario())
+
+
+def test_concurrency_is_capped_and_ping_answered(redis_url: str, redis_client: redis.Redis) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, max_concurrency=8) as ref:
+            bot = RawBot(ref.port, token)
+            welcome = await bot.connect(concurrency=1000)
+            assert welcome.max_concurrent_matches == 8
+            assert welcome.keepalive_time_ms == 30_000
+            await bot.send(bot_pb2.BotMessage(ping=bot_pb2.Ping(nonce=42)))
+            pong = await bot.read_kind("pong")
+            assert pong.nonce == 42
+            await bot.close()
+
+    _run(scenario())
