@@ -55,6 +55,17 @@ class CheckContext:
         "needs a referee the checker controls: run `arena bot check -- COMMAND`"
     )
     clock: ClockInfo = field(default_factory=lambda: ClockInfo(**RELAXED_CLOCK))
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def collect(self) -> bool:
+        """Take in the bridge's new incidents; True when one of them fails the scenario."""
+        self.seen.extend(self.incidents())
+        return bool(_incident_lines(self.seen))
+
+    def take_incidents(self) -> list[dict[str, Any]]:
+        self.collect()
+        taken, self.seen = self.seen, []
+        return taken
 
     def match_id(self, scenario: str) -> str:
         return f"check-{scenario}-{uuid.uuid4().hex[:8]}"
@@ -122,7 +133,7 @@ def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
 
 def _with_incidents(ctx: CheckContext, result: CheckResult) -> CheckResult:
     """Fail a scenario during which the bridge had to step in for the program."""
-    lines = _incident_lines(ctx.incidents())
+    lines = _incident_lines(ctx.take_incidents())
     if not lines:
         return result
     if result.failed:
@@ -145,6 +156,9 @@ def check_deal(ctx: CheckContext, game: str) -> CheckResult:
         if problem:
             return CheckResult.fail(name, f"decision {asked} (seat {decision.seat}): {problem}")
         assert reply.action is not None
+        if ctx.collect():  # the bridge had to step in: no need to play on
+            where = f"decision {asked} (seat {decision.seat})"
+            return CheckResult.fail(name, f"{where}: the bridge answered for the program")
         match.apply(reply.action)
         decision = next_decision()
     return CheckResult.ok(name, f"{asked} legal answers")
@@ -304,7 +318,7 @@ def run_all(ctx: CheckContext, report: Report) -> Report:
     steps.append(("stale request and retry", lambda: check_stale(ctx, main_game)))
     steps.append(("clock near its limit", lambda: check_clock(ctx, main_game)))
     steps.append(("reconnect", lambda: check_reconnect(ctx, main_game)))
-    ctx.incidents()  # forget whatever happened before the first scenario
+    ctx.take_incidents()  # forget whatever happened before the first scenario
     for label, step in steps:
         try:
             result = step()

@@ -180,5 +180,6 @@ def test_bridge_incidents_fail_the_scenario_they_happened_in(url: str) -> None:
     report = _check(url, first_legal, incidents=next_incidents)
     failed = report.failures
     assert len(failed) == 1
-    assert "exited with code 3" in failed[0].reason
-    assert "KeyError: 'trick'" in failed[0].reason
+    text = " ".join((failed[0].reason, *failed[0].details))
+    assert "exited with code 3" in text
+    assert "KeyError: 'trick'" in text
