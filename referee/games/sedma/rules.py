@@ -117,7 +117,10 @@ class SedmaRules:
         return seat % 2 if self.partnerships else seat
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(SedmaRules))
 
 
 def _problems(rules: SedmaRules) -> list[str]:
