@@ -1,9 +1,522 @@
-"""Commands of this group (see referee.cli.main.COMMAND_MODULES)."""
+"""``arena season ...``, ``arena standings`` and ``arena demo``.
+
+Season commands act on Redis directly through :mod:`referee.seasons.store`; a running
+referee's season driver (``run_driver``) does the rest: it enqueues the matches, counts
+the results, keeps the standings and finishes the season.
+"""
 
 from __future__ import annotations
 
-from referee.cli.common import Commands
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import redis
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
+from referee.errors import ArenaError, ConfigError
+from referee.seasons import store
+from referee.seasons.model import FORMATS, SeasonSpec
+from referee.seasons.standings import ROW_FIELDS
+
+UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
 
 
 def register(commands: Commands) -> None:
-    """Add this module's subcommands (none yet)."""
+    p = commands.add(
+        "create",
+        _create,
+        group="season",
+        help="create a season from a TOML file and/or flags (flags win)",
+    )
+    p.add_argument("file", nargs="?", help="season TOML (see examples/season.toml)")
+    p.add_argument("--name", help="season id (default: generated)")
+    p.add_argument("--game", help="sevens or sedma")
+    p.add_argument("--preset", help="rules preset (`arena presets` lists them)")
+    p.add_argument("--rules-json", help="a full rules object as JSON (overrides --preset)")
+    p.add_argument("--bots", help="registered bot names, comma-separated")
+    p.add_argument("--table-size", type=int, help="seats per table")
+    p.add_argument("--deals", type=int, help="deals per match (0: the rules decide)")
+    p.add_argument("--seed", type=int, help="season seed (default: random, revealed at the end)")
+    p.add_argument("--move-ms", type=int)
+    p.add_argument("--bank-ms", type=int)
+    p.add_argument("--grace-ms", type=int)
+    p.add_argument("--queue-ms", type=int)
+    p.add_argument(
+        "--duplicate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="duplicate deals (default on)",
+    )
+    p.add_argument("--strikes", type=int)
+    p.add_argument("--autoplay-forced", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--separate-owners", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--max-subsets", type=int, help="all k-subsets up to this many tables")
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--format", choices=FORMATS)
+    p.add_argument("--window", type=int, help="matches of this season in flight at once")
+    p.add_argument("--start", action="store_true", help="start it right away")
+    add_redis_options(p)
+
+    for name, fn, text in (
+        ("start", _start, "start a created season (publishes its seed's SHA-256)"),
+        ("pause", _pause, "stop enqueuing matches (those in flight finish)"),
+        ("resume", _resume, "continue a paused season (failed matches are retried)"),
+        ("cancel", _cancel, "end a season for good and reveal its seed"),
+    ):
+        p = commands.add(name, fn, group="season", help=text)
+        p.add_argument("season")
+        add_redis_options(p)
+
+    p = commands.add("status", _status, group="season", help="a season's state and progress")
+    p.add_argument("season")
+    p.add_argument("--json", action="store_true")
+    add_redis_options(p)
+    p = commands.add("list", _list, group="season", help="every season")
+    add_redis_options(p)
+    for group in ("season", None):
+        p = commands.add("standings", _standings, group=group, help="a season's standings")
+        p.add_argument("season")
+        fmt = p.add_mutually_exclusive_group()
+        fmt.add_argument("--json", action="store_true", help="the standings JSON")
+        fmt.add_argument("--csv", action="store_true", help="CSV, one row per bot")
+        add_redis_options(p)
+    p = commands.add(
+        "export", _export, group="season", help="write results, records and replays to DIR"
+    )
+    p.add_argument("season")
+    p.add_argument("dir")
+    add_redis_options(p)
+    p = commands.add(
+        "verify", _verify, group="season", help="re-deal every match from the revealed seed"
+    )
+    p.add_argument("season")
+    p.add_argument("--json", action="store_true")
+    add_redis_options(p)
+    p = commands.add("watch", _watch, group="season", help="live progress and the top of the table")
+    p.add_argument("season")
+    p.add_argument("--top", type=int, default=8, help="rows of the table shown (8)")
+    add_redis_options(p)
+
+    p = commands.add(
+        "demo",
+        _demo,
+        help="run a short season on a local platform (Redis, referee, workers, six bots)",
+    )
+    p.add_argument("--game", choices=("sevens", "sedma"), default="sevens")
+    p.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="leave the platform up afterwards (Ctrl-C stops it)",
+    )
+    p.add_argument("--data-dir", help="data folder (default: a temporary one; ./.arena with -k)")
+    p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
+
+
+def _conn(args: argparse.Namespace) -> redis.Redis:
+    return store.connect(resolve_redis_url(args))
+
+
+# --- create and state changes --------------------------------------------------------------
+
+
+def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
+    """The season spec of ``arena season create``: the TOML file, overridden by flags."""
+    data: dict[str, Any] = {}
+    if args.file:
+        path = Path(args.file)
+        if not path.exists():
+            raise ConfigError(f"no such season file: {path}")
+        data = SeasonSpec.from_toml(path.read_text()).to_dict()
+        if data.get("seed") is None:
+            data.pop("seed", None)
+    for flag, key in (
+        ("name", "name"),
+        ("game", "game"),
+        ("preset", "preset"),
+        ("table_size", "table_size"),
+        ("deals", "deals_per_match"),
+        ("seed", "seed"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            data[key] = value
+    if args.rules_json:
+        try:
+            data["rules"] = json.loads(args.rules_json)
+        except ValueError as exc:
+            raise ConfigError(f"--rules-json is not JSON: {exc}") from None
+    if args.bots:
+        data["bots"] = [b.strip() for b in args.bots.split(",") if b.strip()]
+    tc = dict(data.get("time_control", {}))
+    for flag in ("move_ms", "bank_ms", "grace_ms", "queue_ms"):
+        if getattr(args, flag) is not None:
+            tc[flag] = getattr(args, flag)
+    data["time_control"] = tc
+    options = dict(data.get("options", {}))
+    for flag in (
+        "duplicate",
+        "strikes",
+        "autoplay_forced",
+        "separate_owners",
+        "max_subsets",
+        "rounds",
+        "format",
+        "window",
+    ):
+        if getattr(args, flag) is not None:
+            options[flag] = getattr(args, flag)
+    data["options"] = options
+    if "game" not in data:
+        raise ConfigError("say which game: --game sevens|sedma, or a season TOML file")
+    return SeasonSpec.from_dict(data)
+
+
+def _create(args: argparse.Namespace) -> int:
+    try:
+        spec = spec_from_args(args)
+        with _conn(args) as conn:
+            info = store.create_season(conn, spec)
+            if args.start:
+                info = store.start_season(conn, info["season"])
+    except ArenaError as exc:
+        return fail(str(exc))
+    print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")
+    print(f"seed sha256 {info['seed_sha256']}")
+    if not args.start:
+        print(f"start it with: arena season start {info['season']}")
+    return 0
+
+
+def _change(args: argparse.Namespace, fn: Any, verb: str) -> int:
+    try:
+        with _conn(args) as conn:
+            info = fn(conn, args.season)
+    except ArenaError as exc:
+        return fail(str(exc))
+    print(f"season {args.season} {verb}: {info['state']}")
+    if info.get("seed"):
+        print(f"seed {info['seed']} (sha256 {info['seed_sha256']})")
+    elif info["state"] == store.RUNNING:
+        print(f"seed sha256 {info['seed_sha256']}")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    return _change(args, store.start_season, "started")
+
+
+def _pause(args: argparse.Namespace) -> int:
+    return _change(args, store.pause_season, "paused")
+
+
+def _resume(args: argparse.Namespace) -> int:
+    return _change(args, store.resume_season, "resumed")
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    return _change(args, store.cancel_season, "cancelled")
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        with _conn(args) as conn:
+            info = store.get_season(conn, args.season)
+            states = store.match_states(conn, args.season)
+    except ArenaError as exc:
+        return fail(str(exc))
+    counts: dict[str, int] = {}
+    for state in states.values():
+        counts[state] = counts.get(state, 0) + 1
+    if args.json:
+        print(json.dumps({**info, "match_states": counts}, indent=1, sort_keys=True))
+        return 0
+    spec = SeasonSpec.from_json(info["spec"])
+    print(f"season     {args.season} ({info['state']})")
+    print(f"game       {info['game']} / {info['preset']}, tables of {spec.table_size}")
+    print(f"bots       {', '.join(spec.bots)}")
+    print(
+        f"matches    {info['matches_done']} done, {info['matches_failed']} failed, "
+        f"{info['matches_total']} in all ("
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + ")"
+    )
+    print(f"decisions  {info.get('decisions', '0')}")
+    print(f"seed sha256 {info['seed_sha256']}")
+    if info.get("seed"):
+        print(f"seed       {info['seed']}  (check: arena season verify {args.season})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    try:
+        with _conn(args) as conn:
+            seasons = store.list_seasons(conn)
+    except ArenaError as exc:
+        return fail(str(exc))
+    if not seasons:
+        print("no seasons (arena season create season.toml)")
+        return 0
+    table = Table(title="seasons")
+    for col in ("season", "game", "preset", "state", "done", "total"):
+        table.add_column(col)
+    for s in seasons:
+        table.add_row(
+            s["season"],
+            s.get("game", ""),
+            s.get("preset", ""),
+            s.get("state", ""),
+            s.get("matches_done", ""),
+            s.get("matches_total", ""),
+        )
+    Console().print(table)
+    return 0
+
+
+def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Table:
+    """The standings as a rich table (compact enough for 100 columns)."""
+    unit = str(standings.get("unit", ""))
+    title = (
+        f"{standings.get('season', '')} ({standings.get('game', '')}): "
+        f"{standings.get('matches_done', 0)}/{standings.get('matches_total', 0)} matches"
+    )
+    table = Table(title=title, caption=_CAPTION, caption_justify="left")
+    columns = [
+        ("#", "right"),
+        ("bot", "left"),
+        ("Elo", "right"),
+        ("95% CI", "center"),
+        ("live", "right"),
+        ("OSk", "right"),
+        ("M", "right"),
+        ("deals", "right"),
+        ("won", "right"),
+        ("place", "right"),
+        (UNIT_LABEL.get(unit, unit or "score"), "right"),
+        ("IP", "right"),
+        ("IA", "right"),
+        ("TO", "right"),
+        ("AP", "right"),
+    ]
+    for col, justify in columns:
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    rows = list(standings.get("rows", []))
+    for r in rows[:top] if top else rows:
+        table.add_row(
+            str(r["rank"]),
+            r["bot"],
+            f"{r['elo']:.0f}",
+            f"{r['elo_low']:.0f}-{r['elo_high']:.0f}",
+            f"{r['live_elo']:.0f}",
+            f"{r['openskill_ordinal']:.1f}",
+            str(r["matches"]),
+            str(r["deals"]),
+            str(r["deals_won"]),
+            f"{r['avg_place']:.2f}",
+            str(r["score"]),
+            str(r["illegal_passes"]),
+            str(r["invalid_actions"]),
+            str(r["timeouts"]),
+            str(r["autopilot_seats"]),
+        )
+    return table
+
+
+_CAPTION = (
+    "Elo: Bradley-Terry fit of every deal's finishing order (mean 1500); live: incremental "
+    "Elo; OSk: OpenSkill ordinal; M: matches; place: average finishing place; IP illegal "
+    "passes, IA invalid actions, TO timeouts, AP autopilot seats"
+)
+
+
+def standings_csv(standings: Mapping[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["season", "unit", *ROW_FIELDS], lineterminator="\n")
+    writer.writeheader()
+    for row in standings.get("rows", []):
+        writer.writerow({"season": standings.get("season"), "unit": standings.get("unit"), **row})
+    return out.getvalue()
+
+
+def _standings(args: argparse.Namespace) -> int:
+    try:
+        with _conn(args) as conn:
+            store.get_season(conn, args.season)
+            standings = store.get_standings(conn, args.season)
+            if standings is None:
+                standings = store.recompute_standings(conn, args.season)
+    except ArenaError as exc:
+        return fail(str(exc))
+    if args.json:
+        print(json.dumps(standings, indent=1))
+    elif args.csv:
+        sys.stdout.write(standings_csv(standings))
+    else:
+        Console().print(standings_table(standings))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from workers.queue import get_record, get_result
+    from workers.replay import render_replay
+
+    out = Path(args.dir)
+    try:
+        with _conn(args) as conn:
+            info = store.get_season(conn, args.season)
+            standings = store.get_standings(conn, args.season) or store.recompute_standings(
+                conn, args.season
+            )
+            (out / "matches").mkdir(parents=True, exist_ok=True)
+            (out / "replays").mkdir(parents=True, exist_ok=True)
+            (out / "season.json").write_text(json.dumps(info, indent=1, sort_keys=True))
+            (out / "standings.json").write_text(json.dumps(standings, indent=1))
+            (out / "standings.csv").write_text(standings_csv(standings))
+            count = 0
+            with open(out / "results.jsonl", "w") as results:
+                for data in store.get_schedule(conn, args.season):
+                    match_id = data["match_id"]
+                    result = get_result(conn, match_id)
+                    record = get_record(conn, match_id)
+                    if result is None or record is None:
+                        continue
+                    results.write(json.dumps(result, sort_keys=True) + "\n")
+                    (out / "matches" / f"{match_id}.json").write_text(json.dumps(record))
+                    (out / "replays" / f"{match_id}.txt").write_text(render_replay(record))
+                    count += 1
+    except (ArenaError, OSError) as exc:
+        return fail(str(exc))
+    print(f"exported {count} matches of {args.season} to {out}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from referee.seasons.verify import verify_season
+
+    try:
+        with _conn(args) as conn:
+            report = verify_season(conn, args.season)
+    except ArenaError as exc:
+        return fail(str(exc))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(
+            f"season {args.season}: seed commitment {'ok' if report.seed_ok else 'FAILED'}, "
+            f"schedule {'ok' if report.schedule_ok else 'FAILED'}, "
+            f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt"
+        )
+        for problem in report.problems:
+            print(f"  problem: {problem}")
+        print("verified" if report.ok else "NOT verified")
+    return 0 if report.ok else 1
+
+
+# --- watch --------------------------------------------------------------------------------
+
+
+def watch_season(
+    conn: redis.Redis,
+    season_id: str,
+    console: Console,
+    *,
+    top: int = 8,
+    timeout_s: float | None = None,
+    interval_s: float = 0.5,
+) -> dict[str, str]:
+    """A live progress bar (matches, decisions/s, ETA) and the top of the table until the
+    season ends (or ``timeout_s``); returns the season hash at the end."""
+    info = store.get_season(conn, season_id)
+    total = int(info.get("matches_total", 0)) or 1
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TextColumn("ETA {task.fields[eta]}"),
+        console=console,
+    )
+    task = progress.add_task(season_id, total=total, rate="", eta="?")
+    started = time.monotonic()
+    samples: list[tuple[float, int, int]] = []
+    deadline = None if timeout_s is None else started + timeout_s
+
+    def render() -> Group:
+        standings = store.get_standings(conn, season_id)
+        parts: list[Any] = [progress]
+        if standings and standings.get("rows"):
+            parts.append(standings_table(standings, top=top))
+        return Group(*parts)
+
+    with Live(render(), console=console, refresh_per_second=4, transient=True) as live:
+        while True:
+            info = store.get_season(conn, season_id)
+            done = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
+            decisions = int(info.get("decisions", 0) or 0)
+            now = time.monotonic()
+            samples.append((now, done, decisions))
+            samples = [s for s in samples if now - s[0] <= 10.0] or samples[-1:]
+            t0, d0, n0 = samples[0]
+            span = max(now - t0, 1e-6)
+            rate = (decisions - n0) / span
+            match_rate = (done - d0) / span
+            eta = f"{(total - done) / match_rate:.0f}s" if match_rate > 0 and done < total else "?"
+            progress.update(
+                task,
+                completed=done,
+                rate=f"{rate:,.0f} decisions/s",
+                eta=eta if done < total else "0s",
+            )
+            live.update(render())
+            if info.get("state") in store.ENDED or (deadline is not None and now > deadline):
+                break
+            time.sleep(interval_s)
+    console.print(progress.get_renderable())
+    return info
+
+
+def _watch(args: argparse.Namespace) -> int:
+    try:
+        with _conn(args) as conn:
+            console = Console()
+            info = watch_season(conn, args.season, console, top=args.top)
+            standings = store.get_standings(conn, args.season)
+    except ArenaError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 0
+    if standings:
+        console.print(standings_table(standings))
+    print(f"season {args.season}: {info['state']}")
+    return 0
+
+
+# --- demo ---------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from referee.seasons.demo import run_demo
+
+    try:
+        return run_demo(
+            game=args.game,
+            keep_running=args.keep_running,
+            data_dir=args.data_dir,
+            seed=args.seed,
+            console=Console(),
+        )
+    except ArenaError as exc:
+        return fail(str(exc))

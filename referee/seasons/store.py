@@ -76,9 +76,13 @@ def connect(url: str) -> redis.Redis:
 _TRANSITION = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {err = 'no such season'} end
-for i = 2, #ARGV do
+local n = tonumber(ARGV[2])
+for i = 3, 2 + n do
   if ARGV[i] == state then
     redis.call('HSET', KEYS[1], 'state', ARGV[1])
+    for j = 3 + n, #ARGV, 2 do
+      redis.call('HSET', KEYS[1], ARGV[j], ARGV[j + 1])
+    end
     return state
   end
 end
@@ -131,10 +135,22 @@ return 0
 """
 
 
-def _transition(conn: redis.Redis, season_id: str, to: str, allowed: Sequence[str]) -> str:
-    """Set the state to ``to`` if it is one of ``allowed``; return the previous state."""
+def _transition(
+    conn: redis.Redis,
+    season_id: str,
+    to: str,
+    allowed: Sequence[str],
+    fields: Mapping[str, str] | None = None,
+) -> str:
+    """Set the state to ``to`` (and ``fields``, in the same step) if it is one of
+    ``allowed``; return the previous state."""
+    extra = [x for kv in (fields or {}).items() for x in kv]
     try:
-        return str(conn.eval(_TRANSITION, 1, keys.season(season_id), to, *allowed))
+        return str(
+            conn.eval(
+                _TRANSITION, 1, keys.season(season_id), to, str(len(allowed)), *allowed, *extra
+            )
+        )
     except redis.ResponseError as exc:
         message = str(exc)
         if "no such season" in message:
@@ -294,8 +310,7 @@ def create_season(
 
 def start_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     """created -> running: the seed's SHA-256 is published; the driver enqueues matches."""
-    _transition(conn, season_id, RUNNING, [CREATED])
-    conn.hset(keys.season(season_id), "started_ms", str(now_ms()))
+    _transition(conn, season_id, RUNNING, [CREATED], {"started_ms": str(now_ms())})
     info = get_season(conn, season_id)
     publish(conn, "season_started", season_id, data={"seed_sha256": info["seed_sha256"]})
     return info
@@ -325,18 +340,16 @@ def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     return get_season(conn, season_id)
 
 
-def _reveal(conn: redis.Redis, season_id: str) -> None:
+def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
     seed = conn.get(secret_key(season_id))
-    conn.hset(
-        keys.season(season_id),
-        mapping={"seed": str(seed or ""), "finished_ms": str(now_ms())},
-    )
+    return {"seed": str(seed or ""), "finished_ms": str(now_ms())}
 
 
 def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     """Stop a season for good and reveal its seed (matches in flight still finish)."""
-    _transition(conn, season_id, CANCELLED, [CREATED, RUNNING, PAUSED])
-    _reveal(conn, season_id)
+    _transition(
+        conn, season_id, CANCELLED, [CREATED, RUNNING, PAUSED], _reveal_fields(conn, season_id)
+    )
     recompute_standings(conn, season_id)
     info = get_season(conn, season_id)
     publish(conn, "season_cancelled", season_id, data={"seed": info.get("seed", "")})
@@ -350,12 +363,11 @@ def finish_if_complete(conn: redis.Redis, season_id: str) -> bool:
     settled = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
     if info.get("state") != RUNNING or settled < total:
         return False
+    standings = recompute_standings(conn, season_id)  # final, before anyone sees "finished"
     try:
-        _transition(conn, season_id, FINISHED, [RUNNING])
+        _transition(conn, season_id, FINISHED, [RUNNING], _reveal_fields(conn, season_id))
     except ConflictError:
         return False  # another referee finished it, or it was paused meanwhile
-    _reveal(conn, season_id)
-    standings = recompute_standings(conn, season_id)
     top = standings["rows"][0]["bot"] if standings["rows"] else ""
     publish(
         conn,

@@ -1,0 +1,154 @@
+"""``arena demo``: a short season on a local platform, start to finish.
+
+Embedded Redis, one referee, ``arena worker -n 2``, six SDK bot processes of three
+strategies (random, first-legal and the hold-sevens policy) connecting over gRPC, a
+``fan-tan`` season of every 4-table of the six bots with duplicate deals (or Sedma
+head-to-head with ``--game sedma``), a live progress bar, the final standings, the seed
+check, and everything stopped again (unless ``--keep-running``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from referee.cli.common import REDIS_URL_FILE
+from referee.errors import ArenaError
+from referee.seasons import store
+from referee.seasons.model import SeasonSpec
+from referee.seasons.platform import Platform
+from referee.seasons.verify import verify_season
+
+DEMO_BOTS = (
+    ("random-1", "random"),
+    ("random-2", "random"),
+    ("first-legal-1", "first-legal"),
+    ("first-legal-2", "first-legal"),
+    ("hold-sevens-1", "hold-sevens"),
+    ("hold-sevens-2", "hold-sevens"),
+)
+
+GAMES: dict[str, dict[str, Any]] = {
+    "sevens": {"game": "sevens", "preset": "fan-tan", "table_size": 4, "deals_per_match": 4},
+    "sedma": {"game": "sedma", "preset": "sedma", "table_size": 4, "deals_per_match": 4},
+}
+
+
+def demo_spec(game: str, name: str, seed: int | None) -> SeasonSpec:
+    return SeasonSpec.from_dict(
+        {
+            **GAMES[game],
+            "name": name,
+            "bots": [n for n, _ in DEMO_BOTS],
+            "seed": seed,
+            "time_control": {"move_ms": 2000, "bank_ms": 5000, "grace_ms": 100},
+            "options": {"window": 6},
+        }
+    )
+
+
+def run_demo(
+    game: str = "sevens",
+    keep_running: bool = False,
+    data_dir: str | None = None,
+    seed: int | None = None,
+    console: Console | None = None,
+    timeout_s: float = 170.0,
+) -> int:
+    """Run the demo; 0 when the season finished and verified."""
+    from referee.cli.seasons import standings_table, watch_season
+
+    console = console or Console()
+    tmp: str | None = None
+    if data_dir is None:
+        if keep_running:
+            data_dir = ".arena"
+        else:
+            tmp = data_dir = tempfile.mkdtemp(prefix="arena-demo-")
+    started = time.monotonic()
+    platform = Platform(data_dir)
+    url_file = Path(data_dir) / REDIS_URL_FILE
+    try:
+        url = platform.start_redis()
+        url_file.write_text(url + "\n")
+        console.print(f"[bold]arena demo[/]: embedded Redis at {url} (data in {data_dir})")
+        platform.start_referee()
+        console.print(f"referee on 127.0.0.1:{platform.port} (http {platform.http_port})")
+        platform.start_workers(processes=1, per_process=2)
+        platform.register_bots([n for n, _ in DEMO_BOTS])
+        for i, (name, kind) in enumerate(DEMO_BOTS):
+            platform.start_bot(name, kind, seed=i + 1 if kind != "first-legal" else None)
+        platform.wait_bots_connected()
+        console.print(
+            "6 SDK bots connected over gRPC: " + ", ".join(f"{n} ({k})" for n, k in DEMO_BOTS)
+        )
+        with platform.client() as conn:
+            name = f"demo-{game}-{time.strftime('%H%M%S', time.gmtime())}"
+            info = store.create_season(conn, demo_spec(game, name, seed))
+            info = store.start_season(conn, name)
+            spec = SeasonSpec.from_json(info["spec"])
+            console.print(
+                f"season [bold]{name}[/]: {info['game']}/{info['preset']}, "
+                f"{info['matches_total']} matches of {spec.deals_per_match} duplicate deals, "
+                f"seed sha256 {info['seed_sha256'][:16]}…"
+            )
+            info = watch_season(conn, name, console, top=3, timeout_s=timeout_s)
+            if info["state"] != store.FINISHED:
+                raise ArenaError(
+                    f"the demo season did not finish in {timeout_s:.0f}s "
+                    f"({info['matches_done']}/{info['matches_total']} matches); logs are in "
+                    f"{platform.logs}"
+                )
+            standings = store.get_standings(conn, name)
+            assert standings is not None
+            console.print(standings_table(standings))
+            report = verify_season(conn, name)
+            console.print(
+                f"seed {info['seed']} revealed; `arena season verify` re-dealt "
+                f"{report.deals_checked} deals of {report.matches_checked} matches: "
+                + (
+                    "[green]all match the published commitment[/]"
+                    if report.ok
+                    else "[red]FAILED[/]"
+                )
+            )
+            for problem in report.problems:
+                console.print(f"  problem: {problem}")
+        console.print(f"demo took {time.monotonic() - started:.1f}s")
+        if keep_running:
+            _serve_until_interrupted(platform, url, name, console)
+        return 0 if report.ok else 1
+    finally:
+        platform.stop()
+        if url_file.exists():
+            url_file.unlink()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _serve_until_interrupted(platform: Platform, url: str, season: str, console: Console) -> None:
+    host = "127.0.0.1"
+    console.print(
+        "\nthe platform keeps running (Ctrl-C stops it):\n"
+        f"  standings page  http://{host}:{platform.http_port}/\n"
+        f"  metrics         http://{host}:{platform.http_port}/metrics\n"
+        f"  referee gRPC    {host}:{platform.port}   admin token {platform.admin_token}\n"
+        f"  redis           {url}\n"
+        f"  try             arena standings {season} --redis-url {url}"
+    )
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

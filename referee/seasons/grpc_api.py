@@ -1,0 +1,267 @@
+"""League API season and match methods: ``SeasonsServicerMixin``.
+
+The gateway's ``LeagueServicer`` inherits this mixin and provides ``self.redis``
+(``redis.asyncio.Redis``) and ``await self.require_admin(context)``. The methods are thin:
+each runs a :mod:`referee.seasons.store` (or ``workers.queue``) function in a thread with a
+synchronous client and maps the referee's errors to gRPC status codes
+(``referee.gateway.status``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis as AsyncRedis
+
+from arena.v1 import league_pb2
+from referee.errors import ArenaError, ConfigError, NotFoundError
+from referee.seasons import store
+from referee.seasons.model import SeasonSpec
+
+T = TypeVar("T")
+Context = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
+
+
+def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
+    """A season hash as a ``SeasonInfo`` message."""
+    spec = SeasonSpec.from_json(info["spec"]) if info.get("spec") else None
+    tc = spec.time_control if spec else None
+    seed = info.get("seed") or ""
+    return league_pb2.SeasonInfo(
+        season=info.get("season", ""),
+        game=info.get("game", ""),
+        preset=info.get("preset", ""),
+        state=info.get("state", ""),
+        bots=list(spec.bots) if spec else [],
+        table_size=spec.table_size if spec else 0,
+        deals_per_match=spec.deals_per_match if spec else 0,
+        matches_total=int(info.get("matches_total") or 0),
+        matches_done=int(info.get("matches_done") or 0),
+        matches_failed=int(info.get("matches_failed") or 0),
+        seed_sha256=info.get("seed_sha256", ""),
+        seed=int(seed) if seed else 0,
+        seed_revealed=bool(seed),
+        time_control=league_pb2.TimeControl(
+            move_ms=tc.move_ms, bank_ms=tc.bank_ms, grace_ms=tc.grace_ms
+        )
+        if tc
+        else None,
+        spec_json=info.get("spec", ""),
+        created_at=int(info.get("created_ms") or 0) // 1000,
+    )
+
+
+def standings_message(data: Mapping[str, Any] | None, season: str) -> league_pb2.Standings:
+    if data is None:
+        return league_pb2.Standings(season=season)
+    unit = str(data.get("unit", ""))
+    rows = [
+        league_pb2.StandingRow(
+            bot=r["bot"],
+            rank=r["rank"],
+            matches=r["matches"],
+            deals=r["deals"],
+            deals_won=r["deals_won"],
+            avg_place=r["avg_place"],
+            score=round(r["score"]),
+            unit=unit,
+            illegal_passes=r["illegal_passes"],
+            invalid_actions=r["invalid_actions"],
+            timeouts=r["timeouts"],
+            autopilot_seats=r["autopilot_seats"],
+            elo=r["elo"],
+            elo_low=r["elo_low"],
+            elo_high=r["elo_high"],
+            live_elo=r["live_elo"],
+            openskill_ordinal=r["openskill_ordinal"],
+            openskill_mu=r["openskill_mu"],
+            openskill_sigma=r["openskill_sigma"],
+        )
+        for r in data.get("rows", [])
+    ]
+    return league_pb2.Standings(
+        season=str(data.get("season", season)),
+        game=str(data.get("game", "")),
+        rows=rows,
+        matches_done=int(data.get("matches_done", 0)),
+        matches_total=int(data.get("matches_total", 0)),
+    )
+
+
+def spec_from_request(request: Any) -> SeasonSpec:
+    """A season spec from a ``CreateSeasonRequest`` (its TOML, else its fields)."""
+    if request.toml:
+        spec = SeasonSpec.from_toml(request.toml)
+        if request.name:
+            spec = SeasonSpec.from_dict({**spec.to_dict(), "name": request.name})
+        return spec
+    data: dict[str, Any] = {
+        "name": request.name,
+        "game": request.game,
+        "preset": request.preset,
+        "bots": list(request.bots),
+        "table_size": request.table_size or 4,
+        "deals_per_match": request.deals_per_match,
+        "seed": request.seed or None,
+    }
+    if request.rules_json:
+        try:
+            data["rules"] = json.loads(request.rules_json)
+        except ValueError as exc:
+            raise ConfigError(f"rules_json is not JSON: {exc}") from None
+    if request.options_json:
+        try:
+            data["options"] = json.loads(request.options_json)
+        except ValueError as exc:
+            raise ConfigError(f"options_json is not JSON: {exc}") from None
+    if request.HasField("time_control"):
+        tc = request.time_control
+        data["time_control"] = {
+            k: v
+            for k, v in (
+                ("move_ms", tc.move_ms),
+                ("bank_ms", tc.bank_ms),
+                ("grace_ms", tc.grace_ms),
+            )
+            if v
+        }
+    return SeasonSpec.from_dict(data)
+
+
+def match_summary(status: Mapping[str, str], result: Mapping[str, Any] | None) -> Any:
+    match = (result or {}).get("result", {})
+    seats = (result or {}).get("seats") or [s for s in status.get("seats", "").split(",") if s]
+    return league_pb2.MatchSummary(
+        match_id=status.get("match_id", ""),
+        season=status.get("season", ""),
+        game=status.get("game", ""),
+        state=status.get("state", ""),
+        players=list(seats),
+        totals=[int(t) for t in match.get("totals", [])],
+        unit=str(match.get("unit", "")),
+        attempt=int(status.get("attempt") or 0),
+        error=status.get("error", ""),
+    )
+
+
+class SeasonsServicerMixin:
+    """Season, standings, match and replay methods of the League service."""
+
+    if TYPE_CHECKING:
+        redis: AsyncRedis
+
+        async def require_admin(self, context: Context) -> None: ...
+
+    def _seasons_sync(self) -> SyncRedis:
+        client = getattr(self, "_sync", None)
+        if isinstance(client, SyncRedis):
+            return client
+        cached = getattr(self, "_seasons_client", None)
+        if isinstance(cached, SyncRedis):
+            return cached
+        kwargs = dict(self.redis.connection_pool.connection_kwargs)
+        kwargs["decode_responses"] = True
+        made = SyncRedis(**kwargs)
+        self._seasons_client = made
+        return made
+
+    async def _run(self, context: Context, fn: Callable[[SyncRedis], T]) -> T:
+        from referee.gateway import status
+
+        conn = self._seasons_sync()
+        try:
+            return await asyncio.to_thread(fn, conn)
+        except ArenaError as exc:
+            await status.abort(context, exc)
+
+    async def CreateSeason(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+
+        def create(conn: SyncRedis) -> dict[str, str]:
+            return store.create_season(conn, spec_from_request(request))
+
+        return season_info(await self._run(context, create))
+
+    async def StartSeason(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        return season_info(
+            await self._run(context, lambda c: store.start_season(c, request.season))
+        )
+
+    async def PauseSeason(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        return season_info(
+            await self._run(context, lambda c: store.pause_season(c, request.season))
+        )
+
+    async def ResumeSeason(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        return season_info(
+            await self._run(context, lambda c: store.resume_season(c, request.season))
+        )
+
+    async def CancelSeason(self, request: Any, context: Context) -> Any:
+        await self.require_admin(context)
+        return season_info(
+            await self._run(context, lambda c: store.cancel_season(c, request.season))
+        )
+
+    async def ListSeasons(self, request: Any, context: Context) -> Any:
+        seasons = await self._run(context, store.list_seasons)
+        return league_pb2.ListSeasonsResponse(seasons=[season_info(s) for s in seasons])
+
+    async def GetSeason(self, request: Any, context: Context) -> Any:
+        return season_info(await self._run(context, lambda c: store.get_season(c, request.season)))
+
+    async def GetStandings(self, request: Any, context: Context) -> Any:
+        def get(conn: SyncRedis) -> dict[str, Any] | None:
+            store.get_season(conn, request.season)  # NotFoundError for an unknown season
+            return store.get_standings(conn, request.season)
+
+        return standings_message(await self._run(context, get), request.season)
+
+    async def ListMatches(self, request: Any, context: Context) -> Any:
+        from workers.queue import get_result, list_matches
+
+        def get(conn: SyncRedis) -> list[Any]:
+            if request.season:
+                store.get_season(conn, request.season)
+            statuses = list_matches(conn, request.season or None, request.limit or 100)
+            return [match_summary(s, get_result(conn, s["match_id"])) for s in statuses]
+
+        return league_pb2.ListMatchesResponse(matches=await self._run(context, get))
+
+    async def GetMatch(self, request: Any, context: Context) -> Any:
+        from workers.queue import get_record, get_result, match_status
+
+        def get(conn: SyncRedis) -> Any:
+            status = match_status(conn, request.match_id)
+            if status.get("state") == "unknown":
+                raise NotFoundError(f"no match {request.match_id!r}")
+            record = get_record(conn, request.match_id)
+            return league_pb2.MatchRecord(
+                summary=match_summary(status, get_result(conn, request.match_id)),
+                record_json=json.dumps(record) if record is not None else "",
+            )
+
+        return await self._run(context, get)
+
+    async def GetReplay(self, request: Any, context: Context) -> Any:
+        from workers.queue import get_record
+        from workers.replay import render_replay
+
+        def get(conn: SyncRedis) -> str:
+            record = get_record(conn, request.match_id)
+            if record is None:
+                raise NotFoundError(
+                    f"match {request.match_id!r} has no committed record (unknown, or not "
+                    "finished yet)"
+                )
+            return render_replay(record)
+
+        text = await self._run(context, get)
+        return league_pb2.Replay(match_id=request.match_id, text=text)

@@ -1,0 +1,207 @@
+"""A whole local platform as child processes: embedded Redis, referees, workers, SDK bots.
+
+``arena demo`` and the end-to-end tests use it. Every child gets ``PR_SET_PDEATHSIG`` (it
+dies with this process) and its output goes to a log file in ``<data_dir>/logs``; the
+:class:`Platform` stops everything it started, in reverse order, on :meth:`stop` or at
+the end of its ``with`` block.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import redis
+
+from referee import bots, keys
+from referee.embedded_redis import EmbeddedRedis, free_port
+from referee.errors import ArenaError
+from workers.pool import die_with_parent
+
+BOT_MODULES = {
+    "random": ["-m", "sample_bots.random_bot"],
+    "first-legal": ["-m", "sample_bots.first_legal"],
+    "hold-sevens": ["-m", "referee.seasons.policy_bot", "--policy", "hold-sevens"],
+}
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    die_with_parent(signal.SIGTERM)
+
+
+class Platform:
+    """Start and stop the pieces of a local platform (all on loopback)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, redis_url: str | None = None):
+        self.data_dir = Path(data_dir).resolve()
+        self.logs = self.data_dir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self._redis: EmbeddedRedis | None = None
+        self.redis_url = redis_url or ""
+        self.admin_token = secrets.token_urlsafe(18)
+        self.port = 0
+        self.http_port = 0
+        self.referee: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.bots: dict[str, subprocess.Popen[bytes]] = {}
+        self.tokens: dict[str, str] = {}
+
+    # --- pieces -------------------------------------------------------------------------
+
+    def start_redis(self) -> str:
+        if not self.redis_url:
+            self._redis = EmbeddedRedis(self.data_dir / "redis")
+            self.redis_url = self._redis.start()
+        return self.redis_url
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url, decode_responses=True)
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
+        try:
+            return subprocess.Popen(
+                [sys.executable, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                cwd=str(Path(__file__).resolve().parents[2]),
+            )
+        finally:
+            log.close()
+
+    def start_referee(self, timeout: float = 30.0) -> None:
+        """Start (or restart, on the same ports) the referee and wait until it listens."""
+        if not self.port:
+            self.port, self.http_port = free_port(), free_port()
+        log_path = self.logs / "referee.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        self.referee = self._spawn(
+            "referee",
+            [
+                "-m",
+                "referee.cli.main",
+                "referee",
+                "--redis-url",
+                self.redis_url,
+                "--port",
+                str(self.port),
+                "--http-port",
+                str(self.http_port),
+                "--admin-token",
+                self.admin_token,
+            ],
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(log_path, "rb") as f:
+                f.seek(offset)
+                if b"listening on" in f.read():
+                    return
+            if self.referee.poll() is not None:
+                break
+            time.sleep(0.05)
+        tail = log_path.read_text(errors="replace")[-1500:]
+        raise ArenaError(f"the referee did not start listening on port {self.port}:\n{tail}")
+
+    def stop_referee(self, sig: int = signal.SIGTERM) -> None:
+        if self.referee is not None:
+            _stop(self.referee, sig)
+            self.referee = None
+
+    def start_workers(self, processes: int = 1, per_process: int = 2) -> None:
+        """``processes`` times ``arena worker -n per_process``."""
+        for _ in range(processes):
+            index = len(self.workers)
+            self.workers.append(
+                self._spawn(
+                    f"worker{index}",
+                    [
+                        "-m",
+                        "referee.cli.main",
+                        "worker",
+                        "-n",
+                        str(per_process),
+                        "--redis-url",
+                        self.redis_url,
+                        "--stale-s",
+                        "3",
+                        "--log-level",
+                        "WARNING",
+                    ],
+                )
+            )
+
+    def register_bots(self, names: list[str], owner: str = "") -> None:
+        with self.client() as conn:
+            for name in names:
+                if name in self.tokens:
+                    continue
+                if conn.sismember(keys.BOTS, name):
+                    self.tokens[name] = bots.rotate_token(conn, name)
+                else:
+                    self.tokens[name] = bots.register(conn, name, owner or name)
+
+    def start_bot(self, name: str, kind: str, seed: int | None = None) -> None:
+        argv = [*BOT_MODULES[kind], "--server", f"127.0.0.1:{self.port}"]
+        argv += ["--token", self.tokens[name], "--name", name, "--log-level", "WARNING"]
+        if seed is not None:
+            argv += ["--seed", str(seed)]
+        self.bots[name] = self._spawn(f"bot-{name}", argv)
+
+    def wait_bots_connected(self, timeout: float = 30.0) -> None:
+        """Wait until every started bot has an open stream (the gateway records them)."""
+        deadline = time.monotonic() + timeout
+        with self.client() as conn:
+            while time.monotonic() < deadline:
+                missing = [n for n in self.bots if not conn.hlen(keys.bot_streams(n))]
+                if not missing:
+                    return
+                dead = [n for n, p in self.bots.items() if p.poll() is not None]
+                if dead:
+                    raise ArenaError(f"bot process(es) exited: {', '.join(dead)} (see {self.logs})")
+                time.sleep(0.1)
+        raise ArenaError(f"bots not connected after {timeout}s: {', '.join(missing)}")
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        for proc in self.bots.values():
+            _stop(proc, signal.SIGTERM)
+        self.bots.clear()
+        for proc in self.workers:
+            _stop(proc, signal.SIGTERM)
+        self.workers.clear()
+        self.stop_referee()
+        if self._redis is not None:
+            self._redis.stop()
+            self._redis = None
+
+    def __enter__(self) -> Platform:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
