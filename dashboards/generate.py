@@ -174,9 +174,11 @@ def query_variable(name: str, label: str, metric: str, **kw: Any) -> JSON:
 # --- League standings ---------------------------------------------------------------------
 
 S = '{season="$season"}'
-SCORE = " or ".join(
-    f"arena_standings_{unit}{S}" for unit in ("chips", "penalty_points", "match_points")
-)
+# The season's score in its unit. Set operators match label sets without the metric name,
+# so this picks the one score metric a season has; a "deals_won" season's score is its
+# arena_standings_deals_won.
+SCORE_UNITS = ("chips", "penalty_points", "match_points", "deals_won")
+SCORE = " or ".join(f"arena_standings_{unit}{S}" for unit in SCORE_UNITS)
 
 
 def league_standings() -> JSON:
@@ -205,7 +207,7 @@ def league_standings() -> JSON:
         "Value #B": "Elo",
         "Value #C": "Elo low (95%)",
         "Value #D": "Elo high (95%)",
-        "Value #E": "score (chips or points)",
+        "Value #E": "score (season unit)",
         "Value #F": "deals won",
         "Value #G": "avg place",
         "Value #H": "matches",
@@ -289,10 +291,10 @@ def league_standings() -> JSON:
         ),
         lay.place(
             timeseries(
-                "Chips or penalty points",
+                "Score: chips, penalty points, match points or deals won",
                 [target(SCORE, "{{bot}}")],
                 description="The season's score in its unit: net chips, penalty points "
-                "(lower is better) or Sedma match points.",
+                "(lower is better), Sedma match points, or deals won (winner-only scoring).",
             ),
             12,
             9,
