@@ -46,6 +46,13 @@ STDERR_TAIL_LINES = 20
 HUNG_AFTER_MISSED = 3
 """A program that owes this many answers is restarted as hung."""
 
+RESTART_BACKOFF_S = 0.1
+RESTART_BACKOFF_MAX_S = 2.0
+"""A crashing program is restarted after 0.1 s, doubling while it keeps crashing, up to 2 s."""
+
+RESTART_LEEWAY_S = 0.1
+"""A question waits for a pending restart only if this much of its budget is left after it."""
+
 DEFAULT_MARGIN_MS = 50
 """Time kept back from the program's budget for the bridge and the network."""
 
@@ -202,18 +209,26 @@ class Program:
                 self._stderr_tail.append(text)
                 self._stderr_sink(text)
 
-    def _ensure_running(self) -> str:
-        """Start the program when it is not running; '' or why it cannot run now."""
+    def _ensure_running(self, deadline: float) -> str:
+        """Start the program when it is not running; '' or why it cannot run now.
+
+        After a crash the restart waits out a backoff (``RESTART_BACKOFF_S`` doubling up to
+        ``RESTART_BACKOFF_MAX_S``); when the wait ends well before ``deadline`` the question
+        waits for it rather than being answered by the bridge.
+        """
         if self.alive():
             return ""
         if self._proc is not None:
             self._report_exit()
             self.stop()
-            delay = min(5.0, 0.25 * 2 ** min(self._restarts, 5))
+            delay = min(RESTART_BACKOFF_MAX_S, RESTART_BACKOFF_S * 2 ** min(self._restarts, 6))
             self._restarts += 1
             self._next_start = time.monotonic() + delay
-        if time.monotonic() < self._next_start:
-            return "the program exited and is waiting to be restarted"
+        wait = self._next_start - time.monotonic()
+        if wait > 0:
+            if self._next_start > deadline - RESTART_LEEWAY_S:
+                return "the program exited and is waiting to be restarted"
+            time.sleep(wait)
         try:
             self.start()
         except OSError as exc:
@@ -228,7 +243,7 @@ class Program:
         """Write ``line`` and wait up to ``timeout_s`` for the answer to ``key``."""
         start = time.monotonic()
         with self._lock:
-            problem = self._ensure_running()
+            problem = self._ensure_running(start + timeout_s)
             if problem:
                 return Answer(None, "not_started", problem)
             proc = self._proc

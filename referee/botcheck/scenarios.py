@@ -38,6 +38,9 @@ RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 TIGHT_CLOCK: ClockInfo = {"move_ms": 400, "bank_ms": 0, "grace_ms": 50}
 """The clock of the "clock near its limit" scenario."""
 
+MAX_INCIDENT_LINES = 4
+"""Bridge incidents quoted per scenario at most."""
+
 MAX_DEAL_DECISIONS = 80
 """Questions per "plays a deal" scenario at most (a 4-player Sevens deal needs about 60)."""
 
@@ -117,17 +120,13 @@ def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
                 f"bridge answered {event.get('action')} for the program at {event.get('turn')}: "
                 f"{event.get('detail')}"
             )
-        elif kind == "exited":
-            tail = event.get("stderr_tail") or []
-            last = f"; its stderr ended with: {tail[-1]}" if tail else ""
-            lines.append(f"the program exited with code {event.get('exit_code')}{last}")
         elif kind == "hung":
             lines.append(f"the program owed {event.get('owed')} answers and was restarted")
-        elif kind == "not_legal":
-            lines.append(
-                f"the program answered {event.get('action')!r} at {event.get('turn')}, "
-                "which is not legal"
-            )
+    # Left out: "not_legal" (the scenarios judge every answer themselves) and "exited" (the
+    # rescue that follows quotes the exit code and the program's last stderr line).
+    if len(lines) > MAX_INCIDENT_LINES:
+        more = len(lines) - MAX_INCIDENT_LINES + 1
+        lines = [*lines[: MAX_INCIDENT_LINES - 1], f"... and {more} more like these"]
     return tuple(lines)
 
 

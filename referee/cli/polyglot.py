@@ -150,6 +150,7 @@ def _check_command(args: argparse.Namespace, command: list[str], games: list[str
                     games=games,
                     incidents=platform.incidents,
                     restart_referee=platform.restart_referee,
+                    reconnect_timeout_s=args.reconnect_timeout,
                 )
                 run_all(ctx, report)
     except HarnessError as exc:
@@ -207,6 +208,12 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--connect-timeout", type=float, default=CONNECT_TIMEOUT_S, help="seconds to connect"
+    )
+    parser.add_argument(
+        "--reconnect-timeout",
+        type=float,
+        default=30.0,
+        help="seconds the bot has to reconnect after the scratch referee restarts",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="show the referee's and the bot's output"
