@@ -27,7 +27,8 @@ ALL_CARDS = [r + s for s in "CDHS" for r in "A23456789TJQK"]
 async def running_referee(redis_url: str, **options: Any) -> AsyncIterator[RefereeServer]:
     """A referee on a free loopback port (no HTTP, no seasons hooks), stopped afterwards."""
     options.setdefault("drain_grace_s", 0.5)
-    config = RefereeConfig(redis_url=redis_url, port=0, http_port=0, hooks=False, **options)
+    options.setdefault("port", 0)
+    config = RefereeConfig(redis_url=redis_url, http_port=0, hooks=False, **options)
     server = RefereeServer(config)
     await server.start()
     try:

@@ -1,0 +1,244 @@
+"""Observation conversion both ways, the SDK's behaviour, the registry and its commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+import redis
+
+from referee import bots, keys
+from referee.cli.main import main as arena
+from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
+from referee.gateway import convert, server
+from sample_bots import sdk
+from sample_bots.random_bot import RandomBot
+from tests.gateway.helpers import (
+    LeakChecker,
+    deal_hands,
+    push,
+    register,
+    running_referee,
+    sevens_observation,
+    wait_replies,
+)
+
+SEDMA_OBSERVATION: dict[str, Any] = {
+    "game": "sedma",
+    "preset": "sedma",
+    "rules": {"name": "sedma", "target": 3},
+    "seat": 1,
+    "num_players": 4,
+    "deal_index": 2,
+    "num_deals": 0,
+    "dealer": 0,
+    "to_act": 1,
+    "hand": ["7S", "AH", "KH", "QH"],
+    "hand_sizes": [4, 4, 3, 3],
+    "totals": [1, 0, 1, 0],
+    "unit": "match_points",
+    "history": [{"seat": 0, "kind": "play", "action": "TH"}, {"seat": 2, "kind": "trick"}],
+    "sides": [[0, 2], [1, 3]],
+    "leader": 0,
+    "trick": [{"seat": 0, "card": "TH"}],
+    "talon_size": 12,
+    "tricks_won": [1, 0],
+    "card_points": [10, 0],
+    "match_points": [1, 0],
+    "target": 3,
+    "marriages": [["QC", "KC"]],
+}
+
+
+@pytest.mark.parametrize(
+    "observation", [sevens_observation(2, deal_hands(4, 1)), SEDMA_OBSERVATION], ids=str
+)
+def test_observation_round_trip(observation: dict[str, Any]) -> None:
+    proto = convert.observation_to_proto(observation)
+    assert sdk.observation_to_dict(proto) == observation
+
+
+def test_only_documented_fields_are_relayed() -> None:
+    """A worker bug that put every hand or the seed into an observation leaks nothing."""
+    hands = deal_hands(4, 2)
+    observation = {**sevens_observation(0, hands), "hands": hands, "seed": 12345}
+    proto = convert.observation_to_proto(observation)
+    text = str(proto)
+    assert "12345" not in text
+    for card in hands[1] + hands[2] + hands[3]:
+        assert f'"{card}"' not in text
+    with pytest.raises(ValueError, match="unknown game"):
+        convert.observation_to_proto({**observation, "game": "poker"})
+
+
+def test_keepalive_settings_agree() -> None:
+    """PITFALLS 6: the SDK never pings more often than the referee accepts."""
+    assert sdk.KEEPALIVE_TIME_MS == server.KEEPALIVE_TIME_MS
+    assert sdk.KEEPALIVE_TIME_MS >= server.MIN_CLIENT_PING_INTERVAL_MS
+    assert sdk.MAX_MESSAGE_BYTES == server.MAX_MESSAGE_BYTES
+    options = dict(server.server_options())
+    assert options["grpc.http2.min_recv_ping_interval_without_data_ms"] <= sdk.KEEPALIVE_TIME_MS
+
+
+class _SlowThenFast(sdk.Bot):
+    """``choose`` for m1 blocks until m2 was answered: proves turns are served concurrently."""
+
+    name = "slowpoke"
+
+    def __init__(self) -> None:
+        self.m2_done = threading.Event()
+        self.results: list[sdk.ActionOutcome] = []
+        self.starts: list[dict[str, Any]] = []
+        self.turns: list[sdk.Turn] = []
+
+    def choose(self, turn: sdk.Turn) -> str:
+        self.turns.append(turn)
+        if turn.match_id == "m1":
+            assert self.m2_done.wait(10), "m2 was not served while m1 was thinking"
+            raise RuntimeError("boom")  # the SDK sends the first legal action instead
+        return turn.legal_actions[-1]
+
+    def on_result(self, result: sdk.ActionOutcome) -> None:
+        self.results.append(result)
+
+    def on_match_start(self, msg: dict[str, Any]) -> None:
+        self.starts.append(msg)
+
+
+def test_sdk_serves_matches_concurrently_and_survives_choose_errors(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    token = register(redis_client, "slowpoke")
+    leaks = LeakChecker()
+    bot = _SlowThenFast()
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            stop = asyncio.Event()
+            task = asyncio.ensure_future(bot.run_async(f"127.0.0.1:{ref.port}", token, stop=stop))
+            try:
+                m1 = leaks.turn("slowpoke", "m1", 1)
+                m2 = leaks.turn("slowpoke", "m2", 1)
+                push(redis_client, m1)
+                push(redis_client, m2)
+                replies2 = await wait_replies(ref.redis, m2["reply_key"], 2)
+                bot.m2_done.set()
+                replies1 = await wait_replies(ref.redis, m1["reply_key"], 2)
+                push(
+                    redis_client,
+                    {
+                        "type": "action_result",
+                        "bot": "slowpoke",
+                        "match_id": "m1",
+                        "attempt": 1,
+                        "seq": 1,
+                        "status": "refused",
+                        "reason": "not_legal",
+                        "message": "7C is not playable",
+                        "penalty": 0,
+                        "applied_action": "pass",
+                        "think_ms": 3.2,
+                        "autopilot": False,
+                    },
+                )
+                push(
+                    redis_client,
+                    {
+                        "type": "match_start",
+                        "bot": "slowpoke",
+                        "match_id": "m3",
+                        "attempt": 1,
+                        "game": "sevens",
+                        "preset": "fan-tan",
+                        "rules": {"name": "fan-tan"},
+                        "seats": [1],
+                        "players": ["a", "slowpoke"],
+                        "num_deals": 3,
+                        "season": "",
+                    },
+                )
+                deadline = time.monotonic() + 10
+                while not (bot.results and bot.starts) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 10)
+        answer1, answer2 = replies1[1], replies2[1]
+        assert answer2["type"] == "answer" and answer2["action"] == m2["legal_actions"][-1]
+        assert answer1["type"] == "answer" and answer1["action"] == m1["legal_actions"][0]
+        assert bot.results[0].status == "refused" and bot.results[0].reason == "not_legal"
+        assert bot.starts[0]["rules"] == {"name": "fan-tan"} and bot.starts[0]["seats"] == [1]
+        for turn in bot.turns:  # the SDK's dicts carry the pushed observation, nothing more
+            seat, hands = leaks.pushed[(turn.match_id, turn.attempt, turn.seq)]
+            assert turn.observation == sevens_observation(seat, hands)
+            assert turn.game == "sevens" and turn.clock == sdk.Clock(5000, 1000, 50)
+
+    asyncio.run(scenario())
+
+
+def test_random_bot_is_seeded() -> None:
+    turn = sdk.Turn(
+        "m", 1, 1, 0, "sevens", {}, [f"{r}C" for r in "23456789"], sdk.Clock(1, 1, 1), ""
+    )
+    picks = [RandomBot(seed=5).choose(turn) for _ in range(3)]
+    assert len(set(picks)) == 1
+    many = RandomBot(seed=5)
+    assert len({many.choose(turn) for _ in range(40)}) > 1
+
+
+def test_registry_functions(redis_client: redis.Redis) -> None:
+    token = bots.register(redis_client, "alice", "team-a", "first bot")
+    assert bots.authenticate(redis_client, token) == "alice"
+    stored = redis_client.hgetall(keys.bot("alice"))
+    assert token not in json.dumps(stored)  # only the hash is kept
+    assert stored["token_sha256"] == bots.hash_token(token)
+    with pytest.raises(ConflictError, match="already registered"):
+        bots.register(redis_client, "alice")
+    with pytest.raises(ConfigError, match="bad bot name"):
+        bots.register(redis_client, "x" * 41)
+    with pytest.raises(NotFoundError, match="no bot named"):
+        bots.revoke(redis_client, "nobody")
+    now = time.time() * 1000
+    redis_client.hset(
+        keys.bot_streams("alice"),
+        mapping={
+            "live": json.dumps({"seen_ms": now}),
+            "dead": json.dumps({"seen_ms": now - 10 * bots.STREAM_STALE_MS}),
+        },
+    )
+    (record,) = bots.list_bots(redis_client)
+    assert (record.owner, record.description, record.connected_streams) == (
+        "team-a",
+        "first bot",
+        1,
+    )
+    bots.revoke(redis_client, "alice")
+    with pytest.raises(AuthError):
+        bots.authenticate(redis_client, token)
+    assert bots.list_bots(redis_client)[0].revoked
+    fresh = bots.rotate_token(redis_client, "alice")
+    assert bots.authenticate(redis_client, fresh) == "alice"
+    assert not bots.list_bots(redis_client)[0].revoked
+
+
+def test_bot_commands(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert arena(["bot", "register", "alice", "--owner", "me", "--redis-url", redis_url]) == 0
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("arena_")
+    assert arena(["bot", "register", "alice", "--redis-url", redis_url]) == 1
+    assert "already registered" in capsys.readouterr().err
+    assert arena(["bot", "list", "--redis-url", redis_url]) == 0
+    listing = capsys.readouterr().out
+    assert "alice" in listing and "me" in listing and "active" in listing
+    assert arena(["bot", "rotate-token", "alice", "--redis-url", redis_url]) == 0
+    new = capsys.readouterr().out.strip()
+    assert new.startswith("arena_") and new != token
+    assert arena(["bot", "revoke", "alice", "--redis-url", redis_url]) == 0
+    capsys.readouterr()
+    assert arena(["bot", "list", "--redis-url", redis_url]) == 0
+    assert "revoked" in capsys.readouterr().out
+    assert arena(["bot", "revoke", "nobody", "--redis-url", redis_url]) == 1
