@@ -437,6 +437,16 @@ def _counter_family(name: str, series: Mapping[tuple[tuple[str, str], ...], floa
     return family
 
 
+def _bound(part: str) -> float | None:
+    """The bucket bound of a histogram hash field part (None for sum, count, +Inf, junk)."""
+    if part in ("sum", "count", "+Inf"):
+        return None
+    bound = _number(part)
+    if bound is None:
+        log.warning("histogram field part %r is not a bucket bound; ignored", part)
+    return bound
+
+
 def _histogram_family(name: str, stored: Mapping[str, Mapping[str, float]]) -> Metric | None:
     """Cumulative buckets as stored by ``metrics_store.observe``.
 
@@ -446,10 +456,10 @@ def _histogram_family(name: str, stored: Mapping[str, Mapping[str, float]]) -> M
     """
     bounds = sorted(
         {
-            float(part)
+            bound
             for parts in stored.values()
             for part in parts
-            if part not in ("sum", "count", "+Inf")
+            if (bound := _bound(part)) is not None
         }
     )
     if set(bounds) <= set(metrics_store.DEFAULT_BUCKETS_S):
@@ -470,7 +480,7 @@ def _histogram_family(name: str, stored: Mapping[str, Mapping[str, float]]) -> M
     help_text = HISTOGRAM_HELP.get(name, f"Histogram {name} ({base}) written by the workers.")
     family = HistogramMetricFamily(name, help_text, labels=label_names)
     for labels, parts in label_sets:
-        by_bound = {float(k): v for k, v in parts.items() if k not in ("sum", "count", "+Inf")}
+        by_bound = {b: v for k, v in parts.items() if (b := _bound(k)) is not None}
         total = parts.get("+Inf", parts.get("count", 0.0))
         buckets: list[tuple[str, float]] = []
         running = 0.0

@@ -159,6 +159,14 @@ def test_union_of_bounds_gives_every_label_set_the_same_buckets(conn: redis.Redi
     assert value(text, "arena_bot_think_seconds_bucket", game="sevens", le="0.0005") == 1.0
 
 
+def test_junk_histogram_fields_do_not_break_the_scrape(conn: redis.Redis) -> None:
+    metrics_store.observe(conn, "arena_bot_think_seconds", {"game": "sevens"}, 0.02)
+    conn.hset(keys.metrics_histogram("arena_bot_think_seconds"), "game=sevens|oops", 3)
+    text = scrape(conn)
+    assert value(text, "arena_bot_think_seconds_count", game="sevens") == 1.0
+    assert value(text, "arena_bot_think_seconds_bucket", game="sevens", le="0.025") == 1.0
+
+
 def test_only_allowed_labels_and_no_match_ids(conn: redis.Redis) -> None:
     league_data.write_league(conn)
     # A stray counter with a match id label must not reach Prometheus.

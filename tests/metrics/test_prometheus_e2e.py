@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -234,6 +235,17 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
         replay = get(http_port, f"/replay/{last}")
         assert replay.status == 200 and not replay.text.startswith("# could not render")
         assert "e2e" in replay.text
+
+        # The live exposition, after a real season, is lint-clean.
+        exposition = get(http_port, "/metrics").body
+        promtool = shutil.which("promtool")
+        if promtool is not None:
+            lint = subprocess.run(
+                [promtool, "check", "metrics"], input=exposition, capture_output=True, timeout=30
+            )
+            assert lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(), (
+                lint.stdout + lint.stderr
+            ).decode()
 
         # Prometheus holds the Elo of every bot, the same as the standings.
         elo = {
