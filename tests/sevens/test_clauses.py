@@ -1,0 +1,543 @@
+"""One test per RULES.md part 1 clause (SV-1 .. SV-34); ``grep -r SV-n tests/`` finds them.
+
+Most scenarios use a stacked first deal (``helpers.stacked``): the listed hands, and every
+other card already on the table, so a clause can be shown in a few moves.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from referee.games.base import PASS, DealSpec, Source
+from referee.games.cards import make_deck
+from referee.games.errors import InvalidRulesError, MatchStateError
+from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules
+from tests.sevens.helpers import check_invariants, kinds, play_random, rules, stacked
+
+CHAIN = ["6C 3C 8S JS", "5C 2C 9S QS", "4C AC TS KS"]
+"""Three hands whose only playable cards at first are seat 0's 6C and 8S; the clubs go
+down 6-5-4-3-2-A and the spades up 8-9-T-J-Q-K, seat after seat."""
+
+
+def first_legal_until(match: SevensMatch, deal: int) -> None:
+    while not match.is_over() and match.deal_index() < deal:
+        match.apply(match.legal_actions()[0])
+
+
+# -- players, deck, deal ------------------------------------------------------------------
+
+
+def test_sv1_three_to_eight_players() -> None:  # SV-1
+    assert list(GAME.player_counts(PRESETS["sevens"])) == [3, 4, 5, 6, 7, 8]
+    for bad in (2, 9):
+        with pytest.raises(InvalidRulesError, match="3 to 8 players"):
+            GAME.new_match(PRESETS["sevens"], bad, 1)
+
+
+def test_sv2_one_full_deck_is_dealt() -> None:  # SV-2
+    match = GAME.new_match(PRESETS["sevens"], 4, 11)
+    hands = match.initial_hands()[0]
+    cards = sorted(c for hand in hands for c in hand)
+    assert cards == sorted(str(c) for c in make_deck("french52"))
+    assert [len(h) for h in hands] == [13, 13, 13, 13]
+
+
+def test_sv3_ace_low_or_high() -> None:  # SV-3
+    hands = ["AH 2H", "5C", "6C"]
+    low = stacked(rules("sevens", opening="any_seven"), hands, dealer=2)
+    assert low.legal_actions() == ["2H"]  # A below 2: only 2H extends the row down
+    high = stacked(rules("sevens", opening="any_seven", ace="high"), hands, dealer=2)
+    assert high.legal_actions() == ["AH", "2H"]  # A above K: the row's top end is playable
+
+
+def test_sv4_first_seats_left_of_dealer_get_the_extra_cards() -> None:  # SV-4
+    match = GAME.new_match(PRESETS["sevens"], 5, 3)
+    obs = match.observation(0)
+    assert obs["dealer"] == 0
+    assert obs["hand_sizes"] == [10, 11, 11, 10, 10]
+
+
+def test_sv5_the_deal_rotates_clockwise() -> None:  # SV-5
+    match = GAME.new_match(PRESETS["sevens"], 4, 5)
+    play_random(match, random.Random(5), check=False)
+    starts = [e for e in match.events() if e.kind == "deal_start"]
+    assert [e.detail["dealer"] for e in starts] == [0, 1, 2, 3]
+
+
+def test_sv6_a_corrupt_deal_is_refused() -> None:  # SV-6
+    deck = [str(c) for c in make_deck("french52")]
+    with pytest.raises(MatchStateError, match="missing AC"):
+        SevensMatch(PRESETS["sevens"], 3, 1, hands=[deck[1:18], deck[18:35], deck[35:]])
+    with pytest.raises(MatchStateError, match="twice"):
+        SevensMatch(PRESETS["sevens"], 3, 1, hands=[[*deck[:18], "AC"], deck[18:35], deck[35:]])
+
+
+# -- layout and legal plays -----------------------------------------------------------------
+
+
+def test_sv7_rows_open_only_with_the_starter() -> None:  # SV-7
+    # in_hand (default): a closed row takes only its starter.
+    match = stacked(rules("sevens", opening="any_seven"), ["8H 7H", "6H", "5C"], dealer=2)
+    assert match.legal_actions() == ["7H"]
+    assert "it opens with 7H" in (match.check("8H") or "")
+    # removed_before_deal: the four 7s are on the table and 48 cards are dealt.
+    shichi = GAME.new_match(PRESETS["shichi-narabe"], 4, 2)
+    obs = shichi.observation(0)
+    assert sum(obs["hand_sizes"]) == 48
+    assert all(row == [f"7{s}"] for s, row in obs["table"].items())
+    # placed_from_hands (cinquillo): the holders lay the four 5s down first.
+    cinq = GAME.new_match(PRESETS["cinquillo"], 4, 2)
+    starters = [e for e in cinq.events() if e.reason == "starter"]
+    assert [e.action for e in starters] == ["5C", "5D", "5H", "5S"]
+    dealt = cinq.initial_hands()[0]
+    assert all(e.action in dealt[e.seat or 0] and e.source == Source.FORCED for e in starters)
+    # domino: rows start from the Unter (J); the J of diamonds opens.
+    dom = GAME.new_match(PRESETS["domino"], 4, 2)
+    assert dom.legal_actions() == ["JD"]
+
+
+def test_sv8_legal_plays_are_a_starter_or_one_beyond_a_row_end() -> None:  # SV-8
+    match = stacked(
+        rules("sevens", opening="any_seven"), ["6H 8H 9H 5C", "7H KH", "4C 4H"], dealer=2
+    )
+    assert match.legal_actions() == ["5C"]
+    match.apply("5C")
+    assert match.legal_actions() == ["7H"]
+    match.apply("7H")
+    assert match.legal_actions() == ["4C"]
+    match.apply("4C")
+    assert match.legal_actions() == ["6H", "8H"]
+    assert match.check("9H") == (
+        "9H is not playable: the hearts row runs AH-3H, 5H, 7H, TH-QH; "
+        "playable hearts are 6H and 8H"
+    )
+
+
+def test_sv9_a_complete_row_takes_no_more_cards() -> None:  # SV-9
+    match = stacked(rules("sevens", opening="any_seven"), ["KH 2C", "3C", "4C"], dealer=2)
+    match.apply("KH")
+    obs = match.observation(1)
+    assert len(obs["table"]["H"]) == 13
+    assert obs["table"]["H"][0] == "AH" and obs["table"]["H"][-1] == "KH"
+    assert all(not a.endswith("H") for a in match.legal_actions())
+
+
+def test_sv10_every_card_is_in_a_hand_or_on_the_table() -> None:  # SV-10
+    match = GAME.new_match(PRESETS["sevens"], 4, 8, [DealSpec(8)])
+    rng = random.Random(8)
+    while not match.is_over():
+        check_invariants(match)  # hands + table == deck, no pile anywhere
+        match.apply(rng.choice(match.legal_actions()))
+
+
+def test_sv11_runs_with_multi_card_turn() -> None:  # SV-11
+    hands = ["7S 8S 9S 6S 2C", "KD KH", "QD QH"]
+    multi = stacked(rules("sevens", opening="any_seven", multi_card_turn=True), hands, dealer=2)
+    assert multi.legal_actions() == ["2C", "7S", "7S+6S", "7S+8S", "7S+8S+9S"]
+    events = multi.apply("7S+8S+9S")
+    assert kinds(events) == [("play", 0, "7S+8S+9S", None)]
+    assert multi.observation(0)["hand"] == ["2C", "6S"]
+    multi.apply(PASS)  # seat 1: KD and KH wait for QD and QH
+    multi.apply("QD")  # seat 2
+    assert multi.to_act() == 0
+    assert "is not a run" in (multi.check("6S+2C") or "")
+    single = stacked(rules("sevens", opening="any_seven"), hands, dealer=2)
+    assert single.legal_actions() == ["2C", "7S"]
+    assert "multi_card_turn is off" in (single.check("7S+8S") or "")
+
+
+def test_sv12_eights_before_sixes() -> None:  # SV-12
+    hands = ["6S 8S KD", "QD KH", "JD QH"]
+    plain = stacked(rules("sevens", opening="any_seven"), hands, dealer=2)
+    assert plain.legal_actions() == ["6S", "8S"]
+    fr = stacked(rules("sevens", opening="any_seven", eights_before_sixes=True), hands, dealer=2)
+    assert fr.legal_actions() == ["8S"]
+    assert "8S must come before the cards below 7S" in (fr.check("6S") or "")
+    fr.apply("8S")
+    fr.apply(PASS)  # seat 1: QD waits for JD
+    fr.apply("JD")
+    assert fr.legal_actions() == ["6S"]  # KD still waits for QD
+
+
+# -- opening ------------------------------------------------------------------------------
+
+
+def test_sv13_the_seven_of_diamonds_opens() -> None:  # SV-13
+    match = GAME.new_match(PRESETS["sevens"], 4, 21)
+    seat = match.to_act()
+    assert "7D" in match.observation(seat)["hand"]
+    assert match.legal_actions() == ["7D"]
+    assert match.events()[0].detail["first"] == seat
+    match.apply("7D")
+    assert match.to_act() == (seat + 1) % 4
+
+
+def test_sv14_left_of_dealer_passes_until_the_seven_of_diamonds() -> None:  # SV-14
+    match = GAME.new_match(PRESETS["fan-tan-pt"], 4, 4)
+    obs = match.observation(0)
+    assert match.to_act() == (obs["dealer"] + 1) % 4
+    while "7D" not in match.observation(match.to_act())["hand"]:
+        assert match.legal_actions() == [PASS]
+        pot = match.observation(0)["pot"]
+        (event,) = match.apply(PASS)
+        assert (event.reason, event.detail["chips"]) == ("forced", 1)
+        assert match.observation(0)["pot"] == pot + 1
+    assert match.legal_actions() == ["7D"]
+    first_legal_until(match, 1)
+    starts = [e for e in match.events() if e.kind == "deal_start"]
+    assert starts[1].detail["first"] == match.deal_results()[0].winner
+    assert match.to_act() == match.deal_results()[0].winner
+
+
+def test_sv15_any_seven_from_left_of_dealer() -> None:  # SV-15
+    for seed in range(6):
+        match = GAME.new_match(PRESETS["fan-tan"], 4, seed)
+        seat = match.to_act()
+        assert seat == 1  # dealer 0
+        sevens = [c for c in match.observation(seat)["hand"] if c[0] == "7"]
+        assert match.legal_actions() == (sevens or [PASS])
+
+
+def test_sv16_sjuan_opens_with_the_seven_of_hearts() -> None:  # SV-16
+    match = GAME.new_match(PRESETS["sjuan"], 5, 3)
+    assert "7H" in match.observation(match.to_act())["hand"]
+    assert match.legal_actions() == ["7H"]
+
+
+# -- passing and illegal actions ------------------------------------------------------------
+
+
+def test_sv17_a_forced_pass_is_free_or_costs_pass_chips() -> None:  # SV-17
+    base = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=0)
+    assert base.to_act() == 1
+    assert base.legal_actions() == [PASS]
+    (event,) = base.apply(PASS)
+    assert (event.kind, event.reason, event.detail["chips"]) == ("pass", "forced", 0)
+    chips = stacked(rules("fan-tan"), CHAIN, dealer=0)
+    pot = chips.observation(0)["pot"]
+    (event,) = chips.apply(PASS)
+    assert (event.reason, event.detail["chips"]) == ("forced", 1)
+    assert chips.observation(0)["pot"] == pot + 1
+
+
+def test_sv18_passing_while_able_is_an_illegal_pass() -> None:  # SV-18
+    match = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    assert match.legal_actions() == ["6C", "8S"]
+    assert match.check(PASS) == (
+        "pass is not allowed: you hold a playable card (6C, 8S); must_play is on (SV-18)"
+    )
+    assert kinds(match.apply(PASS))[0] == ("illegal_pass", 0, PASS, "illegal_pass")
+
+
+def test_sv19_lose_a_turn() -> None:  # SV-19
+    match = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    assert kinds(match.apply(PASS)) == [("illegal_pass", 0, PASS, "illegal_pass")]
+    assert match.observation(1)["skip_next"] == [True, False, False]
+    match.apply(PASS)  # seat 1, forced
+    events = match.apply(PASS)  # seat 2, forced; then seat 0's turn is skipped
+    assert kinds(events) == [("pass", 2, PASS, "forced"), ("pass", 0, PASS, "skipped")]
+    assert events[1].source == Source.FORCED
+    assert match.to_act() == 1
+    assert match.observation(1)["skip_next"] == [False, False, False]
+    assert match.observation(1)["passes"] == [1, 1, 1]  # a skipped turn is no pass (D-41)
+
+
+def test_sv19_illegal_pass_chips_to_the_pot_or_the_winner() -> None:  # SV-19
+    outcomes = []
+    for payee in ("pot", "winner"):
+        match = stacked(rules("fan-tan", illegal_pass_payee=payee), CHAIN, dealer=2)
+        pot = match.observation(0)["pot"]
+        events = match.apply(PASS)
+        assert kinds(events) == [
+            ("illegal_pass", 0, PASS, "illegal_pass"),
+            ("penalty", 0, None, "illegal_pass"),
+        ]
+        assert dict(events[1].detail) == {"chips": 5, "payee": payee}
+        assert match.observation(0)["pot"] == pot + (5 if payee == "pot" else 0)
+        while not match.is_over():
+            match.apply(match.legal_actions()[0])
+        (deal,) = match.deal_results()
+        assert sum(deal.deltas) == 0  # SV-31
+        assert next(p for p in deal.penalties if p.reason == "illegal_pass").amount == 5
+        outcomes.append(deal.deltas)
+    assert outcomes[0] == outcomes[1]  # the pot goes to the winner too
+
+
+def test_sv19_forfeit_the_deal() -> None:  # SV-19
+    match = stacked(rules("fan-tan", illegal_pass_penalty="forfeit_deal"), CHAIN, dealer=2)
+    assert kinds(match.apply(PASS)) == [
+        ("illegal_pass", 0, PASS, "illegal_pass"),
+        ("eliminated", 0, None, "forfeit"),
+    ]
+    obs = match.observation(1)
+    assert obs["eliminated"] == [True, False, False]
+    assert obs["hand_sizes"][0] == 0
+    assert {"6C", "3C"} <= set(obs["table"]["C"]) and {"8S", "JS"} <= set(obs["table"]["S"])
+    assert match.to_act() == 1
+    while not match.is_over():
+        assert match.to_act() != 0
+        match.apply(match.legal_actions()[0])
+    (deal,) = match.deal_results()
+    assert deal.order[-1] == (0,)
+    assert deal.detail["cards_left"][0] == 4
+    assert sum(deal.deltas) == 0
+
+
+def test_sv20_voluntary_passes_cost_more_and_are_bounded() -> None:  # SV-20
+    r = rules(
+        "fan-tan",
+        must_play=False,
+        max_voluntary_passes=1,
+        voluntary_pass_chips=2,
+        illegal_pass_penalty="chips",
+    )
+    match = stacked(r, CHAIN, dealer=2)
+    assert match.legal_actions() == ["6C", "8S", PASS]
+    (event,) = match.apply(PASS)
+    assert (event.reason, event.detail["chips"]) == ("voluntary", 2)
+    match.apply(PASS)
+    match.apply(PASS)
+    assert match.legal_actions() == ["6C", "8S"]
+    assert "voluntary passes are used up" in (match.check(PASS) or "")
+
+
+def test_sv21_an_invalid_action_is_refused_and_the_turn_passes() -> None:  # SV-21
+    match = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    # Seat 0 could play: not held -> refused, then an illegal pass.
+    events = match.apply("KH")
+    assert kinds(events) == [
+        ("invalid_action", 0, "KH", "not_held"),
+        ("illegal_pass", 0, PASS, "illegal_pass"),
+    ]
+    assert "you do not hold KH" in events[0].detail["message"]
+    # Seat 1 could not play: held but not legal -> refused, then a forced pass.
+    events = match.apply("2C")
+    assert kinds(events) == [
+        ("invalid_action", 1, "2C", "not_legal"),
+        ("pass", 1, PASS, "forced"),
+    ]
+    assert events[0].detail["message"].startswith("2C is not playable: the clubs row runs")
+    # Malformed text, cut to 64 characters in the record.
+    events = match.apply("x" * 100)
+    assert kinds(events)[0] == ("invalid_action", 2, "x" * 64, "malformed")
+    assert kinds(events)[1] == ("pass", 2, PASS, "forced")
+    assert match.observation(0)["hand"] == ["3C", "6C", "8S", "JS"]  # nothing lost
+    # A timeout is handled the same way.
+    match2 = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    assert kinds(match2.apply_timeout()) == [
+        ("timeout", 0, None, "timeout"),
+        ("illegal_pass", 0, PASS, "illegal_pass"),
+    ]
+
+
+def test_sv22_free_passes() -> None:  # SV-22
+    match = stacked(rules("sevens", opening="any_seven", free_passes=2), CHAIN, dealer=2)
+    for _ in range(2):
+        assert match.legal_actions() == ["6C", "8S", PASS]
+        events = match.apply(PASS)
+        assert (events[0].reason, events[0].detail["chips"]) == ("free", 0)
+        match.apply(PASS)
+        match.apply(PASS)
+    assert match.observation(0)["free_passes_left"] == [0, 2, 2]  # forced passes are free
+    assert match.legal_actions() == ["6C", "8S"]
+    assert "no free passes are left" in (match.check(PASS) or "")
+
+
+def test_sv23_pass_elimination_puts_the_cards_on_the_table() -> None:  # SV-23
+    r = rules("sevens", opening="any_seven", free_passes=3, pass_elimination=1)
+    match = stacked(r, CHAIN, dealer=2)
+    match.apply(PASS)  # seat 0, free
+    match.apply(PASS)  # seat 1, forced
+    match.apply(PASS)  # seat 2, forced
+    events = match.apply(PASS)  # seat 0's second pass: out
+    assert kinds(events) == [("pass", 0, PASS, "free"), ("eliminated", 0, None, "pass_limit")]
+    assert match.to_act() == 1
+    assert match.legal_actions() == ["5C", "9S", PASS]  # seat 1 has free passes left
+    match.apply("5C")
+    assert match.legal_actions() == ["4C", PASS]
+    match.apply("4C")
+    assert match.legal_actions() == ["2C", "9S", PASS]  # the row end skips 3C on the table
+
+
+def test_sv24_passing_while_able_needs_a_bound() -> None:  # SV-24
+    with pytest.raises(InvalidRulesError, match="SV-24"):
+        SevensRules(must_play=False)
+    SevensRules(must_play=False, max_voluntary_passes=3)
+    SevensRules(must_play=False, pass_elimination=3)
+    r = rules("sevens", must_play=False, pass_elimination=2)
+    for seed in range(5):
+        match = GAME.new_match(r, 4, seed)
+        play_random(match, random.Random(seed), check=False)
+        assert match.is_over()
+
+
+# -- end of deal and scoring ------------------------------------------------------------------
+
+
+END_HANDS = ["6C", "AH KH", "QS 5D"]
+"""Seat 0 goes out with its first card."""
+
+
+def ends_at_once(r: SevensRules) -> SevensMatch:
+    match = stacked(r.replace(deals=1, name=r.name), END_HANDS, dealer=2)
+    match.apply("6C")
+    assert match.is_over()
+    return match
+
+
+def test_sv25_the_deal_ends_when_a_player_plays_the_last_card() -> None:  # SV-25
+    match = ends_at_once(rules("sevens", opening="any_seven"))
+    assert kinds(match.events()[-2:]) == [
+        ("deal_end", 0, None, "out"),
+        ("match_end", None, None, None),
+    ]
+    (deal,) = match.deal_results()
+    assert deal.winner == 0 and deal.detail["cards_left"] == [0, 2, 2]
+
+
+def test_sv26_winner_only() -> None:  # SV-26
+    match = ends_at_once(rules("sevens", opening="any_seven"))
+    result = match.result()
+    assert result.unit == "deals_won"
+    assert result.deals[0].deltas == (1, 0, 0)
+    assert result.winners == (0,)
+
+
+def test_sv27_ante_into_the_pot_and_the_winner_takes_it() -> None:  # SV-27
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 9)
+    antes = [e for e in match.events() if e.kind == "ante"]
+    assert [(e.seat, e.detail["chips"]) for e in antes] == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    assert match.observation(0)["pot"] == 4
+    won = ends_at_once(rules("fan-tan"))
+    # seat 0: -1 ante +3 pot +2 +2 per card; the others -1 ante -2 cards.
+    assert won.deal_results()[0].deltas == (6, -3, -3)
+    assert won.deal_results()[0].detail["pot"] == 3
+
+
+def test_sv28_short_hand_ante() -> None:  # SV-28
+    for mode, short_pays in (("minus_one", 0), ("plus_one", 2)):
+        match = GAME.new_match(rules("fan-tan-pt", short_hand_ante=mode), 3, 2)
+        sizes = [len(h) for h in match.initial_hands()[0]]
+        paid = {e.seat: e.detail["chips"] for e in match.events() if e.kind == "ante"}
+        for seat, size in enumerate(sizes):
+            expected = 1 if size == max(sizes) else short_pays
+            assert paid.get(seat, 0) == expected
+    even = GAME.new_match(PRESETS["fan-tan-pt"], 4, 2)
+    assert len([e for e in even.events() if e.kind == "ante"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("changes", "deltas", "order"),
+    [
+        ({"card_penalty": "per_card"}, (4, -2, -2), ((0,), (1, 2))),
+        ({"card_penalty": "pips"}, (31, -14, -17), ((0,), (1,), (2,))),
+        ({"card_penalty": "pips", "ace_pips": 15}, (45, -28, -17), ((0,), (2,), (1,))),
+    ],
+)
+def test_sv29_card_penalties_paid_to_the_winner(
+    changes: dict[str, object], deltas: tuple[int, ...], order: tuple[tuple[int, ...], ...]
+) -> None:  # SV-29
+    match = ends_at_once(rules("fan-tan", ante=0, **changes))
+    (deal,) = match.deal_results()
+    assert deal.deltas == deltas
+    assert deal.order == order
+
+
+def test_sv29_face_ten_penalty_points() -> None:  # SV-29
+    match = ends_at_once(rules("fwend", opening="any_seven"))
+    result = match.result()
+    assert result.unit == "penalty_points" and not result.higher_is_better
+    assert result.deals[0].deltas == (0, 11, 15)
+    assert result.winners == (0,)
+
+
+def test_sv30_seven_penalty() -> None:  # SV-30
+    r = rules("fan-tan", ante=0, seven_penalty=5)
+    match = stacked(r.replace(deals=1), ["6C", "7H KH", "QS 5D"], dealer=2)
+    match.apply("6C")
+    (deal,) = match.deal_results()
+    assert deal.deltas == (9, -7, -2)
+    assert {(p.seat, p.reason, p.amount) for p in deal.penalties} >= {(1, "seven_penalty", 5)}
+
+
+def test_sv31_chips_are_conserved_in_every_deal() -> None:  # SV-31
+    for preset in ("fan-tan", "fan-tan-pt"):
+        r = rules(preset, illegal_pass_payee="winner", seven_penalty=3)
+        match = GAME.new_match(r, 5, 31)
+        rng = random.Random(31)
+        while not match.is_over():
+            action = PASS if rng.random() < 0.1 else rng.choice(match.legal_actions())
+            match.apply(action)
+        for deal in match.deal_results():
+            assert sum(deal.deltas) == 0
+        assert sum(match.result().totals) == 0
+
+
+# -- the match ---------------------------------------------------------------------------
+
+
+def test_sv32_match_length_and_until_broke() -> None:  # SV-32
+    match = GAME.new_match(PRESETS["sevens"], 4, 1)
+    play_random(match, random.Random(1), check=False)
+    assert len(match.deal_results()) == 4  # deals=0: one per player
+    seven = GAME.new_match(rules("sevens", deals=7), 3, 1)
+    play_random(seven, random.Random(1), check=False)
+    assert len(seven.deal_results()) == 7
+    broke = rules("fan-tan", until_broke=True, starting_chips=8)
+    match = GAME.new_match(broke, 4, 3)
+    assert match.observation(0)["num_deals"] == 0
+    play_random(match, random.Random(3), check=False)
+    running = [8] * 4
+    results = match.deal_results()
+    for i, deal in enumerate(results):
+        running = [a + b for a, b in zip(running, deal.deltas, strict=True)]
+        assert (min(running) <= 0) == (i == len(results) - 1) or len(results) == 100
+    assert match.result().totals == tuple(running)
+
+
+def test_sv33_match_winner_by_totals() -> None:  # SV-33
+    for preset in ("fan-tan", "fwend"):
+        match = GAME.new_match(PRESETS[preset], 4, 33)
+        play_random(match, random.Random(33), check=False)
+        result = match.result()
+        best = max(result.totals) if result.higher_is_better else min(result.totals)
+        assert set(result.winners) == {s for s in range(4) if result.totals[s] == best}
+
+
+def test_sv34_fewest_cards_in_the_last_deal() -> None:  # SV-34
+    r = rules("fan-tan", ante=0, card_penalty="pips")
+    hands = ["6C", "KS", "5H 8H"]  # seats 1 and 2 both owe 13 pips
+    plain = stacked(r.replace(deals=1), hands, dealer=2)
+    plain.apply("6C")
+    assert plain.result().order == ((0,), (1, 2))
+    tb = stacked(r.replace(deals=1, match_tiebreak="fewest_cards_last_deal"), hands, dealer=2)
+    tb.apply("6C")
+    assert tb.result().order == ((0,), (1,), (2,))
+
+
+@pytest.mark.parametrize("mode", ["extra_deal", "showdown"])
+def test_sv34_extra_deal_and_showdown(mode: str) -> None:  # SV-34
+    scoring = "penalty_points" if mode == "showdown" else "chips"
+    r = rules(
+        "sevens",
+        opening="any_seven",
+        scoring=scoring,
+        card_penalty="none",
+        match_tiebreak=mode,
+        deals=1,
+    )
+    match = stacked(r, END_HANDS, dealer=2)
+    match.apply("6C")  # nothing is scored: all three tie
+    assert not match.is_over()
+    assert match.deal_index() == 1
+    play_random(match, random.Random(34), check=False)
+    deals = match.deal_results()
+    assert len(deals) == 2
+    assert deals[1].detail["tiebreak"] == mode
+    assert deals[1].deltas == (0, 0, 0)
+    result = match.result()
+    assert result.totals == (0, 0, 0)
+    assert result.winners == (deals[1].winner,)
+    assert result.order == deals[1].order
