@@ -396,7 +396,9 @@ class BotSession:
         for request in reversed(keep):  # LPUSH reverses: the oldest ends up first
             turn = dict(request.turn)
             turn["first_sent_ms"] = request.sent_ms
-            turn["expires_ms"] = max(float(turn.get("expires_ms", 0)), request.deadline_ms)
+            # After the send, nobody waits past the answer deadline: a copy still in the
+            # inbox then is dropped rather than sent to a bot whose decision already timed out.
+            turn["expires_ms"] = request.deadline_ms
             entries.append(json.dumps(turn, separators=(",", ":")))
         try:
             await self.redis.lpush(self.inbox, *entries)

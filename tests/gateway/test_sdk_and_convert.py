@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -242,3 +243,47 @@ def test_bot_commands(redis_url: str, capsys: pytest.CaptureFixture[str]) -> Non
     assert arena(["bot", "list", "--redis-url", redis_url]) == 0
     assert "revoked" in capsys.readouterr().out
     assert arena(["bot", "revoke", "nobody", "--redis-url", redis_url]) == 1
+
+
+@pytest.mark.parametrize("game_name", ["sevens", "sedma"])
+def test_real_engine_observations_round_trip(game_name: str) -> None:
+    """Every observation the engines produce in random play survives dict -> proto -> dict,
+    and the proto never holds a card of another seat's hand."""
+    import random
+
+    from referee.games.registry import get_game
+
+    game = get_game(game_name)
+    checked = 0
+    for preset_name in sorted(game.presets()):
+        rules = game.preset(preset_name)
+        for num_players in game.player_counts(rules):
+            rng = random.Random(f"{preset_name}/{num_players}")
+            match = game.new_match(rules, num_players, seed=rng.randrange(2**32))
+            steps = 0
+            while not match.is_over() and steps < 30:
+                seat = match.to_act()
+                observation = match.observation(seat)
+                proto = convert.observation_to_proto(observation)
+                assert sdk.observation_to_dict(proto) == json.loads(json.dumps(observation))
+                others = {
+                    card
+                    for other in range(num_players)
+                    if other != seat
+                    for card in match.observation(other)["hand"]
+                }
+                private = others - _public_cards(observation)
+                assert not private & set(CARD_TOKENS.findall(str(proto)))
+                match.apply(rng.choice(match.legal_actions()))
+                steps += 1
+                checked += 1
+    assert checked > 0
+
+
+CARD_TOKENS = re.compile(r"(?<![0-9A-Za-z])[2-9TJQKA][CDHS](?![0-9A-Za-z])")
+
+
+def _public_cards(observation: dict[str, Any]) -> set[str]:
+    """Cards any seat may know: on the table, in the trick, in history, in marriages."""
+    text = json.dumps({k: v for k, v in observation.items() if k not in ("hand",)}, sort_keys=True)
+    return set(CARD_TOKENS.findall(text))
