@@ -1,0 +1,203 @@
+"""The ``Match`` / ``Game`` interface of the Sevens engine: observations, checks,
+serialization, determinism, and the rules object (presets, validator, round trips)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from referee.games.base import PASS, DealSpec, Game, Match, Source
+from referee.games.errors import InvalidRulesError, MatchStateError
+from referee.games.registry import get_game
+from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules, preset
+from tests.sevens.helpers import CARD_RE, play_random, rules, stacked
+
+OBS_FIELDS = {
+    "game", "preset", "rules", "seat", "num_players", "deal_index", "num_deals", "dealer",
+    "to_act", "hand", "hand_sizes", "totals", "unit", "history", "table", "pot", "passes",
+    "free_passes_left", "eliminated", "skip_next",
+}  # fmt: skip
+
+
+def test_the_registry_offers_sevens_as_a_game() -> None:
+    game: Game = get_game("sevens")
+    assert game is GAME and game.name == "sevens"
+    match: Match = game.new_match(game.preset("sevens"), 4, 1)
+    assert match.game == "sevens" and match.rules is PRESETS["sevens"]
+
+
+def test_ten_presets_round_trip_and_are_named() -> None:
+    assert list(PRESETS) == [
+        "sevens", "parliament", "fan-tan", "fan-tan-pt", "fan-tan-pips", "sjuan",
+        "shichi-narabe", "domino", "cinquillo", "fwend",
+    ]  # fmt: skip
+    for name, r in PRESETS.items():
+        assert r.name == name
+        assert SevensRules.from_dict(r.to_dict()) == r
+        assert GAME.rules_from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    assert PRESETS["parliament"].replace(name="sevens") == PRESETS["sevens"]
+    with pytest.raises(InvalidRulesError, match="use one of sevens, parliament"):
+        preset("euchre")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"colour": "red"}, "unknown sevens option"),
+        ({"ante": True}, "ante must be int"),
+        ({"ante": -1}, "0 or more"),
+        ({"deck": "tarot78"}, "use one of french52"),
+        ({"deck": "german32"}, "set ace='high'"),
+        ({"starter_rank": "2", "deck": "german32", "ace": "high"}, "not a rank of deck"),
+        ({"ante": 1}, "set scoring='chips'"),
+        ({"card_penalty": "pips"}, "needs scoring="),
+        ({"scoring": "penalty_points", "ante": 1}, "set ante=0"),
+        ({"starters": "placed_from_hands"}, "set opening='any_seven'"),
+        ({"scoring": "chips", "illegal_pass_penalty": "chips"}, "illegal_pass_chips above 0"),
+        ({"scoring": "chips", "until_broke": True}, "starting_chips above 0"),
+        ({"match_tiebreak": "showdown"}, "set scoring='penalty_points'"),
+    ],
+)
+def test_the_validator_says_what_to_set(data: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidRulesError, match=message):
+        SevensRules.from_dict(data)
+
+
+def test_observation_fields_and_privacy() -> None:
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 5)
+    rng = random.Random(5)
+    for _ in range(30):
+        match.apply(rng.choice(match.legal_actions()))
+    hands = [set(match.observation(s)["hand"]) for s in range(4)]
+    for seat in range(4):
+        obs = match.observation(seat)
+        assert set(obs) == OBS_FIELDS
+        assert obs["seat"] == seat and obs["game"] == "sevens" and obs["preset"] == "fan-tan"
+        assert obs["unit"] == "chips" and obs["to_act"] == match.to_act()
+        assert list(obs["table"]) == ["C", "D", "H", "S"]
+        assert json.loads(json.dumps(obs)) == obs
+        shown = set(CARD_RE.findall(json.dumps(obs)))
+        public = {c for row in obs["table"].values() for c in row}
+        for other in range(4):
+            if other != seat:
+                assert not (shown & hands[other]) - public
+        assert "seed" not in json.dumps(obs)
+
+
+def test_a_refused_card_is_not_shown_in_the_history() -> None:
+    match = stacked(rules("sevens", opening="any_seven"), ["6C 3C 8S JS", "5C 2C", "4C AC"])
+    assert match.to_act() == 1  # dealer 0
+    match.apply("6C")  # seat 0's card: refused as not held
+    history = match.observation(2)["history"]
+    refused = [h for h in history if h["kind"] == "invalid_action"]
+    assert refused and "action" not in refused[0]
+
+
+def test_check_gives_the_reason_in_words() -> None:
+    match = GAME.new_match(PRESETS["sevens"], 4, 21)
+    seat = match.to_act()
+    hand = match.observation(seat)["hand"]
+    other = next(c for c in hand if c != "7D")
+    assert match.check("7D") is None
+    assert match.check(other) == f"{other} is not playable: 7D must be played first (SV-13, SV-14)"
+    assert "is not an action" in (match.check("seven") or "")
+    assert match.check("7d") is None  # case-insensitive card text is accepted
+    match.apply("7d")
+    assert match.events()[-1].action == "7D"
+
+
+def test_fallback_action_is_deterministic_and_legal() -> None:
+    match = GAME.new_match(PRESETS["shichi-narabe"], 5, 2)
+    while not match.is_over():
+        action = match.fallback_action()
+        assert action == match.legal_actions()[0]
+        assert match.check(action) is None
+        match.apply(action, Source.AUTOPILOT)
+    assert all(e.source in (Source.AUTOPILOT, Source.FORCED, Source.BOT) for e in match.events())
+
+
+def test_errors_after_the_end_and_before_the_result() -> None:
+    match = stacked(rules("sevens", opening="any_seven").replace(deals=1), ["6C", "5C", "4C"])
+    with pytest.raises(MatchStateError, match="not over"):
+        match.result()
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    for call in (match.to_act, match.legal_actions, match.apply_timeout):
+        with pytest.raises(MatchStateError, match="over"):
+            call()
+    with pytest.raises(MatchStateError, match="over"):
+        match.apply("4C")
+    assert match.observation(0)["to_act"] == -1
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_json_round_trip_mid_match_and_at_the_end(name: str) -> None:
+    match = GAME.new_match(PRESETS[name], 5, 17)
+    rng = random.Random(17)
+    steps = 0
+    while not match.is_over():
+        if steps % 40 == 0:
+            again = GAME.match_from_json(match.to_json())
+            assert again == match and again.to_json() == match.to_json()
+            assert again.legal_actions() == match.legal_actions()
+            assert again.observation(1) == match.observation(1)
+        roll = rng.random()
+        if roll < 0.03:
+            match.apply_timeout()
+        elif roll < 0.06:
+            match.apply("ZZ")
+        else:
+            match.apply(rng.choice(match.legal_actions()))
+        steps += 1
+    data = json.loads(match.to_json())
+    assert {"rules", "seed", "initial_hands", "actions", "events"} <= set(data)
+    assert GAME.match_from_json(match.to_json()).result() == match.result()
+
+
+def test_a_tampered_record_is_refused() -> None:
+    match = GAME.new_match(PRESETS["sevens"], 4, 3)
+    play_random(match, random.Random(3), check=False)
+    data = json.loads(match.to_json())
+    data["events"][5]["seat"] = (data["events"][5].get("seat", 0) + 1) % 4
+    with pytest.raises(MatchStateError, match="does not replay"):
+        SevensMatch.from_dict(data)
+    data = json.loads(match.to_json())
+    data["actions"][0][0] = (data["actions"][0][0] + 1) % 4
+    with pytest.raises(MatchStateError, match="does not replay"):
+        SevensMatch.from_dict(data)
+
+
+def test_same_seed_same_match_other_seed_other_deal() -> None:
+    a = GAME.new_match(PRESETS["fan-tan"], 4, 99)
+    b = GAME.new_match(PRESETS["fan-tan"], 4, 99)
+    play_random(a, random.Random(1), check=False)
+    play_random(b, random.Random(1), check=False)
+    assert a.to_json() == b.to_json()
+    c = GAME.new_match(PRESETS["fan-tan"], 4, 100)
+    assert c.initial_hands()[0] != a.initial_hands()[0]
+
+
+def test_duplicate_deals_rotate_the_same_hands() -> None:
+    specs = [DealSpec(5, rotation=r, dealer=r) for r in range(4)]
+    match = GAME.new_match(PRESETS["sevens"], 4, 0, specs)
+    play_random(match, random.Random(0), check=False)
+    hands = match.initial_hands()
+    for r in range(4):
+        assert [hands[r][(i + r) % 4] for i in range(4)] == hands[0]
+    starts = [e.detail["dealer"] for e in match.events() if e.kind == "deal_start"]
+    assert starts == [0, 1, 2, 3]
+
+
+def test_rules_as_a_dict_are_accepted_and_bad_types_refused() -> None:
+    match = GAME.new_match(PRESETS["sevens"].to_dict(), 3, 1)  # type: ignore[arg-type]
+    assert match.rules == PRESETS["sevens"]
+    with pytest.raises(InvalidRulesError, match="needs SevensRules"):
+        GAME.new_match(42, 3, 1)  # type: ignore[arg-type]
+
+
+def test_pass_is_listed_last_only_when_legal() -> None:
+    match = GAME.new_match(PRESETS["shichi-narabe"], 4, 6)
+    legal = match.legal_actions()
+    assert legal[-1] == PASS and PASS not in legal[:-1]
