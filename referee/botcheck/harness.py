@@ -182,14 +182,17 @@ class ScratchPlatform:
             self._referee.stop()
             raise HarnessError(f"the scratch referee did not start on {self.server}:\n{tail}")
 
-    def stop_referee(self) -> None:
+    def stop_referee(self, *, crash: bool = False) -> None:
         if self._referee is not None:
+            if crash:
+                self._referee.proc.kill()
             self._referee.stop()
             self._referee = None
 
     def restart_referee(self) -> None:
-        """Stop the referee (every bot stream closes) and start a new one on the same port."""
-        self.stop_referee()
+        """Kill the referee (every bot stream breaks at once, as in a crash) and start a new
+        one on the same port: the bot must notice and connect again."""
+        self.stop_referee(crash=True)
         self.start_referee()
 
     # -- the bot ----------------------------------------------------------------------------

@@ -59,6 +59,7 @@ class CheckContext:
     )
     clock: ClockInfo = field(default_factory=lambda: ClockInfo(**RELAXED_CLOCK))
     seen: list[dict[str, Any]] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)  # run only scenarios whose name has one
 
     def collect(self) -> bool:
         """Take in the bridge's new incidents; True when one of them fails the scenario."""
@@ -317,6 +318,9 @@ def run_all(ctx: CheckContext, report: Report) -> Report:
     steps.append(("stale request and retry", lambda: check_stale(ctx, main_game)))
     steps.append(("clock near its limit", lambda: check_clock(ctx, main_game)))
     steps.append(("reconnect", lambda: check_reconnect(ctx, main_game)))
+    if ctx.only:
+        wanted = [word.lower() for word in ctx.only]
+        steps = [(label, step) for label, step in steps if any(w in label for w in wanted)]
     ctx.take_incidents()  # forget whatever happened before the first scenario
     for label, step in steps:
         try:

@@ -34,6 +34,10 @@ def _games(args: argparse.Namespace) -> list[str]:
     return [g for g in (args.games or "").split(",") if g]
 
 
+def _only(args: argparse.Namespace) -> list[str]:
+    return [word.strip() for word in (args.only or "").split(",") if word.strip()]
+
+
 def bridge(args: argparse.Namespace) -> int:
     from sample_bots.bridge import BridgeOptions, run_bridge
 
@@ -104,6 +108,7 @@ def _check_connected(args: argparse.Namespace, games: list[str]) -> int:
                     "the checker does not control this referee; `arena bot check -- COMMAND` "
                     "restarts its own"
                 ),
+                only=_only(args),
             )
             run_all(ctx, report)
         report.print(sys.stdout)
@@ -151,6 +156,7 @@ def _check_command(args: argparse.Namespace, command: list[str], games: list[str
                     incidents=platform.incidents,
                     restart_referee=platform.restart_referee,
                     reconnect_timeout_s=args.reconnect_timeout,
+                    only=_only(args),
                 )
                 run_all(ctx, report)
     except HarnessError as exc:
@@ -208,6 +214,12 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--connect-timeout", type=float, default=CONNECT_TIMEOUT_S, help="seconds to connect"
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only the scenarios whose name contains one of these words, comma separated "
+        "(e.g. deal,clock)",
     )
     parser.add_argument(
         "--reconnect-timeout",

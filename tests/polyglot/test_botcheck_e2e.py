@@ -1,0 +1,183 @@
+"""`arena bot check` end to end: its own embedded Redis, referee process and bridge process,
+against a correct bot and deliberately broken ones (each failure must be reported)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from referee import bots
+from referee.botcheck.harness import ScratchPlatform
+from referee.cli.main import main as arena_main
+from sample_bots.first_legal import FirstLegalBot
+from tests.polyglot.helpers import BROKEN_DIR, STDIO_DIR, node_ready
+
+pytestmark = pytest.mark.slow
+
+
+def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, str]]:
+    """Run `arena bot check ARGS`; the exit code and each scenario's report line."""
+    code = arena_main(["bot", "check", *args])
+    out = capsys.readouterr().out
+    lines: dict[str, str] = {}
+    current = ""
+    for line in out.splitlines():
+        stripped = line.strip()
+        for status in ("pass ", "FAIL ", "skip "):
+            if stripped.startswith(status):
+                current = stripped[len(status) :].strip()
+                lines[current] = line
+                break
+        else:
+            if current and line.startswith(" "):
+                lines[current] += "\n" + line
+    assert ("PASSED" if code == 0 else "FAILED") in out, out
+    lines["(header)"] = out.splitlines()[0]
+    return code, lines
+
+
+def line_of(lines: dict[str, str], prefix: str) -> str:
+    found = [text for name, text in lines.items() if name.startswith(prefix)]
+    assert found, f"no scenario line starting {prefix!r} in {list(lines)}"
+    return found[0]
+
+
+def test_the_sh_example_bot_passes_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = check(capsys, "--", "sh", str(STDIO_DIR / "firstlegal.sh"))
+    assert code == 0
+    for name, text in lines.items():
+        assert name == "(header)" or text.strip().startswith("pass"), text
+    # the scenarios the brief asks for all ran
+    for prefix in (
+        "connected",
+        "sedma: plays a deal",
+        "sevens: plays a deal",
+        "sevens: forced pass",  # SV-18: no playable card, the only action is pass
+        "sevens: multi-card turn",
+        "stale request",
+        "clock near its limit",
+        "reconnect after the referee restarts",
+    ):
+        line_of(lines, prefix)
+
+
+def test_a_bot_that_always_passes_is_caught(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = check(
+        capsys,
+        "--games",
+        "sevens",
+        "--only",
+        "deal,pass",
+        "--",
+        "sh",
+        str(BROKEN_DIR / "always_pass.sh"),
+    )
+    assert code == 1
+    deal = line_of(lines, "sevens: plays a deal")
+    assert "FAIL" in deal and "answered 'pass', which is not legal here" in deal
+    assert "legal actions were 7D" in deal  # SV-6: the opening seat must lead the 7D
+    assert line_of(lines, "sevens: forced pass").strip().startswith("pass")
+
+
+def test_a_program_that_crashes_on_sedma_is_caught(capsys: pytest.CaptureFixture[str]) -> None:
+    crasher = str(BROKEN_DIR / "crash_on_sedma.py")
+    code, lines = check(capsys, "--only", "deal", "--", sys.executable, crasher)
+    assert code == 1
+    sedma = line_of(lines, "sedma: plays a deal")
+    assert "FAIL" in sedma
+    assert "exited with code 4" in sedma and "no idea how to play sedma" in sedma
+    assert line_of(lines, "sevens: plays a deal").strip().startswith("pass")
+
+
+def test_a_program_too_slow_for_a_tight_clock_is_caught(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    slow = str(BROKEN_DIR / "slow_when_short.py")
+    code, lines = check(
+        capsys, "--games", "sedma", "--only", "deal,clock", "--", sys.executable, slow
+    )
+    assert code == 1
+    failed = [name for name, text in lines.items() if text.strip().startswith("FAIL")]
+    assert len(failed) == 1 and failed[0].startswith("clock near its limit"), lines
+    assert line_of(lines, "sedma: plays a deal").strip().startswith("pass")
+    assert "no answer within" in lines[failed[0]]
+
+
+def test_a_program_writing_garbage_is_caught(capsys: pytest.CaptureFixture[str]) -> None:
+    garbage = str(BROKEN_DIR / "garbage.py")
+    code, lines = check(capsys, "--games", "sedma", "--only", "deal", "--", sys.executable, garbage)
+    assert code == 1
+    assert "not valid JSON" in line_of(lines, "sedma: plays a deal")
+
+
+def test_node_bot_passes_and_a_non_reconnecting_one_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bot_js = str(node_ready() / "bot.js")
+    code, lines = check(capsys, "--grpc", "--", "node", bot_js)
+    assert code == 0, lines
+    code, lines = check(
+        capsys,
+        "--grpc",
+        "--games",
+        "sedma",
+        "--only",
+        "reconnect",
+        "--reconnect-timeout",
+        "4",
+        "--",
+        "node",
+        bot_js,
+        "--max-retries",
+        "0",
+    )
+    assert code == 1
+    reconnect = line_of(lines, "reconnect after the referee restarts")
+    assert "FAIL" in reconnect and "did not reconnect within 4 s" in reconnect
+
+
+@pytest.fixture
+def connected_sdk_bot() -> Iterator[tuple[ScratchPlatform, str]]:
+    """A scratch referee with a Python SDK bot connected (its token), for --server mode."""
+    platform = ScratchPlatform([sys.executable, "-c", "import time; time.sleep(120)"], grpc=True)
+    with platform:
+        assert platform.client is not None
+        token = bots.register(platform.client, "sdk-bot")
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=FirstLegalBot().run,
+            args=(platform.server, token),
+            kwargs={"stop": stop},
+            daemon=True,
+        )
+        thread.start()
+        try:
+            yield platform, token
+        finally:
+            stop.set()
+            thread.join(10)
+
+
+def test_check_of_a_bot_already_connected(
+    connected_sdk_bot: tuple[ScratchPlatform, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform, token = connected_sdk_bot
+    args = ["--server", platform.server, "--token", token, "--redis-url", platform.redis_url]
+    code, lines = check(capsys, *args)
+    assert code == 0, lines
+    assert lines["(header)"] == "bot check of 'sdk-bot'"
+    reconnect = line_of(lines, "reconnect after the referee restarts")
+    assert reconnect.strip().startswith("skip") and "does not control this referee" in reconnect
+
+
+def test_check_refuses_an_unknown_token(
+    connected_sdk_bot: tuple[ScratchPlatform, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform, _token = connected_sdk_bot
+    args = ["--server", platform.server, "--token", "nope", "--redis-url", platform.redis_url]
+    code = arena_main(["bot", "check", *args])
+    assert code == 1
+    assert "unknown or revoked bot token" in capsys.readouterr().err
