@@ -97,10 +97,11 @@ async def _measure(
             for seq in range(per_stream):
                 turn = turn_message(name, f"bench-{name}", seq)
                 start = mailbox.now_ms()
-                await worker.rpush(keys.inbox(name), mailbox.encode(turn))  # type: ignore[misc]
-                await worker.blpop([turn["reply_key"]], timeout=10)  # type: ignore[misc]
-                item = await worker.blpop([turn["reply_key"]], timeout=10)  # type: ignore[misc]
+                await worker.rpush(keys.inbox(name), mailbox.encode(turn))
+                await worker.blpop([turn["reply_key"]], timeout=10)
+                item = await worker.blpop([turn["reply_key"]], timeout=10)
                 end = mailbox.now_ms()
+                assert item is not None, "no answer within 10 s"
                 answer = mailbox.decode_reply(item[1])
                 assert answer["type"] == "answer"
                 overheads.append(end - start - answer["think_ms"])
