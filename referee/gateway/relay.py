@@ -136,6 +136,7 @@ class HubConfig:
     max_streams_per_bot: int = 4
     max_concurrency: int = 64
     keepalive_time_ms: int = 30_000
+    housekeeping_s: float = HOUSEKEEPING_S
 
 
 class Hub:
@@ -660,7 +661,7 @@ class BotSession:
     # --- housekeeping ------------------------------------------------------------------
     async def _housekeeping(self) -> None:
         while True:
-            await asyncio.sleep(HOUSEKEEPING_S)
+            await asyncio.sleep(self.hub.config.housekeeping_s)
             now = mailbox.now_ms()
             for key, request in list(self.open.items()):
                 if request.deadline_ms < now:

@@ -37,7 +37,13 @@ from grpc_reflection.v1alpha import reflection
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee.gateway.auth import BotAuthInterceptor
 from referee.gateway.league import LeagueCore, make_league_servicer
-from referee.gateway.relay import POP_WAIT_S, BotGatewayServicer, Hub, HubConfig
+from referee.gateway.relay import (
+    HOUSEKEEPING_S,
+    POP_WAIT_S,
+    BotGatewayServicer,
+    Hub,
+    HubConfig,
+)
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +94,7 @@ class RefereeConfig:
     max_concurrency: int = 64
     max_message_bytes: int = MAX_MESSAGE_BYTES
     drain_grace_s: float = 5.0
+    housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
     hooks: bool = True  # run referee.web / referee.seasons.driver when present
 
     def resolved_referee_id(self) -> str:
@@ -124,6 +131,7 @@ class RefereeServer:
                 referee_id=self.referee_id,
                 max_streams_per_bot=config.max_streams_per_bot,
                 max_concurrency=config.max_concurrency,
+                housekeeping_s=config.housekeeping_s,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
             self.pop_redis,

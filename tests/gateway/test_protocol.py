@@ -175,3 +175,20 @@ def test_concurrency_is_capped_and_ping_answered(redis_url: str, redis_client: r
             await bot.close()
 
     _run(scenario())
+
+
+def test_revoking_a_connected_bot_ends_its_stream(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, housekeeping_s=0.1) as ref:
+            bot = RawBot(ref.port, token)
+            await bot.connect()
+            bots.revoke(redis_client, "alice")
+            assert await bot.status() == grpc.StatusCode.UNAUTHENTICATED
+            assert "revoked" in await bot.call.details()
+            await bot.close()
+
+    _run(scenario())
