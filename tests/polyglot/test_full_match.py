@@ -1,0 +1,261 @@
+"""Full matches with bots in other languages: a real referee process, real worker processes,
+the Node.js bot, and stdio programs (POSIX sh, Perl, a flaky Python script) behind
+`arena bridge`, playing Sevens and Sedma against Python SDK bots."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from referee import bots
+from referee.embedded_redis import EmbeddedRedis
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from sample_bots.first_legal import FirstLegalBot
+from tests.polyglot.helpers import BROKEN_DIR, STDIO_DIR, node_ready
+from workers import queue
+from workers.spec import MatchSpec, TimeControl
+
+pytestmark = pytest.mark.slow
+
+CLI = [sys.executable, "-m", "referee.cli.main"]
+
+
+@dataclass
+class Platform:
+    url: str
+    server: str
+    conn: redis.Redis
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def platform(embedded_redis: EmbeddedRedis) -> Iterator[Platform]:
+    url = embedded_redis.url
+    conn = redis.Redis.from_url(url, decode_responses=True)
+    conn.flushall()
+    referee = subprocess.Popen(
+        [*CLI, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    workers = subprocess.Popen(
+        [*CLI, "worker", "-n", "2", "--redis-url", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert referee.stdout is not None
+        port = None
+        for raw in iter(referee.stdout.readline, b""):
+            found = re.search(rb"referee listening on 127\.0\.0\.1:(\d+)", raw)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port, "the referee did not start"
+        threading.Thread(target=referee.stdout.read, daemon=True).start()  # drain
+        yield Platform(url, f"127.0.0.1:{port}", conn)
+    finally:
+        _stop(workers)
+        _stop(referee)
+        conn.close()
+
+
+@contextlib.contextmanager
+def python_bots(platform: Platform, names: Sequence[str]) -> Iterator[None]:
+    """First-legal SDK bots in threads, stopped afterwards."""
+    stops, threads = [], []
+    for name in names:
+        token = bots.register(platform.conn, name)
+        bot = FirstLegalBot()
+        bot.name = name
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=bot.run, args=(platform.server, token), kwargs={"stop": stop}, daemon=True
+        )
+        thread.start()
+        stops.append(stop)
+        threads.append(thread)
+    try:
+        yield
+    finally:
+        for stop in stops:
+            stop.set()
+        for thread in threads:
+            thread.join(10)
+
+
+@contextlib.contextmanager
+def process_bot(argv: Sequence[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A bot process (Node, or `arena bridge`), its output in ``log``; stopped afterwards."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            _stop(proc)
+
+
+def bridge_argv(platform: Platform, name: str, report: Path, *command: str) -> list[str]:
+    token = bots.register(platform.conn, name)
+    return [
+        *CLI,
+        "bridge",
+        "--server",
+        platform.server,
+        "--token",
+        token,
+        "--report-file",
+        str(report),
+        "--",
+        *command,
+    ]
+
+
+def spec(match_id: str, game: str, preset: str, seats: list[str], **kw: Any) -> MatchSpec:
+    return MatchSpec(
+        match_id=match_id,
+        game=game,
+        rules=get_game(game).preset(preset).to_dict(),
+        seats=tuple(seats),
+        seed=kw.pop("seed", 5),
+        deals=(DealSpec(seed=kw.pop("deal_seed", 1234)),),
+        season="polyglot",
+        **kw,
+    )
+
+
+def play(platform: Platform, *specs: MatchSpec, timeout: float = 90.0) -> list[dict[str, Any]]:
+    """Enqueue the matches, wait for every one to be committed, return the results."""
+    for match in specs:
+        assert queue.enqueue_match(platform.conn, match)
+    deadline = time.monotonic() + timeout
+    pending = {m.match_id for m in specs}
+    while pending and time.monotonic() < deadline:
+        for match_id in list(pending):
+            state = queue.match_status(platform.conn, match_id)
+            assert state.get("state") != "failed", state
+            if state.get("state") == "done":
+                pending.discard(match_id)
+        time.sleep(0.1)
+    assert not pending, {m: queue.match_status(platform.conn, m) for m in pending}
+    results = []
+    for match in specs:
+        result = queue.get_result(platform.conn, match.match_id)
+        assert result is not None
+        results.append(dict(result))
+    return results
+
+
+def assert_clean_play(result: dict[str, Any], bot: str) -> None:
+    """Every seat of ``bot`` decided by itself, legally and in time."""
+    seats = [s for s in result["stats"] if s["bot"] == bot]
+    assert seats, f"{bot} did not sit at {result['match_id']}"
+    for stats in seats:
+        assert stats["decisions"] > 0, stats
+        assert stats["timeouts"] == 0, stats
+        assert stats["invalid_actions"] == 0, stats
+        assert stats["illegal_passes"] == 0, stats  # SV-18: never passes while able to play
+        assert not stats["autopilot"], stats
+
+
+def test_node_bot_plays_sevens_and_sedma_against_python_bots(
+    platform: Platform, tmp_path: Path
+) -> None:
+    node_dir = node_ready()
+    token = bots.register(platform.conn, "node-js")
+    argv = ["node", str(node_dir / "bot.js"), "--server", platform.server, "--token", token]
+    with process_bot(argv, tmp_path / "node.log"), python_bots(platform, ["py-a", "py-b", "py-c"]):
+        sevens, sedma = play(
+            platform,
+            spec("poly-node-sevens", "sevens", "sevens", ["node-js", "py-a", "py-b", "py-c"]),
+            # SD-1: partners opposite; one bot may hold both seats of a partnership
+            spec("poly-node-sedma", "sedma", "sedma", ["node-js", "py-a", "node-js", "py-a"]),
+        )
+    assert_clean_play(sevens, "node-js")
+    assert_clean_play(sedma, "node-js")
+    if sevens["result"]["unit"] == "chips":
+        assert sum(sevens["result"]["totals"]) == 0  # SV-31: chips only change hands
+    assert sevens["result"]["winners"] and sedma["result"]["winners"]
+    log = (tmp_path / "node.log").read_text()
+    assert "connected as node-js" in log
+
+
+def test_sh_and_perl_programs_play_through_the_bridge(platform: Platform, tmp_path: Path) -> None:
+    sh = bridge_argv(
+        platform, "stdio-sh", tmp_path / "sh.jsonl", "sh", str(STDIO_DIR / "firstlegal.sh")
+    )
+    perl = bridge_argv(
+        platform, "stdio-perl", tmp_path / "perl.jsonl", "perl", str(STDIO_DIR / "smart.pl")
+    )
+    with (
+        process_bot(sh, tmp_path / "sh.log"),
+        process_bot(perl, tmp_path / "perl.log"),
+        python_bots(platform, ["py-d", "py-e"]),
+    ):
+        sevens, sedma = play(
+            platform,
+            spec(
+                "poly-stdio-sevens", "sevens", "sevens", ["stdio-sh", "stdio-perl", "py-d", "py-e"]
+            ),
+            spec("poly-stdio-sedma", "sedma", "sedma", ["stdio-sh", "stdio-perl"] * 2),
+        )
+    for result in (sevens, sedma):
+        assert_clean_play(result, "stdio-sh")
+        assert_clean_play(result, "stdio-perl")
+    # the bridge never had to step in for these programs
+    assert not (tmp_path / "sh.jsonl").exists()
+    assert not (tmp_path / "perl.jsonl").exists()
+
+
+def test_bridge_answers_for_a_program_that_crashes_or_is_too_slow(
+    platform: Platform, tmp_path: Path
+) -> None:
+    report = tmp_path / "flaky.jsonl"
+    flaky = bridge_argv(
+        platform, "stdio-flaky", report, sys.executable, str(BROKEN_DIR / "flaky.py")
+    )
+    time_control = TimeControl(move_ms=600, bank_ms=0, grace_ms=100)
+    with process_bot(flaky, tmp_path / "flaky.log"), python_bots(platform, ["py-f", "py-g"]):
+        (result,) = play(
+            platform,
+            spec(
+                "poly-flaky",
+                "sevens",
+                "sevens",
+                ["stdio-flaky", "py-f", "py-g"],
+                time_control=time_control,
+            ),
+        )
+    # The program crashed once and overslept once; the bridge answered both decisions
+    # itself within the clock, so the referee saw neither a timeout nor an invalid action.
+    assert_clean_play(result, "stdio-flaky")
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    rescues = [e for e in events if e["event"] == "rescue"]
+    assert {e["problem"] for e in rescues} >= {"exited", "timeout"}, events
+    assert any(e["event"] == "exited" and e["exit_code"] == 5 for e in events)
+    log = (tmp_path / "flaky.log").read_text()
+    assert "(first legal action) for it" in log
+    assert "[bot] flaky: crashing on purpose" in log
