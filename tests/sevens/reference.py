@@ -95,73 +95,83 @@ def card_penalty(rules: SevensRules, cards: Sequence[Card]) -> int:
     return 0
 
 
+CARDS: dict[tuple[Suit, Rank], Card] = {(s, r): Card(s, r) for s in SUITS for r in Rank}
+
+
 class Table:
     """The layout: for each suit, the set of ranks lying on the table."""
 
     def __init__(self, rules: SevensRules) -> None:
         self.order = row_order(rules)
         self.starter = Rank.parse(rules.starter_rank)
+        self.start = self.order.index(self.starter)
         self.eights_before_sixes = rules.eights_before_sixes
         self.ranks: dict[Suit, set[Rank]] = {suit: set() for suit in SUITS}
+        self.cached: dict[Card, list[int]] | None = None
 
     def copy(self) -> Table:
         other = Table.__new__(Table)
         other.order = self.order
         other.starter = self.starter
+        other.start = self.start
         other.eights_before_sixes = self.eights_before_sixes
         other.ranks = {suit: set(ranks) for suit, ranks in self.ranks.items()}
+        other.cached = None
         return other
 
     def place(self, card: Card) -> None:
         assert card.rank not in self.ranks[card.suit], f"{card} is already on the table"
         self.ranks[card.suit].add(card.rank)
+        self.cached = None
 
     def is_open(self, suit: Suit) -> bool:
         return self.starter in self.ranks[suit]
 
-    def _end(self, suit: Suit, step: int) -> int | None:
-        """Position of the next playable rank above (step 1) or below (step -1) the
-        starter's contiguous block, skipping cards already on the table (SV-23, D-30)."""
-        position = self.order.index(self.starter)
+    def end(self, suit: Suit, step: int) -> Card | None:
+        """The first card above (step 1) or below (step -1) the starter's block that is
+        not on the table: the block skips over cards already there (SV-23, D-30)."""
+        position = self.start
         while 0 <= position < len(self.order) and self.order[position] in self.ranks[suit]:
             position += step
         if 0 <= position < len(self.order):
-            return position
+            return CARDS[suit, self.order[position]]
         return None
 
-    def playable(self, card: Card) -> bool:
-        """SV-8 (with SV-12 / D-31 and the SV-23 skipping of D-30)."""
-        suit = card.suit
-        if card.rank not in self.order or card.rank in self.ranks[suit]:
-            return False
-        if not self.is_open(suit):
-            return card.rank == self.starter  # (a) opens the row
-        position = self.order.index(card.rank)
-        if position == self._end(suit, 1):
-            return True  # (b) one above the top
-        if position == self._end(suit, -1):  # (c) one below the bottom
-            start = self.order.index(self.starter)
-            if self.eights_before_sixes and position == start - 1 and start + 1 < len(self.order):
-                return self.order[start + 1] in self.ranks[suit]
-            return True
-        return False
-
     def next_in_direction(self, suit: Suit, step: int) -> Card | None:
-        """The playable card of ``suit`` at the end in direction ``step``, if any."""
+        """The card that may be played next at one end of an open row (SV-8 b, c)."""
         if not self.is_open(suit):
             return None
-        position = self._end(suit, step)
-        if position is None:
+        card = self.end(suit, step)
+        if card is None:
             return None
-        card = Card(suit, self.order[position])
-        return card if self.playable(card) else None
+        if step == -1 and self.eights_before_sixes and self.order.index(card.rank) == self.start - 1:
+            # SV-12, D-31: the card above the starter before the card below it.
+            if self.start + 1 < len(self.order) and self.order[self.start + 1] not in self.ranks[suit]:
+                return None
+        return card
+
+    def playable_cards(self) -> dict[Card, list[int]]:
+        """Every card that may be played now, with the directions a run from it may take."""
+        if self.cached is not None:
+            return self.cached
+        out: dict[Card, list[int]] = {}
+        for suit in SUITS:
+            if not self.is_open(suit):
+                out[CARDS[suit, self.starter]] = [1, -1]  # SV-8 (a): opens the row
+                continue
+            for step in (1, -1):
+                card = self.next_in_direction(suit, step)
+                if card is not None:
+                    out[card] = [step]
+        self.cached = out
+        return out
 
     def as_texts(self) -> dict[str, list[str]]:
         """The table as in observations: per suit letter, its cards in row order."""
         out: dict[str, list[str]] = {}
         for suit in SUITS:
             out[suit.letter] = [
-                str(Card(suit, rank)) for rank in self.order if rank in self.ranks[suit]
+                str(CARDS[suit, rank]) for rank in self.order if rank in self.ranks[suit]
             ]
         return out
 
@@ -210,6 +220,13 @@ class RefDeal:
         self.winner: int | None = None
         self.end = ""
         self.penalties: list[PenaltyRecord] = []
+        self.plays_cache: dict[int, list[str]] = {}  # per seat; emptied by every table move
+
+    def to_table(self, seat: int, card: Card) -> None:
+        """Move ``card`` from ``seat``'s hand to its place on the table."""
+        self.seats[seat].hand.remove(card)
+        self.table.place(card)
+        self.plays_cache.clear()
 
 
 class RefMatch:
@@ -244,6 +261,12 @@ class RefMatch:
             self.planned = rules.deals or 100  # D-8
         else:
             self.planned = rules.deals or num_players  # D-8: one deal per player
+        starter = Rank.parse(rules.starter_rank)
+        self.opening: Card | None = None  # SV-13, SV-14, SV-16 (SV-15: any starter)
+        if rules.opening in ("seven_of_diamonds", "left_of_dealer_diamond"):
+            self.opening = Card(Suit.DIAMONDS, starter)
+        elif rules.opening == "seven_of_hearts":
+            self.opening = Card(Suit.HEARTS, starter)
         self.tiebreak: str | None = None  # set while an extra deal is played (D-60)
         self.tied: list[int] = []
         self.final: MatchResult | None = None
@@ -327,36 +350,30 @@ class RefMatch:
 
     def opening_card(self) -> Card | None:
         """The card that must open the deal, while it is not on the table (D-20)."""
-        starter = Rank.parse(self.rules.starter_rank)
-        opening = self.rules.opening
-        if opening in ("seven_of_diamonds", "left_of_dealer_diamond"):
-            card = Card(Suit.DIAMONDS, starter)
-        elif opening == "seven_of_hearts":
-            card = Card(Suit.HEARTS, starter)
-        else:
+        card = self.opening
+        if card is None or self.deal.table.is_open(card.suit):
             return None
-        return None if self.deal.table.is_open(card.suit) else card
+        return card
 
     def plays(self, seat: int) -> list[str]:
         """Every card or run ``seat`` may play now (SV-8, SV-11, D-20, D-32)."""
+        cached = self.deal.plays_cache.get(seat)
+        if cached is None:
+            cached = self.deal.plays_cache[seat] = self._find_plays(seat)
+        return cached
+
+    def _find_plays(self, seat: int) -> list[str]:
         hand = self.deal.seats[seat].hand
         table = self.deal.table
         must_open = self.opening_card()
         found: list[str] = []
-        for card in sorted(hand):
-            if not table.playable(card):
-                continue
-            if must_open is not None and card != must_open:
+        for card, directions in table.playable_cards().items():
+            if card not in hand or (must_open is not None and card != must_open):
                 continue
             found.append(str(card))
             if not self.rules.multi_card_turn:
                 continue
-            if not table.is_open(card.suit):
-                directions = [1, -1]  # a run from a starter may go up or down
-            else:
-                position = table.order.index(card.rank)
-                directions = [1] if position == table._end(card.suit, 1) else [-1]
-            for step in directions:
+            for step in directions:  # D-32: a run goes one way; from a starter either way
                 scratch = table.copy()
                 scratch.place(card)
                 run = [card]
@@ -436,8 +453,7 @@ class RefMatch:
     def _play(self, seat: int, cards: list[Card], source: str) -> None:
         state = self.deal.seats[seat]
         for card in cards:
-            state.hand.remove(card)
-            self.deal.table.place(card)
+            self.deal.to_table(seat, card)
         self._emit(
             EventKind.PLAY,
             seat,
@@ -506,9 +522,8 @@ class RefMatch:
         state.eliminated = True
         state.skip_next = False
         state.cards_at_elimination = sorted(state.hand)
-        for card in sorted(state.hand):
-            self.deal.table.place(card)  # SV-23: the cards go to their positions
-        state.hand = set()
+        for card in state.cards_at_elimination:
+            self.deal.to_table(seat, card)  # SV-23: the cards go to their positions
         active = [s for s in range(self.n) if not self.deal.seats[s].eliminated]
         if len(active) == 1:
             self.deal.winner = active[0]  # D-42
@@ -607,8 +622,7 @@ class RefMatch:
             for suit in SUITS:
                 card = Card(suit, starter)
                 holder = next(s for s in range(n) if card in deal.seats[s].hand)
-                deal.seats[holder].hand.remove(card)
-                deal.table.place(card)
+                deal.to_table(holder, card)
                 self._emit(
                     EventKind.PLAY,
                     holder,

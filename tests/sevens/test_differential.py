@@ -201,22 +201,32 @@ def _check(what: str, got: Any, want: Any, context: str) -> None:
         raise Mismatch(f"{context}: {what} differs\n engine:    {got!r}\n reference: {want!r}")
 
 
+_DECK_TEXTS: dict[str, list[str]] = {}
+
+
+def _outside_texts(rules: SevensRules) -> list[str]:
+    """Cards a seat may name that it does not hold: the deck plus a few not in it."""
+    if rules.deck not in _DECK_TEXTS:
+        texts = sorted(str(c) for c in deck_cards(rules))
+        _DECK_TEXTS[rules.deck] = texts + [t for t in ("2C", "AS", "8H", "3D") if t not in texts]
+    return _DECK_TEXTS[rules.deck]
+
+
 def _choose(rng: random.Random, ref: RefMatch, legal: Sequence[str]) -> str | None:
     """The next input: mostly a legal action, sometimes one of the refused kinds.
 
     ``None`` stands for a timeout.
     """
-    seat = ref.to_act()
-    hand = ref.hand(seat)
     roll = rng.random()
+    if roll >= 0.12:
+        return rng.choice(legal)
     if roll < 0.03:
         return None
     if roll < 0.07:
         return PASS  # an illegal pass when the seat can play and has no free pass
+    hand = ref.hand(ref.to_act())
     if roll < 0.09:
-        outside = sorted(str(c) for c in deck_cards(ref.rules)) + ["2C", "AS", "8H", "3D"]
-        not_held = [text for text in outside if text not in hand]
-        return rng.choice(not_held)
+        return rng.choice([text for text in _outside_texts(ref.rules) if text not in hand])
     if roll < 0.11:
         not_legal = [text for text in hand if text not in legal]
         if len(hand) >= 2 and rng.random() < 0.3:
@@ -224,9 +234,7 @@ def _choose(rng: random.Random, ref: RefMatch, legal: Sequence[str]) -> str | No
             not_legal.append(f"{first}+{second}")  # a run that is not a run (or not allowed)
         if not_legal:
             return rng.choice(not_legal)
-    if roll < 0.12:
-        return rng.choice(GARBAGE)
-    return rng.choice(list(legal))
+    return rng.choice(GARBAGE)
 
 
 def _play_match(
@@ -247,15 +255,13 @@ def _play_match(
         num_deals=len(specs) if specs is not None else None,
         dealers=[spec.dealer for spec in specs] if specs is not None else None,
     )
-    _check("events at start", [_project(e) for e in match.events()], [
-        _project(e) for e in ref.events()
-    ], context)
     inputs: list[str | None] = []
     try:
         _drive(rng, match, ref, inputs, returned_short, context)
     except Mismatch as error:
         trail = "\n".join(
-            f"  {_project(a)}    |    {_project(b)}" for a, b in _zip_long(match.events(), ref.events())
+            f"  {_project(a)}    |    {_project(b)}"
+            for a, b in _zip_long(match.events(), ref.events())
         )
         raise Mismatch(f"{error}\n inputs: {inputs}\n events (engine | reference):\n{trail}") from None
     return match, ref
@@ -276,39 +282,53 @@ def _drive(
     returned_short: list[str],
     context: str,
 ) -> None:
+    """Play ``match`` and ``ref`` side by side to the end, comparing at every step."""
+    seen = len(ref.events())
+    _check("events at start", [_project(e) for e in match.events()], [
+        _project(e) for e in ref.events()
+    ], context)
     step = 0
     while not ref.is_over():
-        where = f"{context} deal {ref.deal.index} step {step}"
-        _check("match over", match.is_over(), False, where)
+        if match.is_over():
+            raise Mismatch(f"{context} step {step}: the engine's match is over, the reference's not")
         seat = ref.to_act()
-        _check("seat to act", match.to_act(), seat, where)
         legal = ref.legal_actions()
-        _check("legal actions", match.legal_actions(), legal, where)
-        if step % 4 == 0:
+        if match.to_act() != seat or match.legal_actions() != legal:
+            where = f"{context} deal {ref.deal.index} step {step}"
+            _check("seat to act", match.to_act(), seat, where)
+            _check("legal actions", match.legal_actions(), legal, where)
+        if step % 8 == 0:
+            where = f"{context} deal {ref.deal.index} step {step}"
             obs = match.observation(seat)
             _check("observation", _observed(obs), ref.observation_facts(), where)
             _check("own hand", list(obs["hand"]), ref.hand(seat), where)
         choice = _choose(rng, ref, legal)
         inputs.append(choice)
-        before = len(match.events())
         if choice is None:
             got = match.apply_timeout()
             want = ref.apply_timeout()
         else:
-            _check(f"check({choice!r}) is None", match.check(choice) is None, choice in legal, where)
+            if (match.check(choice) is None) != (choice in legal):
+                where = f"{context} deal {ref.deal.index} step {step}"
+                _check(f"check({choice!r}) is None", match.check(choice) is None, False, where)
             got = match.apply(choice)
             want = ref.apply(choice)
-        logged = [_project(e) for e in match.events()[before:]]
-        _check(f"events after {choice!r}", logged, [_project(e) for e in want], where)
-        returned = [_project(e) for e in got]
-        if returned != logged and len(returned_short) < 5:
+        log = match.events()
+        logged = [_project(e) for e in log[seen:]]
+        seen = len(log)
+        expected = [_project(e) for e in want]
+        if logged != expected:
+            where = f"{context} deal {ref.deal.index} step {step}"
+            _check(f"events after {choice!r}", logged, expected, where)
+        if len(got) != len(logged) or [_project(e) for e in got] != logged:
             # Base contract: apply() returns the new events. Collected, asserted at the end.
-            returned_short.append(f"{where}: apply({choice!r}) returned {returned}, logged {logged}")
+            if len(returned_short) < 5:
+                returned = [_project(e) for e in got]
+                where = f"{context} deal {ref.deal.index} step {step}"
+                returned_short.append(f"{where}: {choice!r} returned {returned}, logged {logged}")
         step += 1
     _check("match over", match.is_over(), True, context)
-    _check("all events", [_project(e) for e in match.events()], [
-        _project(e) for e in ref.events()
-    ], context)
+    _check("event count", len(match.events()), len(ref.events()), context)
     _check(
         "deal results",
         [_deal_result(r) for r in match.deal_results()],
