@@ -17,6 +17,7 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 import redis.asyncio
+from redis.exceptions import RedisError
 
 from referee import bots
 from referee.errors import AuthError
@@ -71,6 +72,9 @@ class BotAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             name = await bots.authenticate_async(self._redis, token)
         except AuthError as exc:
             log.info("refused bot stream: %s", exc)
+            return _abort_handler(exc)
+        except RedisError as exc:
+            log.warning("could not check a bot token: %s", exc)
             return _abort_handler(exc)
         handler = await continuation(handler_call_details)
         if handler is None or handler.stream_stream is None:

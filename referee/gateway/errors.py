@@ -9,7 +9,7 @@ Hierarchy (beside ``referee.errors``)::
         ├── MalformedMessage            INVALID_ARGUMENT
         ├── ProtocolError               FAILED_PRECONDITION (order, version)
         ├── TooManyStreams              RESOURCE_EXHAUSTED (ALREADY_EXISTS when the limit is 1)
-        └── Draining                    UNAVAILABLE
+        └── Draining                    UNAVAILABLE (so is redis.RedisError: storage down)
 """
 
 from __future__ import annotations

@@ -703,17 +703,17 @@ class BotGatewayServicer:
             )
             return
         session = BotSession(self.hub, bot, context, context.peer())
-        error: ArenaError | None = None
+        error: Exception | None = None
         try:
             await session.run(request_iterator)
         except asyncio.CancelledError:
             self.hub.close_later(session)  # the bot went away (PITFALLS 5): clean up, re-raise
             raise
-        except ArenaError as exc:
+        except (ArenaError, RedisError) as exc:
             error = exc
         except Exception as exc:
             log.exception("stream of %s failed", bot)
-            error = ArenaError(f"internal error: {exc!r}")
+            error = exc
         await asyncio.shield(session.close())
         if error is not None:
             log.info("ended stream of %s: %s", bot, error)

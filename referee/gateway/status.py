@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 import grpc  # type: ignore[import-untyped]
+from redis.exceptions import RedisError
 
 from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
 from referee.gateway.errors import (
@@ -30,7 +31,7 @@ def status_of(exc: BaseException) -> grpc.StatusCode:
         if exc.limit <= 1:
             return grpc.StatusCode.ALREADY_EXISTS
         return grpc.StatusCode.RESOURCE_EXHAUSTED
-    if isinstance(exc, Draining):
+    if isinstance(exc, Draining | RedisError):
         return grpc.StatusCode.UNAVAILABLE
     if isinstance(exc, NotFoundError):
         return grpc.StatusCode.NOT_FOUND
@@ -42,6 +43,11 @@ def status_of(exc: BaseException) -> grpc.StatusCode:
 async def abort(context: grpc.aio.ServicerContext[object, object], exc: BaseException) -> NoReturn:
     """End the call with the status ``exc`` maps to and its message."""
     code = status_of(exc)
-    message = str(exc) if code != grpc.StatusCode.INTERNAL else f"internal error: {exc!r}"
+    if isinstance(exc, RedisError):
+        message = f"the platform's storage is unavailable ({exc}); try again shortly"
+    elif code == grpc.StatusCode.INTERNAL:
+        message = f"internal error: {exc!r}"
+    else:
+        message = str(exc)
     await context.abort(code, message)
     raise AssertionError("unreachable: context.abort raises")  # pragma: no cover

@@ -192,3 +192,27 @@ def test_revoking_a_connected_bot_ends_its_stream(
             await bot.close()
 
     _run(scenario())
+
+
+def test_every_error_maps_to_its_status() -> None:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
+    from referee.gateway import errors, status
+
+    expected = {
+        errors.ActingForAnotherBot("x"): grpc.StatusCode.PERMISSION_DENIED,
+        AuthError("x"): grpc.StatusCode.UNAUTHENTICATED,
+        errors.MalformedMessage("x"): grpc.StatusCode.INVALID_ARGUMENT,
+        ConfigError("x"): grpc.StatusCode.INVALID_ARGUMENT,
+        errors.ProtocolError("x"): grpc.StatusCode.FAILED_PRECONDITION,
+        errors.TooManyStreams("x", limit=4): grpc.StatusCode.RESOURCE_EXHAUSTED,
+        errors.TooManyStreams("x", limit=1): grpc.StatusCode.ALREADY_EXISTS,
+        errors.Draining("x"): grpc.StatusCode.UNAVAILABLE,
+        RedisConnectionError("x"): grpc.StatusCode.UNAVAILABLE,
+        NotFoundError("x"): grpc.StatusCode.NOT_FOUND,
+        ConflictError("x"): grpc.StatusCode.ALREADY_EXISTS,
+        RuntimeError("x"): grpc.StatusCode.INTERNAL,
+    }
+    for exc, code in expected.items():
+        assert status.status_of(exc) == code, exc
