@@ -117,8 +117,14 @@ function log(message) {
 
 function run(opts) {
   const Gateway = loadGateway(opts.protoDir);
+  // Keepalive as the Python SDK sets it, within what the referee accepts (docs/PROTOCOL.md).
   const client = new Gateway(opts.server, grpc.credentials.createInsecure(), {
-    'grpc.max_receive_message_length': 1 << 20,
+    'grpc.keepalive_time_ms': 30000,
+    'grpc.keepalive_timeout_ms': 10000,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.max_pings_without_data': 0,
+    'grpc.max_receive_message_length': 64 * 1024,
+    'grpc.max_send_message_length': 64 * 1024,
   });
   let retries = 0;
   let stopping = false;
