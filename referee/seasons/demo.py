@@ -84,7 +84,7 @@ def run_demo(
         platform.start_workers(processes=1, per_process=2)
         platform.register_bots([n for n, _ in DEMO_BOTS])
         for i, (name, kind) in enumerate(DEMO_BOTS):
-            platform.start_bot(name, kind, seed=i + 1 if kind != "first-legal" else None)
+            platform.start_bot(name, kind, seed=i + 1)
         platform.wait_bots_connected()
         console.print(
             "6 SDK bots connected over gRPC: " + ", ".join(f"{n} ({k})" for n, k in DEMO_BOTS)

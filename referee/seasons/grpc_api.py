@@ -25,6 +25,39 @@ from referee.seasons.model import SeasonSpec
 T = TypeVar("T")
 Context = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
 
+MAX_PAYLOAD = 56_000
+"""The referee caps every message it sends at 64 KiB (bot traffic, DESIGN 5); records and
+replays longer than this are shortened, saying so and where the whole one is."""
+
+
+def fit_record(record: Mapping[str, Any]) -> str:
+    """The record as JSON; without its bulkiest parts (steps, engine log, events) when it
+    would not fit in one message, with ``"truncated"`` naming what was left out."""
+    text = json.dumps(record, separators=(",", ":"))
+    if len(text) <= MAX_PAYLOAD:
+        return text
+    slim = dict(record)
+    dropped: list[str] = []
+    for key in ("engine", "steps", "events"):
+        if key in slim:
+            slim.pop(key)
+            dropped.append(key)
+            text = json.dumps({**slim, "truncated": dropped}, separators=(",", ":"))
+            if len(text) <= MAX_PAYLOAD:
+                return text
+    note = {"match_id": record.get("match_id"), "truncated": ["everything"]}
+    return json.dumps(note)
+
+
+def fit_text(text: str, match_id: str) -> str:
+    if len(text.encode()) <= MAX_PAYLOAD:
+        return text
+    cut = text.encode()[: MAX_PAYLOAD - 200].decode(errors="ignore")
+    return (
+        cut
+        + f"\n… (replay shortened to fit one message: `arena replay {match_id}` prints it all)\n"
+    )
+
 
 def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
     """A season hash as a ``SeasonInfo`` message."""
@@ -245,7 +278,7 @@ class SeasonsServicerMixin:
             record = get_record(conn, request.match_id)
             return league_pb2.MatchRecord(
                 summary=match_summary(status, get_result(conn, request.match_id)),
-                record_json=json.dumps(record) if record is not None else "",
+                record_json=fit_record(record) if record is not None else "",
             )
 
         return await self._run(context, get)
@@ -261,7 +294,7 @@ class SeasonsServicerMixin:
                     f"match {request.match_id!r} has no committed record (unknown, or not "
                     "finished yet)"
                 )
-            return render_replay(record)
+            return fit_text(render_replay(record), request.match_id)
 
         text = await self._run(context, get)
         return league_pb2.Replay(match_id=request.match_id, text=text)

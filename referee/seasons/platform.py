@@ -28,6 +28,15 @@ BOT_MODULES = {
     "random": ["-m", "sample_bots.random_bot"],
     "first-legal": ["-m", "sample_bots.first_legal"],
     "hold-sevens": ["-m", "referee.seasons.policy_bot", "--policy", "hold-sevens"],
+    # deterministic per turn: the same match is played the same way on every run
+    "det-random": ["-m", "referee.seasons.policy_bot", "--policy", "random", "--per-turn-seed"],
+    "det-hold-sevens": [
+        "-m",
+        "referee.seasons.policy_bot",
+        "--policy",
+        "hold-sevens",
+        "--per-turn-seed",
+    ],
 }
 
 
@@ -152,7 +161,7 @@ class Platform:
     def start_bot(self, name: str, kind: str, seed: int | None = None) -> None:
         argv = [*BOT_MODULES[kind], "--server", f"127.0.0.1:{self.port}"]
         argv += ["--token", self.tokens[name], "--name", name, "--log-level", "WARNING"]
-        if seed is not None:
+        if seed is not None and kind != "first-legal":  # the only one without randomness
             argv += ["--seed", str(seed)]
         self.bots[name] = self._spawn(f"bot-{name}", argv)
 

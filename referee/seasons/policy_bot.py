@@ -2,14 +2,18 @@
 
 ``python -m referee.seasons.policy_bot --policy hold-sevens --server HOST:PORT --token T``
 
-The demo seats it beside the SDK's own random and first-legal bots so that a season has a
-clearly stronger strategy to find. It sees only what any bot sees: the observation and the
-legal actions of its turn.
+The demo seats it beside the SDK's own random and first-legal bots. It sees only what any
+bot sees: the observation and the legal actions of its turn. With ``--per-turn-seed`` its
+random choices are seeded from ``(seed, match index, seq)`` (the match index is the
+``m0007`` part of a season's match id), so it plays a match the same way however many
+matches it plays at once, however often the match is retried, and in two seasons of one
+seed (the end-to-end tests compare a disturbed season with an undisturbed one).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import sys
 import threading
@@ -22,13 +26,22 @@ from sample_bots.sdk import Bot, Turn, main
 class PolicyBot(Bot):
     version = "1.0"
 
-    def __init__(self, policy_name: str, seed: int | None = None) -> None:
+    def __init__(
+        self, policy_name: str, seed: int | None = None, per_turn_seed: bool = False
+    ) -> None:
         self.name = policy_name
         self._policy: Policy = POLICIES[policy_name]
+        self._seed = seed
+        self._per_turn = per_turn_seed
         self._rng = random.Random(seed)
         self._lock = threading.Lock()  # choose runs in a thread pool
 
     def choose(self, turn: Turn) -> str:
+        if self._per_turn:
+            index = turn.match_id.rsplit("-", 1)[-1]
+            text = f"{self._seed}:{index}:{turn.seq}".encode()
+            rng = random.Random(int.from_bytes(hashlib.sha256(text).digest()[:8], "big"))
+            return self._policy(turn.observation, turn.legal_actions, rng)
         with self._lock:
             return self._policy(turn.observation, turn.legal_actions, self._rng)
 
@@ -37,8 +50,9 @@ def run(argv: Sequence[str] | None = None) -> None:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--policy", default="hold-sevens", choices=sorted(POLICIES))
     pre.add_argument("--seed", type=int, default=None)
+    pre.add_argument("--per-turn-seed", action="store_true")
     known, rest = pre.parse_known_args(argv)
-    main(PolicyBot(known.policy, known.seed), rest)
+    main(PolicyBot(known.policy, known.seed, known.per_turn_seed), rest)
 
 
 if __name__ == "__main__":
