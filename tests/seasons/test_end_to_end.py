@@ -105,7 +105,7 @@ def kill_a_busy_worker(conn: redis.Redis, season: str) -> None:
         for match_id, state in store.match_states(conn, season).items():
             if state != "running":
                 continue
-            worker = conn.hget(keys.match_state(match_id), "worker") or ""
+            worker = str(conn.hget(keys.match_state(match_id), "worker") or "")
             pool_pid = worker.rsplit("-", 2)[-2] if worker.count("-") >= 2 else ""
             children = Path(f"/proc/{pool_pid}/task/{pool_pid}/children")
             if pool_pid.isdigit() and children.exists():
