@@ -18,7 +18,7 @@ Metrics (see ``docs/metrics.md`` for the full table):
   ``_match_points``), ``_penalties{kind}``, ``_openskill_mu``/``_sigma``/``_ordinal``;
 * seasons: ``arena_season_info{season,game,kind=state}``, ``arena_season_matches{kind}``,
   ``arena_season_matches_scheduled``, ``arena_season_progress_ratio``;
-* operations: ``arena_match_states{kind}``, ``arena_bots_registered``,
+* operations: ``arena_match_states{kind}``, ``arena_matches_running``, ``arena_bots_registered``,
   ``arena_bots_connected``, ``arena_bot_streams{bot}``, ``arena_workers_alive``,
   ``arena_queue_jobs{kind}``, ``arena_redis_up``, ``arena_collector_duration_seconds``,
   and every counter and histogram the workers wrote (``arena_decisions_total``,
@@ -54,6 +54,9 @@ QUEUE_NAME = "arena"
 
 WORKER_STALE_S = 60.0
 """A worker whose last heartbeat is older than this is not counted as alive."""
+
+FINAL_SEASON_STATES = frozenset({"finished", "cancelled"})
+"""Season states after which nothing changes (``referee.seasons.store``)."""
 
 _METRIC_NAME = re.compile(r"^arena_[a-z0-9_]+$")
 
@@ -190,7 +193,7 @@ class ArenaCollector(Collector):
         zero_counters: dict[str, set[tuple[tuple[str, str], ...]]] = {}
         for season_id, info in seasons.items():
             self._season_metrics(fam, season_id, info, zero_counters)
-        self._all_match_metrics(fam)
+        self._all_match_metrics(fam, seasons)
         self._bot_metrics(fam)
         self._worker_metrics(fam)
         self._queue_metrics(fam)
@@ -199,7 +202,13 @@ class ArenaCollector(Collector):
         yield from self._histograms()
 
     def _seasons(self) -> dict[str, dict[str, Any]]:
-        """``{season id: {"hash": {...}, "standings": {...} | None, "matches": {...}}}``."""
+        """``{season id: {"hash": {...}, "standings": {...} | None, "match_counts": {...}}}``.
+
+        Match states of a season in progress come from its ``season_matches`` hash (the
+        workers update it in the same transaction as the match's own state hash); a
+        finished or cancelled season's come from its counters, so old seasons cost two reads
+        per scrape however many matches they had.
+        """
         ids = [_text(s) for s in self._conn.zrange(keys.SEASONS, 0, -1)]
         if not ids:
             return {}
@@ -207,11 +216,10 @@ class ArenaCollector(Collector):
         for season_id in ids:
             pipe.hgetall(keys.season(season_id))
             pipe.get(keys.season_standings(season_id))
-            pipe.hgetall(keys.season_matches(season_id))
         replies = pipe.execute()
         out: dict[str, dict[str, Any]] = {}
         for i, season_id in enumerate(ids):
-            raw_hash, raw_standings, raw_matches = replies[3 * i : 3 * i + 3]
+            raw_hash, raw_standings = replies[2 * i : 2 * i + 2]
             standings: dict[str, Any] | None = None
             if raw_standings:
                 try:
@@ -222,22 +230,23 @@ class ArenaCollector(Collector):
             out[season_id] = {
                 "hash": {_text(k): _text(v) for k, v in (raw_hash or {}).items()},
                 "standings": standings,
-                "matches": {_text(k): _text(v) for k, v in (raw_matches or {}).items()},
+                "match_counts": {},
             }
-        return out
-
-    def _match_states(self, season_matches: Mapping[str, str]) -> dict[str, int]:
-        """Count a season's matches by state: the worker's match state hash wins, then the
-        season's own record of the match, then ``scheduled``."""
-        ids = list(season_matches)
+        live = [s for s in ids if out[s]["hash"].get("state") not in FINAL_SEASON_STATES]
         pipe = self._conn.pipeline(transaction=False)
-        for match_id in ids:
-            pipe.hget(keys.match_state(match_id), "state")
-        counts: dict[str, int] = {}
-        for match_id, state in zip(ids, pipe.execute(), strict=True):
-            name = _text(state) if state else (season_matches[match_id] or "scheduled")
-            counts[name] = counts.get(name, 0) + 1
-        return counts
+        for season_id in live:
+            pipe.hvals(keys.season_matches(season_id))
+        for season_id, states in zip(live, pipe.execute() if live else [], strict=True):
+            counts: dict[str, int] = {}
+            for raw in states:
+                state = _text(raw) or "scheduled"
+                counts[state] = counts.get(state, 0) + 1
+            out[season_id]["match_counts"] = counts
+        for season_id in ids:
+            info = out[season_id]
+            if info["hash"].get("state") in FINAL_SEASON_STATES:
+                info["match_counts"] = _final_counts(info["hash"])
+        return out
 
     def _season_metrics(
         self,
@@ -262,8 +271,8 @@ class ArenaCollector(Collector):
         if standings is not None:
             total = total if total is not None else _number(standings.get("matches_total"))
             done = done if done is not None else _number(standings.get("matches_done"))
-        if total is None and info["matches"]:
-            total = float(len(info["matches"]))
+        if total is None and info["match_counts"]:
+            total = float(sum(info["match_counts"].values()))
         if total is not None:
             fam.gauge(
                 "arena_season_matches_scheduled",
@@ -278,20 +287,12 @@ class ArenaCollector(Collector):
                     labels,
                     min(1.0, done / total),
                 )
-        if info["matches"]:
-            for match_state, count in sorted(self._match_states(info["matches"]).items()):
-                fam.gauge(
-                    "arena_season_matches",
-                    "The season's matches by state (kind): queued, running, done, failed...",
-                    {"season": season_id, "kind": match_state},
-                    float(count),
-                )
-        elif done is not None:
+        for match_state, count in sorted(info["match_counts"].items()):
             fam.gauge(
                 "arena_season_matches",
-                "The season's matches by state (kind): queued, running, done, failed...",
-                {"season": season_id, "kind": "done"},
-                done,
+                "The season's matches by state (kind): scheduled, queued, running, done...",
+                {"season": season_id, "kind": match_state},
+                float(count),
             )
         if game:
             for outcome in MATCH_OUTCOMES:
@@ -332,19 +333,25 @@ class ArenaCollector(Collector):
                     (("bot", bot), ("game", str(game)), ("season", season_id))
                 )
 
-    def _all_match_metrics(self, fam: _Families) -> None:
-        """Every match ever enqueued (seasons and one-off matches), by state."""
-        ids = [_text(m) for m in self._conn.zrange(keys.MATCHES_INDEX, 0, -1)]
-        if not ids:
-            return
-        counts = self._match_states(dict.fromkeys(ids, "unknown"))
+    def _all_match_metrics(self, fam: _Families, seasons: Mapping[str, Any]) -> None:
+        """Matches of every season by state, and every running match (one-off ones too)."""
+        counts: dict[str, int] = {}
+        for info in seasons.values():
+            for match_state, count in info["match_counts"].items():
+                counts[match_state] = counts.get(match_state, 0) + count
         for match_state, count in sorted(counts.items()):
             fam.gauge(
                 "arena_match_states",
-                "Matches known to the platform by state (kind): queued, running, done, failed.",
+                "Matches of every season by state (kind): scheduled, queued, running, done...",
                 {"kind": match_state},
                 float(count),
             )
+        fam.gauge(
+            "arena_matches_running",
+            "Matches a worker is running now (seasons and one-off matches).",
+            {},
+            float(self._conn.zcard(keys.MATCHES_RUNNING)),
+        )
 
     def _bot_metrics(self, fam: _Families) -> None:
         bots = sorted(_text(b) for b in self._conn.smembers(keys.BOTS))
@@ -415,7 +422,8 @@ class ArenaCollector(Collector):
     def _histograms(self) -> Iterator[Metric]:
         prefix = keys.metrics_histogram("")
         names = sorted(
-            _text(key)[len(prefix) :] for key in self._conn.scan_iter(match=prefix + "*")
+            _text(key)[len(prefix) :]
+            for key in self._conn.scan_iter(match=prefix + "*", count=1000)
         )
         for name in names:
             if not _METRIC_NAME.match(name):
@@ -424,6 +432,18 @@ class ArenaCollector(Collector):
             family = _histogram_family(name, metrics_store.read_histogram(self._conn, name))
             if family is not None:
                 yield family
+
+
+def _final_counts(season_hash: Mapping[str, str]) -> dict[str, int]:
+    """Match states of a finished or cancelled season, from its counters."""
+    total = int(_number(season_hash.get("matches_total")) or 0)
+    done = int(_number(season_hash.get("matches_done")) or 0)
+    failed = int(_number(season_hash.get("matches_failed")) or 0)
+    counts = {"done": done, "failed": failed}
+    rest = total - done - failed
+    if rest > 0:  # a cancelled season's matches that never ran
+        counts[season_hash.get("state") or "cancelled"] = rest
+    return counts
 
 
 def _counter_family(name: str, series: Mapping[tuple[tuple[str, str], ...], float]) -> Metric:

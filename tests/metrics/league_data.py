@@ -93,7 +93,8 @@ def write_season(
             {f"{season_id}-m{i}": "queued" for i in range(matches_done, matches_total)}
         )
     for match_id, match_state in match_states.items():
-        conn.hset(keys.season_matches(season_id), match_id, "scheduled")
+        # The workers write both in one transaction (workers/queue.py, workers/runner.py).
+        conn.hset(keys.season_matches(season_id), match_id, match_state)
         conn.hset(keys.match_state(match_id), mapping={"state": match_state, "attempt": 1})
         conn.zadd(keys.MATCHES_INDEX, {match_id: now_ms})
         if match_state == "done":

@@ -90,9 +90,28 @@ def test_season_progress_and_matches_by_state(conn: redis.Redis) -> None:
     assert value(text, "arena_season_matches", season="s1", kind="running") == 1.0
     assert value(text, "arena_season_matches", season="s1", kind="done") == 1.0
     assert value(text, "arena_match_states", kind="queued") == 1.0
-    # A match the workers have not touched yet falls back to the season's own state.
+    # Scheduled but not yet enqueued (the season driver hands out a window at a time).
     conn.hset(keys.season_matches("s1"), "m3", "scheduled")
-    assert value(scrape(conn), "arena_season_matches", season="s1", kind="scheduled") == 1.0
+    text = scrape(conn)
+    assert value(text, "arena_season_matches", season="s1", kind="scheduled") == 1.0
+    assert value(text, "arena_match_states", kind="scheduled") == 1.0
+    # Running matches come from the runners' heartbeat set (one-off matches too).
+    conn.zadd(keys.MATCHES_RUNNING, {"m1": 1, "adhoc": 1})
+    assert value(scrape(conn), "arena_matches_running") == 2.0
+
+
+def test_finished_seasons_count_matches_from_their_counters(conn: redis.Redis) -> None:
+    league_data.write_season(conn, "old", state="finished", matches_total=6, matches_done=5)
+    conn.hset(keys.season("old"), "matches_failed", 1)
+    league_data.write_season(conn, "gone", state="cancelled", matches_total=6, matches_done=2)
+    # The per-match hash is not read for final seasons (it may be large, it cannot change).
+    conn.hset(keys.season_matches("old"), "stray", "running")
+    text = scrape(conn)
+    assert value(text, "arena_season_matches", season="old", kind="done") == 5.0
+    assert value(text, "arena_season_matches", season="old", kind="failed") == 1.0
+    assert value(text, "arena_season_matches", season="gone", kind="cancelled") == 4.0
+    assert value(text, "arena_match_states", kind="done") == 7.0
+    assert "running" not in {s.labels.get("kind") for s in samples(text)}
 
 
 def test_operations_gauges(conn: redis.Redis) -> None:
