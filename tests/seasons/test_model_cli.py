@@ -47,7 +47,7 @@ def test_validation_against_the_engine() -> None:
         SeasonSpec.from_dict({**base, "deals_per_match": 4}).validate()
     with pytest.raises(ConfigError, match="fixed number of deals"):
         SeasonSpec.from_dict(base).validate()
-    with pytest.raises(ConfigError, match="unknown preset|preset"):
+    with pytest.raises(ConfigError, match="preset"):
         SeasonSpec.from_dict(
             {**base, "deals_per_match": 3, "preset": "nope"}
         ).validate_with_engine()
