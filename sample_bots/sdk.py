@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
 
 from arena.v1 import bot_pb2, bot_pb2_grpc
 
@@ -411,8 +411,18 @@ class Bot:
                     match_id=turn.match_id, attempt=turn.attempt, seq=turn.seq, action=action
                 )
             )
-            async with write_lock:
-                await call.write(message)
+            try:
+                async with write_lock:
+                    await call.write(message)
+            except (grpc.aio.AioRpcError, grpc.aio.UsageError) as exc:
+                # The stream ended while choose ran; the referee resends what we held.
+                log.info(
+                    "%s: could not send the answer to %s seq %d: %s",
+                    self.name,
+                    turn.match_id,
+                    turn.seq,
+                    exc,
+                )
 
         try:
             while True:

@@ -549,7 +549,7 @@ class BotSession:
     async def _rpush(self, key: str, value: str) -> None:
         for attempt in range(3):
             try:
-                pipe = self.redis.pipeline(transaction=True)
+                pipe = self.redis.pipeline(transaction=False)
                 pipe.rpush(key, value)
                 pipe.expire(key, mailbox.REPLY_TTL_S)
                 await pipe.execute()

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,52 @@ def test_watch_events_streams_the_feed(redis_url: str, redis_client: redis.Redis
             assert json.loads(event.data_json) == {"a": 1}
 
     _run(scenario())
+
+
+def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """referee.web.serve_http and referee.seasons.driver.run_driver are started (fakes here)."""
+    import types
+
+    from referee.gateway.server import RefereeConfig, RefereeServer
+
+    calls: list[tuple[Any, ...]] = []
+    web = types.ModuleType("referee.web")
+    driver = types.ModuleType("referee.seasons.driver")
+
+    async def serve_http(url: str, host: str, port: int, stop: asyncio.Event) -> None:
+        calls.append(("web", url, host, port))
+        await stop.wait()
+        calls.append(("web stopped",))
+
+    async def run_driver(url: str, stop: asyncio.Event) -> None:
+        calls.append(("driver", url))
+        raise RuntimeError("driver bug")
+
+    web.serve_http = serve_http  # type: ignore[attr-defined]
+    driver.run_driver = run_driver  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "referee.web", web)
+    monkeypatch.setitem(sys.modules, "referee.seasons.driver", driver)
+
+    async def scenario() -> None:
+        server = RefereeServer(
+            RefereeConfig(redis_url=redis_url, port=0, http_port=18080, drain_grace_s=0.1)
+        )
+        await server.start()
+        try:
+            await asyncio.sleep(0.2)
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                reply = await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service="")
+                )
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        finally:
+            await server.stop()
+
+    with caplog.at_level("ERROR"):
+        _run(scenario())
+    assert ("web", redis_url, "127.0.0.1", 18080) in calls
+    assert ("driver", redis_url) in calls
+    assert ("web stopped",) in calls
+    assert any("run_driver failed" in r.getMessage() for r in caplog.records)
