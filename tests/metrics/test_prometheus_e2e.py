@@ -219,7 +219,7 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
                 if not finite_values(result):
                     failures.append(f"{q.dashboard} / {q.panel} [{q.ref}]: {expr} -> {result}")
         assert not failures, "queries without data:\n" + "\n".join(failures)
-        assert checked >= 30
+        assert checked >= 40  # 48 at the time of writing: a lost panel shows up here
 
         # --- the standings page shows the season's bots and their Elo --------------------
         page = get(http_port, "/?season=e2e").text
