@@ -113,7 +113,16 @@ def _ask(
 
 
 def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The bridge incidents that fail a scenario, in words.
+
+    Left out: ``not_legal`` (the scenarios judge every answer themselves), and ``exited``
+    when a rescue quotes it already (the rescue names the exit code and the last stderr
+    line); an exit between questions, which no rescue mentions, is reported on its own.
+    """
     lines: list[str] = []
+    rescued_exits = sum(
+        1 for e in incidents if e.get("event") == "rescue" and e.get("problem") == "exited"
+    )
     for event in incidents:
         kind = event.get("event")
         if kind == "rescue":
@@ -123,8 +132,15 @@ def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
             )
         elif kind == "hung":
             lines.append(f"the program owed {event.get('owed')} answers and was restarted")
-    # Left out: "not_legal" (the scenarios judge every answer themselves) and "exited" (the
-    # rescue that follows quotes the exit code and the program's last stderr line).
+        elif kind == "exited":
+            if rescued_exits:
+                rescued_exits -= 1
+                continue
+            tail = event.get("stderr_tail") or []
+            last = f"; its last stderr line: {tail[-1]}" if tail else ""
+            lines.append(
+                f"the program exited with code {event.get('exit_code')} between questions{last}"
+            )
     if len(lines) > MAX_INCIDENT_LINES:
         more = len(lines) - MAX_INCIDENT_LINES + 1
         lines = [*lines[: MAX_INCIDENT_LINES - 1], f"... and {more} more like these"]
