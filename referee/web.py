@@ -190,15 +190,15 @@ a{color:#15c}.sel{font-weight:bold}
 """
 
 _STANDINGS_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("rank", "#", "{:.0f}"),
+    ("elo", "Elo", "{:.0f}"),
+    ("elo_interval", "95% interval", ""),  # elo_low - elo_high
+    ("live_elo", "live Elo", "{:.0f}"),
+    ("openskill_ordinal", "OpenSkill", "{:.1f}"),
+    ("score", "score", "{:+g}"),
     ("matches", "matches", "{:.0f}"),
     ("deals", "deals", "{:.0f}"),
     ("deals_won", "deals won", "{:.0f}"),
     ("avg_place", "avg place", "{:.2f}"),
-    ("score", "score", "{:+g}"),
-    ("elo", "Elo", "{:.0f}"),
-    ("live_elo", "live Elo", "{:.0f}"),
-    ("openskill_ordinal", "OpenSkill", "{:.1f}"),
     ("illegal_passes", "illegal passes", "{:.0f}"),
     ("invalid_actions", "invalid actions", "{:.0f}"),
     ("timeouts", "timeouts", "{:.0f}"),
@@ -214,6 +214,15 @@ def _fmt(value: Any, pattern: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return pattern.format(value)
     return "" if value is None else _esc(value)
+
+
+def _cell(row: Mapping[str, Any], key: str, pattern: str) -> str:
+    if key == "elo_interval":
+        low, high = row.get("elo_low"), row.get("elo_high")
+        if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+            return f"{low:.0f} &ndash; {high:.0f}"
+        return ""
+    return _fmt(row.get(key), pattern)
 
 
 def _progress(done: int, total: int) -> str:
@@ -272,34 +281,29 @@ def render_index(
             out.append('<p class="muted">No committed results yet.</p>')
         else:
             unit = str(standings.get("unit", "score"))
+            unit_title = unit.replace("_", " ")
             out.append(
                 f'<p class="muted">game {_esc(standings.get("game", ""))} &middot; score in '
-                f"{_esc(unit)} &middot; {standings.get('matches_done', 0)}/"
+                f"{_esc(unit_title)} &middot; {standings.get('matches_done', 0)}/"
                 f"{standings.get('matches_total', 0)} matches &middot; "
                 f'<a href="/api/standings/{_esc(selected)}">JSON</a></p>'
             )
             out.append("<table><tr><th>#</th><th>bot</th>")
             out.extend(
-                f"<th>{_esc(unit if key == 'score' else title)}</th>"
-                for key, title, _ in _STANDINGS_COLUMNS[1:]
+                f"<th>{_esc(unit_title if key == 'score' else title)}</th>"
+                for key, title, _ in _STANDINGS_COLUMNS
             )
-            out.append("<th>Elo 95% interval</th></tr>")
+            out.append("</tr>")
             for row in standings["rows"]:
                 if not isinstance(row, dict):
                     continue
                 out.append(f'<tr><td class="n">{_fmt(row.get("rank"), "{:.0f}")}</td>')
                 out.append(f"<td>{_esc(row.get('bot', ''))}</td>")
                 out.extend(
-                    f'<td class="n">{_fmt(row.get(key), pattern)}</td>'
-                    for key, _, pattern in _STANDINGS_COLUMNS[1:]
+                    f'<td class="n">{_cell(row, key, pattern)}</td>'
+                    for key, _, pattern in _STANDINGS_COLUMNS
                 )
-                low, high = row.get("elo_low"), row.get("elo_high")
-                interval = (
-                    f"{low:.0f} &ndash; {high:.0f}"
-                    if isinstance(low, (int, float)) and isinstance(high, (int, float))
-                    else ""
-                )
-                out.append(f'<td class="n">{interval}</td></tr>')
+                out.append("</tr>")
             out.append("</table>")
     out.append("<h2>Recent matches</h2>")
     if not matches:
