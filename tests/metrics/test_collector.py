@@ -256,3 +256,17 @@ def test_promtool_check_metrics_is_clean(conn: redis.Redis) -> None:
     assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), (
         done.stdout.decode() + done.stderr.decode()
     )
+
+
+def test_works_with_a_decoding_client_too(conn: redis.Redis, redis_client: redis.Redis) -> None:
+    league_data.write_league(conn)
+
+    def stable(text: str) -> set[tuple[str, str, float]]:
+        return {
+            (s.name, str(sorted(s.labels.items())), s.value)
+            for s in samples(text)
+            if s.name != "arena_collector_duration_seconds"
+        }
+
+    decoded, raw = stable(scrape(redis_client)), stable(scrape(conn))
+    assert decoded == raw and len(raw) > 100
