@@ -390,6 +390,9 @@ class ArenaWeb:
         selected = query.get("season") or (seasons[0]["season"] if seasons else None)
         if selected is not None and not _ID.match(selected):
             return _error(400, f"season id {selected!r} is not valid")
+        if selected is not None and not await self.conn.exists(keys.season(selected)):
+            known = ", ".join(s["season"] for s in seasons[:10]) or "none yet"
+            return _error(404, f"no season {selected!r}; seasons: {known}")
         standings = None
         if selected is not None:
             try:

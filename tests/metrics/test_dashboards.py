@@ -46,8 +46,13 @@ def test_no_import_only_inputs_anywhere() -> None:
 def test_every_panel_and_target_uses_the_fixed_datasource() -> None:
     for name, dashboard in load_dashboards().items():
         ids = set()
+        assert dashboard["schemaVersion"] >= 36 and "panels" in dashboard, name
         for p in panels(dashboard):
             where = f"{name}: panel {p.get('title')!r}"
+            assert p["type"] in {"timeseries", "stat", "table", "bargauge", "gauge"}, where
+            assert p["title"] and "defaults" in p["fieldConfig"], where
+            for step in p.get("transformations", []):
+                assert step["id"] in {"merge", "organize"}, where
             assert p["datasource"] == {"type": "prometheus", "uid": UID}, where
             assert p["id"] not in ids, where
             ids.add(p["id"])

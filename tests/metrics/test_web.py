@@ -85,6 +85,8 @@ def test_page_selects_a_season_and_escapes_names(port: int, redis_client: redis.
     page = get(port, "/?season=s2").text
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "y&amp;z" in page and "<b>x" not in page
     assert get(port, "/?season=%3Cscript%3E").status == 400
+    missing = get(port, "/?season=nope")
+    assert missing.status == 404 and "s2" in json.loads(missing.body)["error"]
 
 
 def test_empty_league_page(port: int) -> None:
