@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,9 @@ UNIT = "match_points"
 DRAW = "draw"
 """Engine-specific event kind: a seat drew a talon card (the card only in ``detail``)."""
 
+_CARDS: dict[str, Card] = {str(card): card for card in map(Card.from_index, range(52))}
+"""Every card by its canonical text (the fast path of ``apply``)."""
+
 MAX_ACTION_CHARS = 16
 """Longer action text is refused as malformed without parsing (and logged clipped)."""
 
@@ -50,14 +52,18 @@ def derive_seed(seed: int, *parts: object) -> int:
 def cut_for_dealer(seed: int, players: int) -> tuple[int, list[list[Any]]]:
     """SD-5: every seat draws a card, the lowest rank deals; tied seats draw again.
 
-    Returns the dealer and the draws as ``[seat, card]`` pairs in drawing order.
+    Draw ``j`` takes card ``derive_seed(seed, "cut", j) % len(rest)`` of the cards not yet
+    drawn (canonical order). Returns the dealer and the draws as ``[seat, card]`` pairs.
     """
     deck = deck_cards("german32")
-    random.Random(derive_seed(seed, "cut")).shuffle(deck)
     candidates = list(range(players))
     draws: list[list[Any]] = []
+    j = 0
     while len(candidates) > 1 and len(deck) >= len(candidates):
-        drawn = [(seat, deck.pop()) for seat in candidates]
+        drawn = []
+        for seat in candidates:
+            drawn.append((seat, deck.pop(derive_seed(seed, "cut", j) % len(deck))))
+            j += 1
         draws.extend([seat, str(card)] for seat, card in drawn)
         low = min(SEDMA_ORDER[card.rank] for _, card in drawn)
         candidates = [seat for seat, card in drawn if SEDMA_ORDER[card.rank] == low]
@@ -239,8 +245,20 @@ class SedmaMatch:
     def apply(self, action: str, source: str = Source.BOT) -> list[Event]:
         if self._over:
             raise MatchStateError(f"the match is over: cannot apply {action!r}")
-        text = action if isinstance(action, str) else ""
         start = len(self._events)
+        card = _CARDS.get(action) if type(action) is str else None
+        if card is not None:  # fast path: a held card in canonical form
+            hand = self._hand
+            seat = hand.to_act
+            if card in hand.hands[seat]:
+                self._log.append({"action": action} if source == Source.BOT else
+                                 {"action": action, "source": source})  # fmt: skip
+                self._events.append(Event(EventKind.PLAY, seat, self._deal, action, None, source))
+                trick = hand.play(card)
+                if trick is not None:
+                    self._after_trick(trick)
+                return self._events[start:]
+        text = action if isinstance(action, str) else ""
         entry: dict[str, Any] = {"action": text[: MAX_ACTION_CHARS + 1]}
         if source != Source.BOT:
             entry["source"] = source
