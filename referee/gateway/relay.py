@@ -137,6 +137,7 @@ class HubConfig:
     max_concurrency: int = 64
     keepalive_time_ms: int = 30_000
     housekeeping_s: float = HOUSEKEEPING_S
+    max_message_bytes: int = 64 * 1024
 
 
 class Hub:
@@ -443,6 +444,10 @@ class BotSession:
             except _StreamGone:
                 await self._give_back(raw)
                 break
+            except Exception:
+                log.exception("relaying to %s failed; ending its stream", self.bot)
+                self.request_stop(ArenaError("internal error in the relay: reconnect"))
+                break
 
     async def _give_back(self, raw: str) -> None:
         try:
@@ -512,6 +517,15 @@ class BotSession:
         if key in self.open:
             log.warning("request %s is already open on this stream; ignored the copy", key)
             return
+        if proto.ByteSize() > self.hub.config.max_message_bytes:
+            log.error(
+                "dropped request %s for %s: %d bytes is over the %d-byte message limit",
+                key,
+                self.bot,
+                proto.ByteSize(),
+                self.hub.config.max_message_bytes,
+            )
+            return
         original = json.loads(raw)
         original.pop("first_sent_ms", None)
         sent_ms = mailbox.now_ms() if first_sent is None else float(first_sent)
@@ -534,17 +548,19 @@ class BotSession:
         except Exception as exc:
             self._close_request(key)
             raise _StreamGone() from exc
-        if first_sent is None:
-            stamp: mailbox.SentStamp = {
-                "type": "sent",
-                "referee": self.hub.config.referee_id,
-                "sent_ms": write_ms,
-            }
-            request.sent_ms = write_ms
-            request.deadline_ms = _deadline(turn, write_ms)
-            self._arm_timer(request)
-            await self._rpush(reply_key, mailbox.encode(stamp))
-        request.stamped.set()
+        try:
+            if first_sent is None:
+                stamp: mailbox.SentStamp = {
+                    "type": "sent",
+                    "referee": self.hub.config.referee_id,
+                    "sent_ms": write_ms,
+                }
+                request.sent_ms = write_ms
+                request.deadline_ms = _deadline(turn, write_ms)
+                self._arm_timer(request)
+                await self._rpush(reply_key, mailbox.encode(stamp))
+        finally:
+            request.stamped.set()  # the answer may be pushed now (never wait forever)
 
     async def _rpush(self, key: str, value: str) -> None:
         for attempt in range(3):

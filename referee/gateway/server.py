@@ -132,6 +132,7 @@ class RefereeServer:
                 max_streams_per_bot=config.max_streams_per_bot,
                 max_concurrency=config.max_concurrency,
                 housekeeping_s=config.housekeeping_s,
+                max_message_bytes=config.max_message_bytes,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
             self.pop_redis,

@@ -391,3 +391,31 @@ def test_hundred_concurrent_streams(redis_url: str, redis_client: redis.Redis) -
 
     _run(scenario())
     assert leaks.checked == count * burst
+
+
+def test_malformed_and_oversized_inbox_entries_are_dropped(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Bad entries never reach the bot nor stop the relay; the next good request does."""
+    token = register(redis_client, "alice")
+    leaks = LeakChecker()
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            huge = leaks.turn("alice", "m1", 1)
+            huge["observation"]["history"] = [{"seat": 0, "kind": "pass"}] * 20_000
+            wrong_seat = leaks.turn("alice", "m1", 2)
+            wrong_seat["observation"]["seat"] = 3
+            other_bot = leaks.turn("bob", "m1", 3)
+            redis_client.rpush(keys.inbox("alice"), "not json", '{"type": "nonsense"}')
+            for message in (huge, wrong_seat, other_bot, leaks.turn("alice", "m1", 4)):
+                redis_client.rpush(keys.inbox("alice"), mailbox.encode(message))
+            bot = RawBot(ref.port, token, checker=leaks)
+            await bot.connect()
+            request = await bot.read_kind("turn")
+            assert request.seq == 4
+            for seq in (1, 2, 3):
+                assert redis_client.llen(keys.reply("m1", 1, seq)) == 0
+            await bot.close()
+
+    _run(scenario())
