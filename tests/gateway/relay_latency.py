@@ -35,6 +35,12 @@ class _Ref:
         self.port = port
         self.pid = pid
 
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
     def cpu_s(self) -> float:
         """User + system CPU seconds the referee process used so far (Linux)."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -132,10 +138,35 @@ async def _fresh_probe(port: int, token: str, old: RawBot) -> RawBot:
     return probe
 
 
+async def _idle(url: str, count: int) -> tuple[float, float]:
+    """Referee memory per connected idle bot (KiB) and its idle CPU (% of a core)."""
+    import redis as sync_redis
+
+    sync = sync_redis.Redis.from_url(url, decode_responses=True)
+    sync.flushall()
+    tokens = [bots.register(sync, f"idle{i}") for i in range(count)]
+    sync.close()
+    async with _referee_process(url) as ref:
+        await asyncio.sleep(1.0)
+        before = ref.rss_kib()
+        streams = [RawBot(ref.port, token) for token in tokens]
+        for start in range(0, count, 50):
+            await asyncio.gather(*(s.connect() for s in streams[start : start + 50]))
+        await asyncio.sleep(2.0)
+        after = ref.rss_kib()
+        cpu0, t0 = ref.cpu_s(), time.perf_counter()
+        await asyncio.sleep(5.0)
+        idle_cpu = (ref.cpu_s() - cpu0) / (time.perf_counter() - t0) * 100.0
+        for stream in streams:
+            await stream.close()
+    return (after - before) / count, idle_cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--decisions", type=int, default=2000)
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--idle", type=int, default=0, help="also measure N idle bot streams")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, EmbeddedRedis(Path(folder)) as server:
         print(
@@ -152,6 +183,12 @@ def main() -> None:
             print(
                 f"| {streams} | {len(overheads)} | {p50:.3f} | {_pct(overheads, 0.99):.3f} | "
                 f"{ping:.3f} | {p50 / ping:.1f}x | {cpu_ms:.2f} | {len(overheads) / wall:.0f} |"
+            )
+        if args.idle:
+            per_bot, idle_cpu = asyncio.run(_idle(server.url, args.idle))
+            print(
+                f"\n{args.idle} idle bot streams: {per_bot:.0f} KiB of referee memory per bot, "
+                f"referee idle CPU {idle_cpu:.1f}% of a core"
             )
 
 
