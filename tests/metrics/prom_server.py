@@ -98,8 +98,11 @@ def wait_until(
 
 
 @contextlib.contextmanager
-def prometheus(tmp: Path, target: str, scrape_interval: str = "1s") -> Iterator[PromClient]:
-    """Start Prometheus scraping ``target`` (host:port); stop it on exit."""
+def prometheus(
+    tmp: Path, target: str, scrape_interval: str = "1s", rule_files: tuple[Path, ...] = ()
+) -> Iterator[PromClient]:
+    """Start Prometheus scraping ``target`` (host:port) and evaluating ``rule_files``;
+    stop it on exit."""
     assert PROMETHEUS is not None, SKIP_REASON
     tmp.mkdir(parents=True, exist_ok=True)
     config = tmp / "prometheus.yml"
@@ -107,7 +110,9 @@ def prometheus(tmp: Path, target: str, scrape_interval: str = "1s") -> Iterator[
         "global:\n"
         f"  scrape_interval: {scrape_interval}\n"
         f"  evaluation_interval: {scrape_interval}\n"
-        "scrape_configs:\n"
+        + ("rule_files:\n" if rule_files else "")
+        + "".join(f"  - '{path}'\n" for path in rule_files)
+        + "scrape_configs:\n"
         "  - job_name: arena-referee\n"
         "    scrape_timeout: 1s\n"
         "    static_configs:\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import redis
@@ -121,3 +122,18 @@ def test_prometheus_config_is_valid() -> None:
         timeout=30,
     )
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_alert_rules_are_valid_and_fire_as_specified() -> None:
+    rules = DASHBOARD_DIR / "prometheus/alerts.yml"
+    checked = subprocess.run(
+        ["promtool", "check", "rules", str(rules)], capture_output=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
+    tested = subprocess.run(
+        ["promtool", "test", "rules", str(Path(__file__).parent / "alerts_test.yml")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert tested.returncode == 0, tested.stdout.decode() + tested.stderr.decode()

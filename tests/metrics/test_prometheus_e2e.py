@@ -138,7 +138,12 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
             lambda: f"the referee's HTTP server did not answer: {log_text(referee_log)}",
         )
         prom = stack.enter_context(
-            prometheus(tmp_path / "prometheus", f"127.0.0.1:{http_port}", f"{SCRAPE_S:g}s")
+            prometheus(
+                tmp_path / "prometheus",
+                f"127.0.0.1:{http_port}",
+                f"{SCRAPE_S:g}s",
+                rule_files=(ROOT / "dashboards/prometheus/alerts.yml",),
+            )
         )
         prom.wait_for_scrapes(0)
         started = time.time()
@@ -220,6 +225,12 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
                     failures.append(f"{q.dashboard} / {q.panel} [{q.ref}]: {expr} -> {result}")
         assert not failures, "queries without data:\n" + "\n".join(failures)
         assert checked >= 40  # 48 at the time of writing: a lost panel shows up here
+
+        # The alert rules load and evaluate against the live series without errors.
+        groups = prom.get("/api/v1/rules")["groups"]
+        rules = [rule for group in groups for rule in group["rules"]]
+        assert len(rules) == 5
+        assert all(rule["health"] == "ok" for rule in rules), rules
 
         # --- the standings page shows the season's bots and their Elo --------------------
         page = get(http_port, "/?season=e2e").text
