@@ -7,6 +7,7 @@ and ``Card`` for parsing. It exists only to be diffed against the engine.
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 from referee.games.cards import Card
@@ -123,3 +124,73 @@ class ReferenceHand:
         if self.card_points()[side] == 80:
             return side, 2
         return side, 1
+
+
+def derive(seed: int, *parts: object) -> int:
+    """The documented seed derivation: sha256 of ``sedma:<seed>:<parts…>``, 63 bits."""
+    text = ":".join(["sedma", str(seed), *(str(p) for p in parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def first_dealer(seed: int, players: int) -> int:
+    """SD-5 as documented: draw j takes card derive(seed, "cut", j) % remaining; the lowest
+    rank deals, tied seats draw again."""
+    order = "789TJQKA"
+    rest = sorted((r + s for s in SUITS for r in RANKS_32), key=lambda t: Card.parse(t).index)
+    seats = list(range(players))
+    j = 0
+    while len(seats) > 1 and len(rest) >= len(seats):
+        drawn = []
+        for seat in seats:
+            drawn.append((seat, rest.pop(derive(seed, "cut", j) % len(rest))))
+            j += 1
+        low = min(order.index(card[0]) for _, card in drawn)
+        seats = [seat for seat, card in drawn if order.index(card[0]) == low]
+    return seats[0]
+
+
+class ReferenceSession:
+    """Hands until a side reaches ``target`` match points (SD-15); a void hand is redealt by
+    the same dealer from ``derive(slot_seed, "redeal", n)`` (SD-16); the deal passes left."""
+
+    def __init__(self, *, players: int, partnerships: bool, ranks: str, seed: int,
+                 target: int, marriage_points: int | None = None) -> None:  # fmt: skip
+        self.players = players
+        self.partnerships = partnerships
+        self.ranks = ranks
+        self.seed = seed
+        self.target = target
+        self.marriage_points = marriage_points
+        self.first = first_dealer(seed, players)
+        self.slot = 0
+        self.redeal = 0
+        self.totals = [0] * (2 if partnerships else players)
+        self.outcomes: list[tuple[int, int | None, int]] = []  # (dealer, side, match points)
+        self.hand = self._deal()
+
+    def _deal(self) -> ReferenceHand:
+        slot_seed = derive(self.seed, "hand", self.slot)
+        seed = slot_seed if self.redeal == 0 else derive(slot_seed, "redeal", self.redeal)
+        self.dealer = (self.first + self.slot) % self.players
+        return ReferenceHand(
+            players=self.players, partnerships=self.partnerships, ranks=self.ranks, seed=seed,
+            rotation=0, dealer=self.dealer, marriage_points=self.marriage_points,
+        )  # fmt: skip
+
+    def over(self) -> bool:
+        return max(self.totals) >= self.target
+
+    def play(self, action: str) -> None:
+        self.hand.play(action)
+        if not self.hand.over():
+            return
+        side, won = self.hand.outcome()
+        self.outcomes.append((self.dealer, side, won))
+        if side is None:
+            self.redeal += 1
+        else:
+            self.totals[side] += won
+            self.slot += 1
+            self.redeal = 0
+        if not self.over():
+            self.hand = self._deal()

@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from referee.games.base import DealSpec
+from referee.games.base import DealSpec, EventKind
 from referee.games.registry import get_game
 from referee.games.sedma.match import SedmaMatch
 from referee.games.sedma.rules import SedmaRules
-from tests.sedma.reference import RANKS_24, RANKS_32, ReferenceHand
+from tests.sedma.reference import RANKS_24, RANKS_32, ReferenceHand, ReferenceSession
 
 HANDS_PER_PRESET = 2000
 
@@ -77,3 +77,44 @@ def test_engine_agrees_with_reference(preset: str) -> None:
         assert voids > 0  # ties do happen with three players (SD-16, SD-18)
     else:
         assert voids == 0  # two sides share 90 (+ tens of marriage) points: never a tie
+
+
+SESSIONS_PER_PRESET = 150
+
+
+@pytest.mark.parametrize("preset", ["sedma", "sedma-2", "sedma-3", "mariash-sedma"])
+def test_sessions_agree_with_reference(preset: str) -> None:
+    # SD-5 (first dealer, deal passes left), SD-15 (to the target), SD-16 (void, same dealer).
+    game = get_game("sedma")
+    rules = game.preset(preset)
+    assert isinstance(rules, SedmaRules)
+    rng = random.Random(f"session-{preset}")
+    voids = 0
+    for seed in range(SESSIONS_PER_PRESET):
+        match = game.new_match(rules, rules.players, seed)
+        ref = ReferenceSession(
+            players=rules.players,
+            partnerships=rules.partnerships,
+            ranks=RANKS_24 if rules.deck == "sedma24" else RANKS_32,
+            seed=seed,
+            target=rules.target,
+            marriage_points=rules.marriage_points if rules.marriages else None,
+        )
+        while not ref.over():
+            assert not match.is_over()
+            assert match.to_act() == ref.hand.turn
+            assert set(match.legal_actions()) == ref.hand.legal()
+            action = rng.choice(sorted(ref.hand.legal()))
+            match.apply(action)
+            ref.play(action)
+        assert match.is_over()
+        dealers = [e.seat for e in match.events() if e.kind == EventKind.DEAL_START]
+        results = match.deal_results()
+        got = [
+            (dealers[i], r.detail.get("winner_side"), max(r.deltas)) for i, r in enumerate(results)
+        ]
+        assert got == ref.outcomes
+        result = match.result()
+        assert [result.totals[side[0]] for side in rules.sides()] == ref.totals
+        voids += sum(1 for _, side, _ in ref.outcomes if side is None)
+    assert (voids > 0) == (preset == "sedma-3")  # SD-16: only three players can tie
