@@ -50,8 +50,16 @@ SEASON_METHODS = (
 class LeagueCore:
     """Registry methods, the event feed, and what the seasons mixin needs."""
 
-    def __init__(self, client: redis.asyncio.Redis, redis_url: str, admin_token: str | None):
+    def __init__(
+        self,
+        client: redis.asyncio.Redis,
+        redis_url: str,
+        admin_token: str | None,
+        pubsub_client: redis.asyncio.Redis | None = None,
+    ):
         self.redis = client
+        # Each WatchEvents call holds a connection while it waits: not from the shared pool.
+        self._pubsub_redis = pubsub_client or client
         self._sync = redis.Redis.from_url(redis_url, decode_responses=True)
         self._admin_token = admin_token or None
 
@@ -123,7 +131,7 @@ class LeagueCore:
 
     async def WatchEvents(self, request: Any, context: Context) -> AsyncIterator[Any]:
         """League events from the pub/sub channel, live only (PITFALLS 8)."""
-        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(keys.EVENTS_CHANNEL)
         try:
             while True:
@@ -195,9 +203,12 @@ def _seasons_mixin() -> type:
 
 
 def make_league_servicer(
-    client: redis.asyncio.Redis, redis_url: str, admin_token: str | None
+    client: redis.asyncio.Redis,
+    redis_url: str,
+    admin_token: str | None,
+    pubsub_client: redis.asyncio.Redis | None = None,
 ) -> LeagueCore:
     """The League servicer: :class:`LeagueCore` plus the seasons mixin (if present)."""
     cls = type("LeagueServicer", (_seasons_mixin(), LeagueCore), {})
-    servicer: LeagueCore = cls(client, redis_url, admin_token)
+    servicer: LeagueCore = cls(client, redis_url, admin_token, pubsub_client)
     return servicer

@@ -57,7 +57,7 @@ MAX_MESSAGE_BYTES = 64 * 1024
 
 COMMAND_CONNECTIONS = 64
 POP_CONNECTIONS = 20_000
-"""At most this many bot streams wait on their inboxes at once (Redis' maxclients is 10k by
+"""At most this many bot streams (and WatchEvents feeds) wait at once (Redis' maxclients is 10k by
 default: raise it for more bots per referee)."""
 
 SERVICE_NAMES = (
@@ -151,7 +151,7 @@ class RefereeServer:
         )
         server.add_generic_rpc_handlers([BotGatewayServicer(self.hub).handler()])
         self.league = make_league_servicer(
-            self.redis, self.config.redis_url, self.config.admin_token
+            self.redis, self.config.redis_url, self.config.admin_token, self.pop_redis
         )
         league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
