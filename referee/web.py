@@ -46,6 +46,8 @@ RECENT_MATCHES = 20
 MAX_SEASONS_LISTED = 50
 MAX_HEADER_BYTES = 16 * 1024
 MAX_HEADERS = 100
+MAX_CONNECTIONS = 128
+"""Open HTTP connections one referee accepts; more are answered 503 and closed."""
 IDLE_TIMEOUT_S = 30.0
 """A keep-alive connection with no new request for this long is closed."""
 
@@ -521,6 +523,14 @@ class HttpServer:
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             assert task is not None
+            if len(holder[0]._connections) >= MAX_CONNECTIONS:
+                # The referee also holds the bots' streams: never let HTTP eat its descriptors.
+                busy = _error(503, f"more than {MAX_CONNECTIONS} open HTTP connections")
+                writer.write(_encode(busy, head=False, keep_alive=False, gzip_ok=False))
+                with contextlib.suppress(ConnectionError, OSError):
+                    await writer.drain()
+                writer.close()
+                return
             holder[0]._connections.add(task)
             try:
                 await holder[0]._serve_connection(reader, writer)

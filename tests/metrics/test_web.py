@@ -16,6 +16,7 @@ from referee.embedded_redis import free_port
 from referee.web import render_index
 from tests.metrics import league_data
 from tests.metrics.http_helpers import get, running_server
+from tests.metrics.prom_server import wait_until
 
 
 @pytest.fixture
@@ -145,6 +146,28 @@ def test_malformed_requests_get_precise_errors(port: int) -> None:
     assert raw(b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 431")
     body = raw(b"POST /x HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
     assert body.startswith(b"HTTP/1.1 400") and b"bodies" in body
+
+
+def test_connections_beyond_the_cap_get_503(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("referee.web.MAX_CONNECTIONS", 2)
+    with running_server(redis_url) as p:
+        held = [http.client.HTTPConnection("127.0.0.1", p, timeout=30) for _ in range(2)]
+        try:
+            for conn in held:
+                assert get(p, "/healthz", conn=conn).status == 200  # kept alive
+            assert get(p, "/healthz").status == 503
+        finally:
+            for conn in held:
+                conn.close()
+        # Once they are closed, new connections are served again.
+        reply = wait_until(
+            lambda: (r := get(p, "/healthz")).status == 200 and r,
+            10,
+            "the server did not accept connections after the held ones closed",
+        )
+        assert reply
 
 
 def test_server_stops_with_open_keep_alive_connections(redis_url: str) -> None:
