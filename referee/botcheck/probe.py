@@ -7,6 +7,7 @@ waits on the decision's reply list for the referee's ``sent`` stamp and the bot'
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -132,3 +133,22 @@ class Probe:
         """Push a turn (the keyword arguments of :meth:`push_turn`) and wait for it."""
         turn = self.push_turn(**fields)
         return turn, self.wait(turn)
+
+
+def declared_games(client: redis.Redis, bot: str) -> list[str] | None:
+    """The games the bot's open streams declared in Hello (None: every game, or unknown).
+
+    The referee keeps each stream's Hello in ``keys.bot_streams(bot)`` as JSON with a
+    ``games`` list; an empty list means every game.
+    """
+    games: set[str] = set()
+    for raw in client.hvals(keys.bot_streams(bot)):
+        try:
+            entry = json.loads(raw)
+        except (TypeError, ValueError):
+            continue
+        declared = entry.get("games") if isinstance(entry, dict) else None
+        if not declared:
+            return None
+        games.update(str(g) for g in declared)
+    return sorted(games) or None

@@ -12,7 +12,7 @@ import time
 import redis
 
 from referee import keys
-from referee.botcheck.probe import Probe
+from referee.botcheck.probe import Probe, declared_games
 from referee.botcheck.report import CheckResult, Report
 from referee.botcheck.scenarios import CheckContext, run_all
 from referee.botcheck.states import available_games
@@ -61,6 +61,22 @@ def _check_games(args: argparse.Namespace) -> list[str]:
     return games
 
 
+def _games_to_check(
+    args: argparse.Namespace, games: list[str], client: redis.Redis, bot: str
+) -> tuple[list[str], str]:
+    """``--games`` when given, else the games the bot declared in Hello; and a note."""
+    if _games(args):
+        return games, f"checking {', '.join(games)}"
+    declared = declared_games(client, bot)
+    if declared is None:
+        return games, "declared every game"
+    known = [g for g in declared if g in games]
+    note = f"declared {', '.join(declared)}"
+    if not known:
+        return games, note + " (none known here: checking every game)"
+    return known, note
+
+
 def check(args: argparse.Namespace) -> int:
     command = _command(args)
     try:
@@ -100,7 +116,8 @@ def _check_connected(args: argparse.Namespace, games: list[str]) -> int:
                 )
             )
         else:
-            report.add(CheckResult.ok("connected", f"via the referee at {args.server}"))
+            games, note = _games_to_check(args, games, client, name)
+            report.add(CheckResult.ok("connected", f"via the referee at {args.server}; {note}"))
             ctx = CheckContext(
                 probe=Probe(client, name),
                 games=games,
@@ -127,7 +144,7 @@ def _wait_streams(client: redis.Redis, name: str, timeout_s: float) -> bool:
 
 
 def _check_command(args: argparse.Namespace, command: list[str], games: list[str]) -> int:
-    from referee.botcheck.harness import HarnessError, ScratchPlatform
+    from referee.botcheck.harness import BOT_NAME, HarnessError, ScratchPlatform
 
     def log(text: str) -> None:
         if args.verbose:
@@ -148,10 +165,13 @@ def _check_command(args: argparse.Namespace, command: list[str], games: list[str
                     )
                 )
             else:
-                report.add(CheckResult.ok("connected", f"scratch referee {platform.server}"))
                 assert platform.client is not None
+                games, note = _games_to_check(args, games, platform.client, BOT_NAME)
+                report.add(
+                    CheckResult.ok("connected", f"scratch referee {platform.server}; {note}")
+                )
                 ctx = CheckContext(
-                    probe=Probe(platform.client, "bot-under-check"),
+                    probe=Probe(platform.client, BOT_NAME),
                     games=games,
                     incidents=platform.incidents,
                     restart_referee=platform.restart_referee,

@@ -48,6 +48,7 @@ def line_of(lines: dict[str, str], prefix: str) -> str:
 def test_the_sh_example_bot_passes_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines = check(capsys, "--", "sh", str(STDIO_DIR / "firstlegal.sh"))
     assert code == 0
+    assert "declared sedma, sevens" in line_of(lines, "connected")
     for name, text in lines.items():
         assert name == "(header)" or text.strip().startswith("pass"), text
     # the scenarios the brief asks for all ran
@@ -122,8 +123,6 @@ def test_node_bot_passes_and_a_non_reconnecting_one_fails(
     code, lines = check(
         capsys,
         "--grpc",
-        "--games",
-        "sedma",
         "--only",
         "reconnect",
         "--reconnect-timeout",
@@ -131,10 +130,13 @@ def test_node_bot_passes_and_a_non_reconnecting_one_fails(
         "--",
         "node",
         bot_js,
+        "--games",
+        "sedma",
         "--max-retries",
         "0",
     )
     assert code == 1
+    assert "declared sedma" in line_of(lines, "connected")  # the checker read the bot's Hello
     reconnect = line_of(lines, "reconnect after the referee restarts")
     assert "FAIL" in reconnect and "did not reconnect within 4 s" in reconnect
 

@@ -127,9 +127,11 @@ def test_an_always_pass_bot_fails_where_it_must_play(url: str) -> None:
 
 
 def test_a_bot_that_never_answers_is_reported_with_the_clock(url: str) -> None:
-    report = _check(url, lambda _turn: None)
+    report = _check(url, lambda _turn: None, only=["plays a deal", "clock"])
     assert not report.passed
+    assert len(report.failures) == len(report.results) == len(available_games()) + 1
     assert "no answer within" in report.failures[0].reason
+    assert "the clock allowed 850 ms" in report.failures[0].reason
 
 
 def test_a_slow_bot_fails_only_the_tight_clock(url: str) -> None:
