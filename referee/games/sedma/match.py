@@ -120,7 +120,7 @@ class SedmaMatch:
         self._events: list[Event] = []
         self._results: list[DealResult] = []
         self._initial: list[list[list[str]]] = []
-        self._log: list[dict[str, Any]] = []
+        self._log: list[Mapping[str, str | bool]] = []
         self._over = False
         self._deal_start = 0
         self._rules_dict = rules.to_dict()
@@ -247,19 +247,16 @@ class SedmaMatch:
             raise MatchStateError(f"the match is over: cannot apply {action!r}")
         start = len(self._events)
         card = _CARDS.get(action) if type(action) is str else None
-        if card is not None:  # fast path: a held card in canonical form
-            hand = self._hand
-            seat = hand.to_act
-            if card in hand.hands[seat]:
-                self._log.append({"action": action} if source == Source.BOT else
-                                 {"action": action, "source": source})  # fmt: skip
-                self._events.append(Event(EventKind.PLAY, seat, self._deal, action, None, source))
-                trick = hand.play(card)
-                if trick is not None:
-                    self._after_trick(trick)
-                return self._events[start:]
+        if card is not None and card in self._hand.hands[self._hand.to_act]:
+            # The common case, checked first for speed: a held card in canonical form.
+            entry = {"action": action}
+            if source != Source.BOT:
+                entry["source"] = source
+            self._log.append(entry)
+            self._play((card, None), source)
+            return self._events[start:]
         text = action if isinstance(action, str) else ""
-        entry: dict[str, Any] = {"action": text[: MAX_ACTION_CHARS + 1]}
+        entry = {"action": text[: MAX_ACTION_CHARS + 1]}
         if source != Source.BOT:
             entry["source"] = source
         self._log.append(entry)
