@@ -183,3 +183,11 @@ def test_check_refuses_an_unknown_token(
     code = arena_main(["bot", "check", *args])
     assert code == 1
     assert "unknown or revoked bot token" in capsys.readouterr().err
+
+
+def test_measure_reports_the_think_time_of_every_decision() -> None:
+    from referee.botcheck.measure import measure
+
+    times = measure(["sh", str(STDIO_DIR / "firstlegal.sh")], grpc=False, count=12, game="sedma")
+    assert len(times) == 12
+    assert all(0 <= t < 3000 for t in times)  # stamped by the referee, within the clock
