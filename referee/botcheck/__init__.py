@@ -13,7 +13,9 @@ Modules, one concept each:
 * ``scenarios``: the checks themselves, in the order they run;
 * ``harness``: the scratch platform for ``arena bot check -- COMMAND`` (embedded Redis, a
   referee process, the bridge or the bot process), which also restarts the referee for the
-  reconnect scenario.
+  reconnect scenario;
+* ``measure``: ``python -m referee.botcheck.measure -- COMMAND``, the referee-stamped think
+  time of a bot on the same scratch platform.
 """
 
 from referee.botcheck.report import CheckResult, Report
