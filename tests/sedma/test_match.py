@@ -269,6 +269,18 @@ def test_match_from_json_refuses_garbage_with_a_reason() -> None:
         GAME.match_from_json("{")
     with pytest.raises(MatchStateError, match="game=sedma"):
         GAME.match_from_json('{"game": "sevens"}')
+    match = new("sedma", 2)
+    match.apply(match.legal_actions()[0])
+    match.apply(match.legal_actions()[0])
+    record = json.loads(match.to_json())
+    with pytest.raises(MatchStateError, match="unknown Sedma record format 9"):
+        GAME.match_from_json(json.dumps({**record, "format": 9}))
+    record["actions"].reverse()  # seats out of turn: the record does not replay
+    with pytest.raises(MatchStateError, match="does not replay: action #0 is by seat"):
+        GAME.match_from_json(json.dumps(record))
+    record["actions"] = ["7H"]
+    with pytest.raises(MatchStateError, match="action #0 must be"):
+        GAME.match_from_json(json.dumps(record))
 
 
 def test_same_seed_same_match() -> None:

@@ -39,6 +39,9 @@ DRAW = "draw"
 _CARDS: dict[str, Card] = {str(card): card for card in map(Card.from_index, range(52))}
 """Every card by its canonical text (the fast path of ``apply``)."""
 
+FORMAT_VERSION = 1
+"""Version of the ``to_json`` record (``match_from_json`` refuses others)."""
+
 MAX_ACTION_CHARS = 16
 """Longer action text is refused as malformed without parsing (and logged clipped)."""
 
@@ -120,7 +123,7 @@ class SedmaMatch:
         self._events: list[Event] = []
         self._results: list[DealResult] = []
         self._initial: list[list[list[str]]] = []
-        self._log: list[Mapping[str, str | bool]] = []
+        self._log: list[Mapping[str, str | int | bool]] = []
         self._over = False
         self._deal_start = 0
         self._rules_dict = rules.to_dict()
@@ -249,14 +252,14 @@ class SedmaMatch:
         card = _CARDS.get(action) if type(action) is str else None
         if card is not None and card in self._hand.hands[self._hand.to_act]:
             # The common case, checked first for speed: a held card in canonical form.
-            entry = {"action": action}
+            entry: dict[str, str | int | bool] = {"seat": self._hand.to_act, "action": action}
             if source != Source.BOT:
                 entry["source"] = source
             self._log.append(entry)
             self._play((card, None), source)
             return self._events[start:]
         text = action if isinstance(action, str) else ""
-        entry = {"action": text[: MAX_ACTION_CHARS + 1]}
+        entry = {"seat": self._hand.to_act, "action": text[: MAX_ACTION_CHARS + 1]}
         if source != Source.BOT:
             entry["source"] = source
         self._log.append(entry)
@@ -280,7 +283,7 @@ class SedmaMatch:
         if self._over:
             raise MatchStateError("the match is over: nobody can time out")
         start = len(self._events)
-        self._log.append({"timeout": True})
+        self._log.append({"seat": self._hand.to_act, "timeout": True})
         self._emit(EventKind.TIMEOUT, self._hand.to_act, reason="timeout")
         self._play_fallback()
         return self._events[start:]
@@ -290,6 +293,7 @@ class SedmaMatch:
     def to_json(self) -> str:
         data = {
             "game": GAME_NAME,
+            "format": FORMAT_VERSION,
             "rules": self._rules_dict,
             "num_players": self.num_players,
             "seed": self.seed,
@@ -307,6 +311,10 @@ class SedmaMatch:
             raise MatchStateError(f"not a Sedma match record (invalid JSON: {exc})") from None
         if not isinstance(data, dict) or data.get("game") != GAME_NAME:
             raise MatchStateError("not a Sedma match record: expected an object with game=sedma")
+        if data.get("format") != FORMAT_VERSION:
+            raise MatchStateError(
+                f"unknown Sedma record format {data.get('format')!r}: expected {FORMAT_VERSION}"
+            )
         try:
             rules = rules_from_dict(data["rules"])
             deals = data["deals"]
@@ -320,8 +328,13 @@ class SedmaMatch:
                 raise MatchStateError(f"Sedma match record has actions after the end (#{i})")
             if not isinstance(entry, dict) or not ("timeout" in entry or "action" in entry):
                 raise MatchStateError(
-                    f"Sedma match record action #{i} must be {{'action': text}} or "
-                    f"{{'timeout': true}}, got {entry!r}"
+                    f"Sedma match record action #{i} must be {{'seat', 'action'}} or "
+                    f"{{'seat', 'timeout': true}}, got {entry!r}"
+                )
+            if entry.get("seat") != match.to_act():
+                raise MatchStateError(
+                    f"Sedma match record does not replay: action #{i} is by seat "
+                    f"{entry.get('seat')!r}, but seat {match.to_act()} is to act"
                 )
             if entry.get("timeout"):
                 match.apply_timeout()
