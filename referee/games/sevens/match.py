@@ -12,7 +12,6 @@ import hashlib
 import json
 import random
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 from referee.games.base import (
@@ -35,7 +34,6 @@ from referee.games.sevens.tables import (
     _MASK_ACTIONS,
     CARD_INDEX,
     CARD_TEXT,
-    EMPTY,
     ROW_BITS,
     SUIT_NAMES,
     SUIT_SINGULAR,
@@ -228,7 +226,7 @@ class SevensMatch:
                 EventKind.DEAL_START,
                 None,
                 d,
-                detail=MappingProxyType({"dealer": dealer, "first": first}),
+                detail={"dealer": dealer, "first": first},
             )
         )
         # Antes (SV-27, SV-28, D-53).
@@ -243,7 +241,7 @@ class SevensMatch:
                         amount += 1
                 if amount > 0:
                     self._pay_pot(s, amount)
-                    events.append(Event("ante", s, d, detail=MappingProxyType({"chips": amount})))
+                    events.append(Event("ante", s, d, detail={"chips": amount}))
         # Starters laid down by their holders (SV-7 placed_from_hands, D-12).
         if r.starters == "placed_from_hands":
             for s in range(4):
@@ -260,7 +258,7 @@ class SevensMatch:
                         CARD_TEXT[idx],
                         "starter",
                         Source.FORCED,
-                        EMPTY,
+                        {},
                     )
                 )
             for s in range(n):
@@ -544,9 +542,9 @@ class SevensMatch:
                     self._end_deal(seat, "out")  # SV-25
                     return self._events[start:]
                 if self._special:
-                    self._advance(seat)
-                else:
-                    self._to_act = seat + 1 if seat + 1 < self.num_players else 0
+                    self._advance(seat)  # may record skipped turns
+                    return self._events[start:]
+                self._to_act = seat + 1 if seat + 1 < self.num_players else 0
                 return [event]
         self._log.append((seat, action, source))
         start = len(self._events)
@@ -573,7 +571,7 @@ class SevensMatch:
                 shown,
                 reason,
                 source,
-                MappingProxyType({"message": message}),
+                {"message": message},
             )
         )
         self._do_pass(seat, source)  # SV-21
@@ -636,9 +634,7 @@ class SevensMatch:
         kind = self._pass_kind(seat, able)
         events = self._events
         if kind == "illegal":
-            events.append(
-                Event(EventKind.ILLEGAL_PASS, seat, d, PASS, "illegal_pass", source, EMPTY)
-            )
+            events.append(Event(EventKind.ILLEGAL_PASS, seat, d, PASS, "illegal_pass", source, {}))
             penalty = r.illegal_pass_penalty
             if penalty == "lose_turn":
                 self._skip[seat] = True
@@ -655,7 +651,7 @@ class SevensMatch:
                         None,
                         "illegal_pass",
                         source,
-                        MappingProxyType({"chips": amount, "payee": payee}),
+                        {"chips": amount, "payee": payee},
                     )
                 )
                 self._penalties.append(PenaltyRecord(seat, "illegal_pass", amount))
@@ -784,7 +780,7 @@ class SevensMatch:
                 None,
                 end,
                 Source.BOT,
-                MappingProxyType({"deltas": list(deltas), "cards_left": cards_left}),
+                {"deltas": list(deltas), "cards_left": cards_left},
             )
         )
         self._legal = None
@@ -856,7 +852,7 @@ class SevensMatch:
                 EventKind.MATCH_END,
                 None,
                 self._deal,
-                detail=MappingProxyType({"totals": self.totals()}),
+                detail={"totals": self.totals()},
             )
         )
 

@@ -9,7 +9,6 @@ per rules object (at most 8192 masks per rules).
 from __future__ import annotations
 
 from functools import lru_cache
-from types import MappingProxyType
 
 from referee.games.base import PASS, Event
 from referee.games.cards import Card, Rank, Suit, make_deck
@@ -22,7 +21,8 @@ SUIT_SINGULAR = ("club", "diamond", "heart", "spade")
 CARD_TEXT: tuple[str, ...] = tuple(str(Card.from_index(i)) for i in range(52))
 CARD_INDEX: dict[str, int] = {text: i for i, text in enumerate(CARD_TEXT)}
 
-EMPTY: MappingProxyType[str, object] = MappingProxyType({})
+EMPTY: dict[str, object] = {}
+"""The detail of events without one: shared, so an event's detail is never mutated."""
 
 
 def bits(mask: int) -> list[int]:
@@ -69,7 +69,7 @@ def pass_event(seat: int, deal: int, reason: str, source: str, chips: int) -> Ev
     key = (seat, deal, reason, source, chips)
     event = _PASS_EVENTS.get(key)
     if event is None:
-        event = Event("pass", seat, deal, PASS, reason, source, MappingProxyType({"chips": chips}))
+        event = Event("pass", seat, deal, PASS, reason, source, {"chips": chips})
         if deal < 32 and len(_PASS_EVENTS) < 100_000:
             _PASS_EVENTS[key] = event
     return event
@@ -137,8 +137,9 @@ class Tables:
             down = sp - 1
             while down >= 0 and (row >> order[down]) & 1:
                 down -= 1
-            blocked = (
+            blocked = (  # D-31: only the card right below the starter waits
                 self.rules.eights_before_sixes
+                and down == sp - 1
                 and sp + 1 < length
                 and not (row >> order[sp + 1]) & 1
             )
