@@ -48,21 +48,26 @@ def _cards(values: Sequence[Any]) -> list[str]:
 
 def observation_to_proto(obs: Mapping[str, Any]) -> Any:
     """A seat's observation dict -> ``arena.v1.Observation``."""
-    msg = game_pb2.Observation(
-        game=str(obs["game"]),
-        preset=str(obs.get("preset", "")),
-        rules_json=_json(obs.get("rules", {})),
-        seat=int(obs["seat"]),
-        num_players=int(obs["num_players"]),
-        deal_index=int(obs.get("deal_index", 0)),
-        num_deals=int(obs.get("num_deals", 0)),
-        dealer=int(obs.get("dealer", 0)),
-        to_act=int(obs.get("to_act", -1)),
-        hand=_cards(obs["hand"]),
-        hand_sizes=_ints(obs.get("hand_sizes", [])),
-        totals=_ints(obs.get("totals", [])),
-        unit=str(obs.get("unit", "")),
-    )
+    msg = game_pb2.Observation()
+    fill_observation(msg, obs)
+    return msg
+
+
+def fill_observation(msg: Any, obs: Mapping[str, Any]) -> None:
+    """Fill an empty ``arena.v1.Observation`` in place (sub-messages are not copied)."""
+    msg.game = str(obs["game"])
+    msg.preset = str(obs.get("preset", ""))
+    msg.rules_json = _json(obs.get("rules", {}))
+    msg.seat = int(obs["seat"])
+    msg.num_players = int(obs["num_players"])
+    msg.deal_index = int(obs.get("deal_index", 0))
+    msg.num_deals = int(obs.get("num_deals", 0))
+    msg.dealer = int(obs.get("dealer", 0))
+    msg.to_act = int(obs.get("to_act", -1))
+    msg.hand.extend(_cards(obs["hand"]))
+    msg.hand_sizes.extend(_ints(obs.get("hand_sizes", [])))
+    msg.totals.extend(_ints(obs.get("totals", [])))
+    msg.unit = str(obs.get("unit", ""))
     for entry in obs.get("history", []):
         msg.history.add(
             seat=int(entry.get("seat", -1) if entry.get("seat") is not None else -1),
@@ -97,7 +102,6 @@ def observation_to_proto(obs: Mapping[str, Any]) -> Any:
             sedma.marriages.add(cards=_cards(marriage))
     else:
         raise ValueError(f"unknown game {game!r} in observation: expected 'sevens' or 'sedma'")
-    return msg
 
 
 def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> Any:
@@ -106,21 +110,19 @@ def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> 
     ``clock`` overrides the message's clock (a request sent again after a reconnect shows
     the time that is left, not the time it had when first sent)."""
     c = clock if clock is not None else turn["clock"]
-    request = bot_pb2.TurnRequest(
-        match_id=turn["match_id"],
-        attempt=int(turn["attempt"]),
-        seq=int(turn["seq"]),
-        seat=int(turn["seat"]),
-        observation=observation_to_proto(turn["observation"]),
-        legal_actions=[str(a) for a in turn["legal_actions"]],
-        clock=bot_pb2.Clock(
-            move_ms=max(0, int(c["move_ms"])),
-            bank_ms=max(0, int(c["bank_ms"])),
-            grace_ms=max(0, int(c["grace_ms"])),
-        ),
-        season=str(turn.get("season", "")),
-    )
-    return bot_pb2.RefereeMessage(turn=request)
+    message = bot_pb2.RefereeMessage()
+    request = message.turn  # filled in place: no copies of the observation
+    request.match_id = turn["match_id"]
+    request.attempt = int(turn["attempt"])
+    request.seq = int(turn["seq"])
+    request.seat = int(turn["seat"])
+    fill_observation(request.observation, turn["observation"])
+    request.legal_actions.extend(str(a) for a in turn["legal_actions"])
+    request.clock.move_ms = max(0, int(c["move_ms"]))
+    request.clock.bank_ms = max(0, int(c["bank_ms"]))
+    request.clock.grace_ms = max(0, int(c["grace_ms"]))
+    request.season = str(turn.get("season", ""))
+    return message
 
 
 def action_result_to_proto(msg: ActionResultMessage) -> Any:
