@@ -48,6 +48,10 @@ ANSWER_MARGIN_MS: Final = 500.0
 """How long past a decision's limit the worker still waits for the referee to deliver an
 answer. It only delays the judgement of a late bot; the judgement itself uses stamps."""
 RECORD_VERSION: Final = 1
+SAFETY_STRIKES: Final = 25
+"""Failures in a row after which the autopilot takes a seat over even when the spec says
+``strikes=0`` (no autopilot): a Sevens seat that never plays blocks its suits, and the
+deal would never end."""
 
 
 class Superseded(Exception):
@@ -217,6 +221,7 @@ class MatchRun:
         self.metrics = metrics.DecisionMetrics(spec.season, spec.game)
         self.seq = 0
         self.strikes = [0] * self.n
+        self.strike_limit = spec.strikes if spec.strikes > 0 else SAFETY_STRIKES
         self.autopilot = [False] * self.n
         self.stats: list[SeatStats] = [
             {
@@ -321,7 +326,7 @@ class MatchRun:
         self.metrics.decision(bot, reply.think_ms / 1000.0, overhead_ms / 1000.0)
 
         self.strikes[seat] = self.strikes[seat] + 1 if failed else 0
-        took_over = failed and self.spec.strikes > 0 and self.strikes[seat] >= self.spec.strikes
+        took_over = failed and self.strikes[seat] >= self.strike_limit
         status, reason, message = _outcome(reply, mine)
         result: ActionResultMessage = {
             "type": "action_result",

@@ -1,0 +1,274 @@
+"""Platform overhead per decision, end-to-end throughput and clock accuracy.
+
+Starts an embedded Redis, a referee (``arena referee``) and a worker pool (``arena worker``)
+as processes, runs instant SDK bots in this process, and measures in one run:
+
+* raw Redis round trip (PING) and raw gRPC round trip (unary health Check on loopback);
+* platform overhead per decision = the worker's wall time of a decision minus the bot's
+  think time as the referee stamped it (so it is the Redis mailbox path: worker → inbox →
+  referee → … → reply list → worker), p50 and p99, with 1 and with 16 concurrent matches;
+* decisions per second end to end (enqueue of the matches to the last commit);
+* clock accuracy: bots that answer 20 ms inside and 20 ms over their limit; how many of
+  their decisions were judged wrongly.
+
+    .venv/bin/python bench/overhead.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import redis
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from referee import bots
+from referee.embedded_redis import EmbeddedRedis
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from sample_bots.sdk import Bot, Turn
+from workers import queue
+from workers.spec import MatchSpec, TimeControl
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def redis_rtt_ms(url: str, n: int = 3000) -> list[float]:
+    conn = redis.Redis.from_url(url)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        conn.ping()
+        out.append((time.perf_counter() - t) * 1000)
+    conn.close()
+    return out
+
+
+def grpc_rtt_ms(n: int = 3000) -> list[float]:
+    async def main() -> list[float]:
+        server = grpc.aio.server()
+        health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        out = []
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            for _ in range(n):
+                t = time.perf_counter()
+                await stub.Check(health_pb2.HealthCheckRequest())
+                out.append((time.perf_counter() - t) * 1000)
+        await server.stop(0)
+        return out
+
+    return asyncio.run(main())
+
+
+class TimedBot(Bot):
+    """Plays the first legal action after ``delay_s``; with ``alternate`` only every other
+    answer is delayed (so a late bot never collects strikes in a row)."""
+
+    max_concurrent_matches = 32
+
+    def __init__(self, delay_s: float = 0.0, alternate: bool = False):
+        self.delay_s = delay_s
+        self.alternate = alternate
+        self.count = 0
+
+    def choose(self, turn: Turn) -> str:
+        self.count += 1
+        if self.delay_s and not (self.alternate and self.count % 2 == 0):
+            time.sleep(self.delay_s)
+        return turn.legal_actions[0]
+
+    def on_result(self, result: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def platform(url: str, workers: int) -> Iterator[str]:
+    cli = [sys.executable, "-m", "referee.cli.main"]
+    referee = subprocess.Popen(
+        [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    pool = subprocess.Popen(
+        [*cli, "worker", "-n", str(workers), "--redis-url", url, "--log-level", "WARNING"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert referee.stdout is not None
+        port = None
+        for raw in iter(referee.stdout.readline, b""):
+            found = re.search(rb"listening on 127\.0\.0\.1:(\d+)", raw)
+            if found:
+                port = int(found.group(1))
+                break
+        threading.Thread(target=referee.stdout.read, daemon=True).start()
+        yield f"127.0.0.1:{port}"
+    finally:
+        for proc in (pool, referee):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextlib.contextmanager
+def running_bots(conn: redis.Redis, server: str, named: dict[str, Bot]) -> Iterator[None]:
+    stops = []
+    for name, bot in named.items():
+        token = bots.register(conn, name)
+        bot.name = name
+        stop = threading.Event()
+        stops.append(stop)
+        threading.Thread(
+            target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
+        ).start()
+    time.sleep(1.0)  # let them connect
+    try:
+        yield
+    finally:
+        for stop in stops:
+            stop.set()
+
+
+def run_matches(
+    conn: redis.Redis, prefix: str, seats: list[str], count: int, deals: int, tc: TimeControl
+) -> tuple[float, list[dict[str, Any]]]:
+    """Enqueue ``count`` fan-tan matches at once; wall seconds until all committed, records."""
+    rules = get_game("sevens").preset("fan-tan").to_dict()
+    ids = [f"{prefix}-{i}" for i in range(count)]
+    start = time.perf_counter()
+    for i, match_id in enumerate(ids):
+        spec = MatchSpec(
+            match_id=match_id,
+            game="sevens",
+            rules=rules,
+            seats=tuple(seats),
+            seed=i,
+            deals=tuple(DealSpec(seed=1000 * i + d, rotation=d % len(seats)) for d in range(deals)),
+            time_control=tc,
+            strikes=0,
+        )
+        assert queue.enqueue_match(conn, spec)
+    pending = set(ids)
+    while pending:
+        for match_id in list(pending):
+            state = queue.match_status(conn, match_id)["state"]
+            if state == "failed":
+                raise RuntimeError(queue.match_status(conn, match_id))
+            if state == "done":
+                pending.discard(match_id)
+        time.sleep(0.01)
+    wall = time.perf_counter() - start
+    print(f"{prefix}: {count} match(es) done in {wall:.1f} s", file=sys.stderr, flush=True)
+    records = [queue.get_record(conn, m) for m in ids]
+    return wall, [r for r in records if r is not None]
+
+
+def asked_steps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for r in records for s in r["steps"] if "request" in s]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer deals and samples")
+    args = parser.parse_args()
+    deals = 2 if args.quick else 4
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
+        conn = redis.Redis.from_url(server.url, decode_responses=True)
+        r_rtt = redis_rtt_ms(server.url)
+        g_rtt = grpc_rtt_ms()
+        rows.append(
+            (
+                "raw Redis round trip (PING) p50 / p99",
+                f"{pct(r_rtt, 0.5):.3f} / {pct(r_rtt, 0.99):.3f} ms",
+            )
+        )
+        rows.append(
+            (
+                "raw gRPC round trip (unary, loopback) p50 / p99",
+                f"{pct(g_rtt, 0.5):.3f} / {pct(g_rtt, 0.99):.3f} ms",
+            )
+        )
+        fast = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=30_000)
+        with platform(server.url, workers=16) as addr:
+            named: dict[str, Bot] = {f"inst{i}": TimedBot() for i in range(4)}
+            with running_bots(conn, addr, named):
+                for count in (1, 16):
+                    wall, records = run_matches(conn, f"b{count}", list(named), count, deals, fast)
+                    steps = asked_steps(records)
+                    overhead = [s["wall_ms"] - s["think_ms"] for s in steps]
+                    think = [s["think_ms"] for s in steps]
+                    rows.append(
+                        (
+                            f"overhead per decision, {count} concurrent match(es), p50 / p99",
+                            f"{pct(overhead, 0.5):.3f} / {pct(overhead, 0.99):.3f} ms "
+                            f"(bot think incl. gRPC p50 {statistics.median(think):.3f} ms; "
+                            f"{len(steps)} decisions)",
+                        )
+                    )
+                    rows.append(
+                        (
+                            f"decisions/s end to end, {count} concurrent match(es)",
+                            f"{len(steps) / wall:,.0f}/s ({len(steps)} in {wall:.2f} s)",
+                        )
+                    )
+            # clock accuracy: limit = move 100 + bank 0 + grace 50 = 150 ms
+            tc = TimeControl(move_ms=100, bank_ms=0, grace_ms=50, queue_ms=30_000)
+            limit_s = (tc.move_ms + tc.grace_ms) / 1000
+            named = {
+                "inside": TimedBot(limit_s - 0.020),
+                "over": TimedBot(limit_s + 0.020, alternate=True),
+                "inst-a": TimedBot(),
+            }
+            with running_bots(conn, addr, named):
+                _wall, records = run_matches(conn, "clock", list(named), 3, 1, tc)
+            steps = asked_steps(records)
+            inside = [s for s in steps if s["seat"] == 0]
+            over = [s for s in steps if s["seat"] == 1 and s["think_ms"] > 100]
+            wrong_in = sum(1 for s in inside if s["timeout"])
+            wrong_over = sum(1 for s in over if not s["timeout"])
+            in_p50 = statistics.median(s["think_ms"] for s in inside)
+            over_p50 = statistics.median(s["think_ms"] for s in over)
+            rows.append(
+                (
+                    "clock: answers 20 ms inside the limit judged timed out",
+                    f"{wrong_in} of {len(inside)} (think p50 {in_p50:.1f} ms, limit 150 ms)",
+                )
+            )
+            rows.append(
+                (
+                    "clock: answers 20 ms over the limit judged in time",
+                    f"{wrong_over} of {len(over)} (think p50 {over_p50:.1f} ms, limit 150 ms)",
+                )
+            )
+        conn.close()
+    width = max(len(k) for k, _ in rows)
+    print(f"| {'measure':<{width}} | value |\n|{'-' * (width + 2)}|-------|")
+    for key, value in rows:
+        print(f"| {key:<{width}} | {value} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
