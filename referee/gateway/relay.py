@@ -138,6 +138,7 @@ class HubConfig:
     keepalive_time_ms: int = 30_000
     housekeeping_s: float = HOUSEKEEPING_S
     max_message_bytes: int = 64 * 1024
+    hello_timeout_s: float = HELLO_TIMEOUT_S
 
 
 class Hub:
@@ -234,12 +235,13 @@ class BotSession:
         """Serve the stream until the bot closes it; raise an ArenaError to end it."""
         stream = request_iterator.__aiter__()
         try:
-            first = await asyncio.wait_for(stream.__anext__(), HELLO_TIMEOUT_S)
+            first = await asyncio.wait_for(stream.__anext__(), self.hub.config.hello_timeout_s)
         except StopAsyncIteration:
             return
         except TimeoutError:
             raise ProtocolError(
-                f"no Hello within {HELLO_TIMEOUT_S:.0f} s: the first message must be Hello"
+                f"no Hello within {self.hub.config.hello_timeout_s:g} s: the first message "
+                "must be Hello"
             ) from None
         hello = self._expect_hello(first)
         await self._start(hello)

@@ -38,6 +38,7 @@ from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee.gateway.auth import BotAuthInterceptor
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.relay import (
+    HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
     POP_WAIT_S,
     BotGatewayServicer,
@@ -95,6 +96,7 @@ class RefereeConfig:
     max_message_bytes: int = MAX_MESSAGE_BYTES
     drain_grace_s: float = 5.0
     housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
+    hello_timeout_s: float = HELLO_TIMEOUT_S
     hooks: bool = True  # run referee.web / referee.seasons.driver when present
 
     def resolved_referee_id(self) -> str:
@@ -133,6 +135,7 @@ class RefereeServer:
                 max_concurrency=config.max_concurrency,
                 housekeeping_s=config.housekeeping_s,
                 max_message_bytes=config.max_message_bytes,
+                hello_timeout_s=config.hello_timeout_s,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
             self.pop_redis,

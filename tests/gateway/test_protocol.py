@@ -219,3 +219,17 @@ def test_every_error_maps_to_its_status() -> None:
     }
     for exc, code in expected.items():
         assert status.status_of(exc) == code, exc
+
+
+def test_a_silent_stream_is_closed_after_the_hello_deadline(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, hello_timeout_s=0.3) as ref:
+            code, details = await _status_of(ref.port, token)  # connects, says nothing
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "no Hello within 0.3 s" in details
+
+    _run(scenario())
