@@ -542,9 +542,10 @@ class BotSession:
         self.hub.owner[key] = self.bot
         self._update_slot()
         self._arm_timer(request)
-        write_ms = mailbox.now_ms()
         try:
-            await self._write(proto)
+            async with self._write_lock:
+                write_ms = mailbox.now_ms()  # the send stamp: after any wait for the lock
+                await self.context.write(proto)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
