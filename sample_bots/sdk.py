@@ -375,7 +375,12 @@ class Bot:
             if first is grpc.aio.EOF:
                 return False
             if first.WhichOneof("msg") != "welcome":
-                raise RuntimeError(f"expected Welcome, got {first.WhichOneof('msg')}")
+                log.error(
+                    "%s: the referee answered Hello with %s instead of Welcome; reconnecting",
+                    self.name,
+                    first.WhichOneof("msg"),
+                )
+                return False
             welcomed = True
             w = first.welcome
             log.info(
