@@ -422,7 +422,7 @@ class SedmaMatch:
         seat = hand.to_act
         rules = self.sedma_rules
         if shown is None:
-            self._emit(EventKind.PLAY, seat, action=str(card), source=source)
+            self._events.append(_shared_event(EventKind.PLAY, seat, self._deal, str(card), source))
         else:
             self._emit(
                 EventKind.PLAY,
@@ -450,7 +450,7 @@ class SedmaMatch:
             },
         )
         for seat, card in trick.draws:
-            self._emit(DRAW, seat, detail={"card": str(card)})
+            self._events.append(_shared_event(DRAW, seat, self._deal, str(card), Source.BOT))
         if self._hand.is_over():
             self._end_hand()
 
@@ -554,6 +554,25 @@ class SedmaMatch:
         if rules.session == "running":
             return self._slot >= rules.running_hands
         return max(self._side_totals) >= rules.target  # SD-15
+
+
+_SHARED_EVENTS: dict[tuple[str, int, int, str, str], Event] = {}
+
+
+def _shared_event(kind: str, seat: int, deal: int, card: str, source: str) -> Event:
+    """A ``play`` of one card or a ``draw`` (the card in ``detail``), interned: these two
+    make most of a match's events, events are immutable values, and building a frozen
+    dataclass costs more than the rest of a decision. The cache is bounded."""
+    key = (kind, seat, deal, card, source)
+    event = _SHARED_EVENTS.get(key)
+    if event is None:
+        if kind == DRAW:
+            event = Event(DRAW, seat, deal, detail={"card": card})
+        else:
+            event = Event(kind, seat, deal, card, None, source)
+        if len(_SHARED_EVENTS) < 20_000:  # a few MiB at most
+            _SHARED_EVENTS[key] = event
+    return event
 
 
 def _rank_sides(rules: SedmaRules, scores: Sequence[int]) -> tuple[tuple[int, ...], ...]:
