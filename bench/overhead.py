@@ -248,6 +248,13 @@ def main() -> int:
             over = [s for s in steps if s["seat"] == 1 and s["think_ms"] > 100]
             wrong_in = sum(1 for s in inside if s["timeout"])
             wrong_over = sum(1 for s in over if not s["timeout"])
+            for s in inside + over:
+                if s["timeout"] == (s["seat"] == 0):
+                    print(
+                        f"wrong judgement: seat {s['seat']} think {s['think_ms']:.1f} ms "
+                        f"(wall {s['wall_ms']:.1f} ms)",
+                        file=sys.stderr,
+                    )
             in_p50 = statistics.median(s["think_ms"] for s in inside)
             over_p50 = statistics.median(s["think_ms"] for s in over)
             rows.append(
