@@ -58,7 +58,7 @@ def row_order(rules: SevensRules) -> list[Rank]:
     """The ranks of one row from its low end to its high end (SV-3, D-3)."""
     ranks = [Rank.parse(text) for text in DECK_RANK_TEXT[rules.deck].split()]
     if rules.ace == "high":
-        low_to_high = [rank for rank in ranks if rank != Rank.ACE]
+        low_to_high: list[Rank] = [rank for rank in ranks if rank != Rank.ACE]
         if Rank.ACE in ranks:
             low_to_high.append(Rank.ACE)
         return low_to_high
@@ -144,10 +144,15 @@ class Table:
         card = self.end(suit, step)
         if card is None:
             return None
-        if step == -1 and self.eights_before_sixes and self.order.index(card.rank) == self.start - 1:
-            # SV-12, D-31: the card above the starter before the card below it.
-            if self.start + 1 < len(self.order) and self.order[self.start + 1] not in self.ranks[suit]:
-                return None
+        below_starter = step == -1 and self.order.index(card.rank) == self.start - 1
+        above = self.start + 1
+        if (
+            below_starter
+            and self.eights_before_sixes
+            and above < len(self.order)
+            and self.order[above] not in self.ranks[suit]
+        ):
+            return None  # SV-12, D-31: the card above the starter before the card below it
         return card
 
     def playable_cards(self) -> dict[Card, list[int]]:
@@ -479,7 +484,12 @@ class RefMatch:
                 chips = rules.voluntary_pass_chips
                 state.voluntary += 1
             self._emit(
-                EventKind.PASS, seat, action=PASS, reason=kind, source=source, detail={"chips": chips}
+                EventKind.PASS,
+                seat,
+                action=PASS,
+                reason=kind,
+                source=source,
+                detail={"chips": chips},
             )
             self._charge(seat, chips)
         else:
@@ -597,7 +607,8 @@ class RefMatch:
             first = (dealer + 1) % n  # SV-14, SV-15, D-7
         deal = RefDeal(rules, index, dealer, first)
         deal.seats = [
-            SeatState(hand=set(hand), dealt=len(hand), free_left=rules.free_passes) for hand in hands
+            SeatState(hand=set(hand), dealt=len(hand), free_left=rules.free_passes)
+            for hand in hands
         ]
         self.deal = deal
         if rules.starters == "removed_before_deal":
@@ -721,7 +732,7 @@ class RefMatch:
         if played < self.planned and not broke:
             self.deal = self._start_deal(played)
             return
-        groups = self._groups_by_totals()
+        groups = self.groups_by_totals()
         if rules.match_tiebreak in ("extra_deal", "showdown") and len(groups[0]) > 1:
             self.tiebreak = rules.match_tiebreak
             self.tied = list(groups[0])
@@ -729,14 +740,15 @@ class RefMatch:
             return
         self._finish()
 
-    def _groups_by_totals(self) -> list[tuple[int, ...]]:
+    def groups_by_totals(self) -> list[tuple[int, ...]]:
+        """Seats grouped by match totals, best first (before any tie-break)."""
         sign = 1 if self.rules.scoring != "penalty_points" else -1
         values = sorted({self.totals[s] for s in range(self.n)}, key=lambda v: -sign * v)
         return [tuple(s for s in range(self.n) if self.totals[s] == v) for v in values]
 
     def _finish(self) -> None:
         rules = self.rules
-        groups = self._groups_by_totals()
+        groups = self.groups_by_totals()
         last = self.results[-1]
         if self.tiebreak is not None:
             # D-60: the tied seats are ordered by the extra deal's order.

@@ -31,8 +31,8 @@ from referee.games.sevens.rules import PRESETS, SevensRules
 from tests.sevens.reference import RefMatch, deck_cards
 
 DEALS_PER_PRESET = 2000
-FULL_MATCHES_PER_PRESET = 40
-DEALS_PER_CUSTOM = 300
+FULL_MATCHES_PER_PRESET = 12
+DEALS_PER_CUSTOM = 200
 
 # Detail fields each event kind must carry, with the values the brief fixes.
 DETAIL_KEYS: dict[str, tuple[str, ...]] = {
@@ -128,12 +128,34 @@ CUSTOM: dict[str, dict[str, Any]] = {
         "ante": 3,
         "pass_chips": 2,
         "card_penalty": "per_card",
-        "starting_chips": 12,
+        "starting_chips": 30,
         "until_broke": True,
-        "deals": 6,
+        "deals": 8,
         "match_tiebreak": "extra_deal",
         "opening": "any_seven",
     },
+    "winner-extra": {"match_tiebreak": "extra_deal", "deals": 3},
+    "points-showdown": {
+        "scoring": "penalty_points",
+        "card_penalty": "per_card",
+        "deals": 2,
+        "match_tiebreak": "showdown",
+        "opening": "seven_of_hearts",
+    },
+    "winner-fewest": {
+        "match_tiebreak": "fewest_cards_last_deal",
+        "deals": 2,
+        "opening": "left_of_dealer_diamond",
+    },
+}
+
+
+# Match-level paths that only some custom rules reach often enough to be required.
+CUSTOM_FULL_COVERAGE: dict[str, set[str]] = {
+    "broke-extra": {"match:broke"},
+    "winner-extra": {"tiebreak:extra_deal", "match:tiebreak-split"},  # SV-34
+    "winner-fewest": {"match:tiebreak-split"},  # SV-34
+    "points-showdown": {"tiebreak:showdown", "match:tiebreak-split"},  # SV-34
 }
 
 
@@ -143,6 +165,26 @@ def _project(event: Event | None) -> tuple[Any, ...] | None:
     keys = DETAIL_KEYS.get(event.kind, ())
     detail = tuple((key, _plain(event.detail.get(key, "<missing>"))) for key in keys)
     return (event.kind, event.seat, event.deal, event.action, event.reason, event.source, detail)
+
+
+def _same_events(got: Sequence[Event], want: Sequence[Event]) -> bool:
+    """``_project`` equality, without building the projections on the common path."""
+    if len(got) != len(want):
+        return False
+    for a, b in zip(got, want, strict=True):
+        if (a.kind, a.seat, a.deal, a.action, a.reason, a.source) != (
+            b.kind,
+            b.seat,
+            b.deal,
+            b.action,
+            b.reason,
+            b.source,
+        ):
+            return False
+        for key in DETAIL_KEYS.get(a.kind, ()):
+            if _plain(a.detail.get(key, "<missing>")) != _plain(b.detail.get(key, "<missing>")):
+                return False
+    return True
 
 
 def _plain(value: Any) -> Any:
@@ -244,6 +286,7 @@ def _play_match(
     seed: int,
     specs: list[DealSpec] | None,
     returned_short: list[str],
+    coverage: set[str],
     context: str,
 ) -> tuple[Match, RefMatch]:
     game = get_game("sevens")
@@ -263,8 +306,80 @@ def _play_match(
             f"  {_project(a)}    |    {_project(b)}"
             for a, b in _zip_long(match.events(), ref.events())
         )
-        raise Mismatch(f"{error}\n inputs: {inputs}\n events (engine | reference):\n{trail}") from None
+        raise Mismatch(
+            f"{error}\n inputs: {inputs}\n events (engine | reference):\n{trail}"
+        ) from None
+    _note_coverage(ref, coverage)
     return match, ref
+
+
+def _note_coverage(ref: RefMatch, coverage: set[str]) -> None:
+    """Tag the rule paths this match went through (asserted per test: no silent gaps)."""
+    for event in ref.events():
+        coverage.add(f"{event.kind}:{event.reason}")
+        if event.kind == "play" and event.action and "+" in event.action:
+            coverage.add("run")
+    for result in ref.deal_results():
+        coverage.add(f"end:{result.detail['end']}")
+        if "tiebreak" in result.detail:
+            coverage.add(f"tiebreak:{result.detail['tiebreak']}")
+        if len(result.order) > 2:
+            coverage.add("order:several-groups")
+        if any(len(group) > 1 for group in result.order[1:]):
+            coverage.add("order:tie")
+    final = ref.result()
+    if len(final.deals) > 1:
+        coverage.add("match:several-deals")
+    if len(final.winners) > 1:
+        coverage.add("match:shared-win")
+    if [sorted(g) for g in final.order] != [sorted(g) for g in ref.groups_by_totals()]:
+        coverage.add("match:tiebreak-split")
+    if ref.rules.until_broke and min(final.totals) <= 0:
+        coverage.add("match:broke")
+
+
+def _expected_coverage(rules: SevensRules, full: bool) -> set[str]:
+    """The tags every run of these rules must reach."""
+    want = {
+        "deal_start:None",
+        "play:None",
+        "pass:forced",
+        "timeout:timeout",
+        "invalid_action:not_held",
+        "invalid_action:not_legal",
+        "invalid_action:malformed",
+        "illegal_pass:illegal_pass",
+        "deal_end:out",
+        "match_end:None",
+        "order:several-groups",
+    }
+    if full:
+        want.add("match:several-deals")
+    if rules.ante:
+        want.add("ante:None")
+    if rules.starters == "placed_from_hands":
+        want.add("play:starter")
+    if rules.multi_card_turn:
+        want.add("run")
+    if rules.free_passes:
+        want.add("pass:free")
+    if not rules.must_play:
+        want.add("pass:voluntary")
+    if rules.pass_elimination:
+        want.add("eliminated:pass_limit")
+    if rules.must_play or rules.max_voluntary_passes:
+        penalty = rules.illegal_pass_penalty
+        if penalty == "lose_turn":
+            # Unreachable when the illegal pass (after the free ones) is always eliminating.
+            if not rules.pass_elimination or rules.pass_elimination > rules.free_passes:
+                want.add("pass:skipped")
+        elif penalty == "chips":
+            want.add("penalty:illegal_pass")
+        else:
+            want.add("eliminated:forfeit")
+    else:
+        want.discard("illegal_pass:illegal_pass")  # every pass is a legal one
+    return want
 
 
 def _zip_long(a: Sequence[Event], b: Sequence[Event]) -> list[tuple[Event | None, Event | None]]:
@@ -284,13 +399,18 @@ def _drive(
 ) -> None:
     """Play ``match`` and ``ref`` side by side to the end, comparing at every step."""
     seen = len(ref.events())
-    _check("events at start", [_project(e) for e in match.events()], [
-        _project(e) for e in ref.events()
-    ], context)
+    _check(
+        "events at start",
+        [_project(e) for e in match.events()],
+        [_project(e) for e in ref.events()],
+        context,
+    )
     step = 0
     while not ref.is_over():
         if match.is_over():
-            raise Mismatch(f"{context} step {step}: the engine's match is over, the reference's not")
+            raise Mismatch(
+                f"{context} step {step}: the engine's match is over, the reference's not"
+            )
         seat = ref.to_act()
         legal = ref.legal_actions()
         if match.to_act() != seat or match.legal_actions() != legal:
@@ -308,24 +428,26 @@ def _drive(
             got = match.apply_timeout()
             want = ref.apply_timeout()
         else:
-            if (match.check(choice) is None) != (choice in legal):
+            if (step % 5 == 0 or choice not in legal) and (match.check(choice) is None) != (
+                choice in legal
+            ):
                 where = f"{context} deal {ref.deal.index} step {step}"
                 _check(f"check({choice!r}) is None", match.check(choice) is None, False, where)
             got = match.apply(choice)
             want = ref.apply(choice)
         log = match.events()
-        logged = [_project(e) for e in log[seen:]]
+        new_events = log[seen:]
         seen = len(log)
-        expected = [_project(e) for e in want]
-        if logged != expected:
+        if not _same_events(new_events, want):
             where = f"{context} deal {ref.deal.index} step {step}"
-            _check(f"events after {choice!r}", logged, expected, where)
-        if len(got) != len(logged) or [_project(e) for e in got] != logged:
+            logged = [_project(e) for e in new_events]
+            _check(f"events after {choice!r}", logged, [_project(e) for e in want], where)
+        if got != new_events and len(returned_short) < 5:
             # Base contract: apply() returns the new events. Collected, asserted at the end.
-            if len(returned_short) < 5:
-                returned = [_project(e) for e in got]
-                where = f"{context} deal {ref.deal.index} step {step}"
-                returned_short.append(f"{where}: {choice!r} returned {returned}, logged {logged}")
+            returned = [_project(e) for e in got]
+            logged = [_project(e) for e in new_events]
+            where = f"{context} deal {ref.deal.index} step {step}"
+            returned_short.append(f"{where}: {choice!r} returned {returned}, logged {logged}")
         step += 1
     _check("match over", match.is_over(), True, context)
     _check("event count", len(match.events()), len(ref.events()), context)
@@ -350,12 +472,13 @@ def _check_hand_sizes(match: Match, spec: DealSpec, n: int, context: str) -> Non
     _check("hand sizes", sizes, want, context)
 
 
-def _run_deals(label: str, rules: SevensRules, deals: int) -> None:
+def _run_deals(label: str, rules: SevensRules, deals: int) -> set[str]:
     game = get_game("sevens")
     counts = list(game.player_counts(rules))
     assert counts and set(counts) <= set(range(3, 9)), counts  # SV-1
     rng = random.Random(f"sevens-differential-{label}")
     returned_short: list[str] = []
+    coverage: set[str] = set()
     for i in range(deals):
         n = counts[i % len(counts)]
         dealer = rng.randrange(n)
@@ -364,21 +487,24 @@ def _run_deals(label: str, rules: SevensRules, deals: int) -> None:
         rotation = (dealer + 1) % n if rng.random() < 0.8 else rng.randrange(n)
         spec = DealSpec(seed=rng.getrandbits(48), rotation=rotation, dealer=dealer)
         context = f"{label} n={n} seed={i} spec={spec}"
-        match, _ref = _play_match(rng, rules, n, i, [spec], returned_short, context)
+        match, _ref = _play_match(rng, rules, n, i, [spec], returned_short, coverage, context)
         _check_hand_sizes(match, spec, n, context)
     _assert_returns(returned_short)
+    return coverage
 
 
-def _run_full_matches(label: str, rules: SevensRules, matches: int) -> None:
+def _run_full_matches(label: str, rules: SevensRules, matches: int) -> set[str]:
     game = get_game("sevens")
     counts = list(game.player_counts(rules))
     rng = random.Random(f"sevens-differential-full-{label}")
     returned_short: list[str] = []
+    coverage: set[str] = set()
     for i in range(matches):
         n = counts[i % len(counts)]
         context = f"{label} full match n={n} seed={10_000 + i}"
-        _play_match(rng, rules, n, 10_000 + i, None, returned_short, context)
+        _play_match(rng, rules, n, 10_000 + i, None, returned_short, coverage, context)
     _assert_returns(returned_short)
+    return coverage
 
 
 def _assert_returns(returned_short: list[str]) -> None:
@@ -390,22 +516,27 @@ def _assert_returns(returned_short: list[str]) -> None:
 def test_preset_deals_agree(preset: str) -> None:  # SV-1..SV-31 on every preset
     rules = get_game("sevens").preset(preset)
     assert isinstance(rules, SevensRules)
-    _run_deals(preset, rules, DEALS_PER_PRESET)
+    coverage = _run_deals(preset, rules, DEALS_PER_PRESET)
+    assert _expected_coverage(rules, full=False) <= coverage, coverage
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_preset_matches_agree(preset: str) -> None:  # SV-5, SV-14, SV-32..SV-34
     rules = get_game("sevens").preset(preset)
     assert isinstance(rules, SevensRules)
-    _run_full_matches(preset, rules, FULL_MATCHES_PER_PRESET)
+    coverage = _run_full_matches(preset, rules, FULL_MATCHES_PER_PRESET)
+    assert _expected_coverage(rules, full=True) <= coverage, coverage
 
 
 @pytest.mark.parametrize("label", sorted(CUSTOM))
 def test_custom_rules_agree(label: str) -> None:
     rules = get_game("sevens").rules_from_dict(CUSTOM[label])
     assert isinstance(rules, SevensRules)
-    _run_deals(label, rules, DEALS_PER_CUSTOM)
-    _run_full_matches(label, rules, FULL_MATCHES_PER_PRESET // 2)
+    coverage = _run_deals(label, rules, DEALS_PER_CUSTOM)
+    assert _expected_coverage(rules, full=False) <= coverage, coverage
+    coverage = _run_full_matches(label, rules, FULL_MATCHES_PER_PRESET // 2)
+    want = _expected_coverage(rules, full=True) | CUSTOM_FULL_COVERAGE.get(label, set())
+    assert want <= coverage, coverage
 
 
 def test_reference_deck_matches_engine_deal() -> None:  # SV-2, SV-4, SV-6
