@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from sample_bots.sdk import Bot, BotRefused, Turn
+from sample_bots.sdk import ActionOutcome, Bot, BotRefused, Turn
 
 STDERR_TAIL_LINES = 20
 """How many of the program's last stderr lines a crash report quotes."""
@@ -134,7 +135,8 @@ class Program:
         self.env = env
         self._stderr_sink = stderr_sink
         self.report = report
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one question at a time
+        self._write_lock = threading.Lock()  # whole lines on stdin
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[object] = queue.Queue()
         self._owed: collections.deque[TurnKey] = collections.deque()
@@ -239,6 +241,19 @@ class Program:
         return ""
 
     # -- questions --------------------------------------------------------------------------
+    def tell(self, line: str) -> None:
+        """Write a line that wants no answer (a notification); dropped if the program is down.
+
+        Only the write is serialised with questions, so a notification may arrive while the
+        program is thinking about a turn.
+        """
+        proc = self._proc
+        if proc is None or proc.poll() is not None or proc.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError), self._write_lock:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+
     def ask(self, line: str, key: TurnKey, timeout_s: float) -> Answer:
         """Write ``line`` and wait up to ``timeout_s`` for the answer to ``key``."""
         start = time.monotonic()
@@ -249,8 +264,9 @@ class Program:
             proc = self._proc
             assert proc is not None and proc.stdin is not None
             try:
-                proc.stdin.write(line + "\n")
-                proc.stdin.flush()
+                with self._write_lock:
+                    proc.stdin.write(line + "\n")
+                    proc.stdin.flush()
             except (OSError, ValueError):
                 return self._died(key, start)
             self._owed.append(key)
@@ -331,6 +347,7 @@ class BridgeOptions:
     use_bank: bool = False
     report_file: str | None = None
     games: list[str] = field(default_factory=list)
+    notify: bool = False  # also send result / match_start / deal_end / match_end lines
 
 
 def turn_line(turn: Turn, budget_ms: int) -> str:
@@ -357,6 +374,11 @@ def turn_line(turn: Turn, budget_ms: int) -> str:
     )
 
 
+def notice_line(kind: str, fields: dict[str, Any]) -> str:
+    """A notification line (``--notify``): ``{"type": kind, ...fields}``; never answered."""
+    return json.dumps({"type": kind, **fields}, separators=(",", ":"))
+
+
 def budget_ms(turn: Turn, options: BridgeOptions) -> int:
     """How long the program may think about ``turn`` before the bridge answers for it."""
     total = turn.clock.move_ms + (turn.clock.bank_ms if options.use_bank else 0)
@@ -377,6 +399,23 @@ class BridgeBot(Bot):
         if options.games:
             self.games = tuple(options.games)
         self.name = os.path.basename(program.argv[0]) or "bridge"
+
+    def on_result(self, result: ActionOutcome) -> None:
+        super().on_result(result)
+        if self.options.notify:
+            self.program.tell(notice_line("result", dataclasses.asdict(result)))
+
+    def on_match_start(self, msg: dict[str, Any]) -> None:
+        if self.options.notify:
+            self.program.tell(notice_line("match_start", msg))
+
+    def on_deal_end(self, msg: dict[str, Any]) -> None:
+        if self.options.notify:
+            self.program.tell(notice_line("deal_end", msg))
+
+    def on_match_end(self, msg: dict[str, Any]) -> None:
+        if self.options.notify:
+            self.program.tell(notice_line("match_end", msg))
 
     def choose(self, turn: Turn) -> str:
         budget = budget_ms(turn, self.options)
@@ -417,7 +456,8 @@ class _Reporter:
 
     def __init__(self, path: str | None) -> None:
         self._path = path
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one question at a time
+        self._write_lock = threading.Lock()  # whole lines on stdin
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._path is None:
@@ -452,6 +492,11 @@ def run_bridge(
         report=_Reporter(options.report_file),
         env=dict(os.environ),
     )
+    try:
+        program.start()  # now, so a bad command is reported at once and notifications land
+    except OSError as exc:
+        say(f"cannot start {command[0]!r}: {exc}")
+        return 1
     bot = BridgeBot(program, options, say)
     previous = None
     if threading.current_thread() is threading.main_thread():

@@ -49,6 +49,7 @@ def bridge(args: argparse.Namespace) -> int:
         use_bank=args.use_bank,
         report_file=args.report_file,
         games=_games(args),
+        notify=args.notify,
     )
     return run_bridge(args.server, args.token, command, options)
 
@@ -208,6 +209,12 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--games", default="", help="games to declare, comma separated (default: every game)"
+    )
+    parser.add_argument(
+        "--notify",
+        action="store_true",
+        help="also send the program result, match_start, deal_end and match_end lines "
+        "(they want no answer)",
     )
     parser.add_argument("--report-file", help="append one JSON line per incident to this file")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its args")

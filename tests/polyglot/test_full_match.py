@@ -118,20 +118,12 @@ def process_bot(argv: Sequence[str], log: Path) -> Iterator[subprocess.Popen[byt
             _stop(proc)
 
 
-def bridge_argv(platform: Platform, name: str, report: Path, *command: str) -> list[str]:
+def bridge_argv(
+    platform: Platform, name: str, report: Path, *command: str, notify: bool = False
+) -> list[str]:
     token = bots.register(platform.conn, name)
-    return [
-        *CLI,
-        "bridge",
-        "--server",
-        platform.server,
-        "--token",
-        token,
-        "--report-file",
-        str(report),
-        "--",
-        *command,
-    ]
+    options = ["--report-file", str(report), *(["--notify"] if notify else [])]
+    return [*CLI, "bridge", "--server", platform.server, "--token", token, *options, "--", *command]
 
 
 def spec(match_id: str, game: str, preset: str, seats: list[str], **kw: Any) -> MatchSpec:
@@ -210,21 +202,34 @@ def test_sh_and_perl_programs_play_through_the_bridge(platform: Platform, tmp_pa
     perl = bridge_argv(
         platform, "stdio-perl", tmp_path / "perl.jsonl", "perl", str(STDIO_DIR / "smart.pl")
     )
+    notes = bridge_argv(
+        platform,
+        "stdio-notes",
+        tmp_path / "notes.jsonl",
+        sys.executable,
+        str(BROKEN_DIR / "notes.py"),
+        notify=True,
+    )
     with (
         process_bot(sh, tmp_path / "sh.log"),
         process_bot(perl, tmp_path / "perl.log"),
-        python_bots(platform, ["py-d", "py-e"]),
+        process_bot(notes, tmp_path / "notes.log"),
+        python_bots(platform, ["py-d"]),
     ):
+        seats = ["stdio-sh", "stdio-perl", "py-d", "stdio-notes"]
         sevens, sedma = play(
             platform,
-            spec(
-                "poly-stdio-sevens", "sevens", "sevens", ["stdio-sh", "stdio-perl", "py-d", "py-e"]
-            ),
+            spec("poly-stdio-sevens", "sevens", "sevens", seats),
             spec("poly-stdio-sedma", "sedma", "sedma", ["stdio-sh", "stdio-perl"] * 2),
         )
     for result in (sevens, sedma):
         assert_clean_play(result, "stdio-sh")
         assert_clean_play(result, "stdio-perl")
+    assert_clean_play(sevens, "stdio-notes")
+    # --notify: the program also got the match notifications, and answered none of them
+    log = (tmp_path / "notes.log").read_text()
+    for note in ("note match_start", "note result accepted", "note deal_end", "note match_end"):
+        assert f"[bot] {note}" in log, log[-2000:]
     # the bridge never had to step in for these programs
     assert not (tmp_path / "sh.jsonl").exists()
     assert not (tmp_path / "perl.jsonl").exists()
