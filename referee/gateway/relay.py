@@ -86,6 +86,23 @@ return live + 1
 """
 
 
+_PURGE_STALE = """
+local entries = redis.call('HGETALL', KEYS[1])
+local purged = 0
+for i = 1, #entries, 2 do
+  local ok, e = pcall(cjson.decode, entries[i + 1])
+  if not (ok and type(e) == 'table' and tonumber(e['seen_ms'])
+          and tonumber(ARGV[1]) - tonumber(e['seen_ms']) <= tonumber(ARGV[2])) then
+    redis.call('HDEL', KEYS[1], entries[i])
+    purged = purged + 1
+  end
+end
+return purged
+"""
+SWEEP_S = 10.0
+"""How often a referee deletes the stream records of dead referees (for every bot)."""
+
+
 @dataclass
 class Malformed:
     """What the safe deserializer returns for bytes that are not a ``BotMessage``."""
@@ -155,6 +172,29 @@ class Hub:
         self.owner: dict[Key, str] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._register_script = client.register_script(_REGISTER_STREAM)
+        self._purge_script = client.register_script(_PURGE_STALE)
+
+    async def sweep_forever(self) -> None:
+        """Purge ``bot_streams`` entries nobody refreshed (their referee died)."""
+        while True:
+            await asyncio.sleep(SWEEP_S)
+            try:
+                await self.sweep()
+            except RedisError as exc:
+                log.warning("sweeping stale stream records failed: %s", exc)
+
+    async def sweep(self) -> int:
+        purged = 0
+        names: set[str] = await self.redis.smembers(keys.BOTS)  # type: ignore[assignment]
+        for name in names:
+            purged += int(
+                await self._purge_script(
+                    keys=[keys.bot_streams(name)], args=[mailbox.now_ms(), STREAM_STALE_MS]
+                )
+            )
+        if purged:
+            log.info("deleted %d stream record(s) of referees that stopped refreshing", purged)
+        return purged
 
     async def register_stream(self, bot: str, stream_id: str, record: dict[str, Any]) -> int:
         """Record a stream in ``keys.bot_streams``; -1 when the bot is at its limit."""

@@ -144,6 +144,7 @@ class RefereeServer:
         self.league: LeagueCore | None = None
         self.server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._sweeper: asyncio.Future[None] | None = None
         self._stopped = False
 
     async def start(self) -> int:
@@ -177,6 +178,7 @@ class RefereeServer:
         self.server = server
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._sweeper = asyncio.ensure_future(self.hub.sweep_forever())
         if self.config.hooks:
             self._start_hooks()
         return self.port
@@ -235,6 +237,10 @@ class RefereeServer:
         await self.hub.drain(self.config.drain_grace_s)
         if self.server is not None:
             await self.server.stop(grace=1.0)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 5.0)

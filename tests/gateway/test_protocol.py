@@ -233,3 +233,26 @@ def test_a_silent_stream_is_closed_after_the_hello_deadline(
             assert "no Hello within 0.3 s" in details
 
     _run(scenario())
+
+
+def test_records_of_dead_referees_are_swept(redis_url: str, redis_client: redis.Redis) -> None:
+    """A referee killed without cleanup leaves stream records; they stop counting and go."""
+    import json
+
+    token = register(redis_client, "alice")
+    register(redis_client, "bob")
+    stale = json.dumps({"referee": "dead", "seen_ms": 1.0, "games": []})
+    redis_client.hset(keys.bot_streams("alice"), mapping={"dead:1": stale, "dead:2": stale})
+    redis_client.hset(keys.bot_streams("bob"), "dead:3", "not json")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, max_streams_per_bot=1) as ref:
+            bot = RawBot(ref.port, token)
+            await bot.connect()  # the dead records do not count against the limit
+            assert await ref.hub.sweep() == 1  # bob's; alice's went when she registered
+            alice_streams = [str(k) for k in redis_client.hkeys(keys.bot_streams("alice"))]
+            assert len(alice_streams) == 1 and not alice_streams[0].startswith("dead:")
+            assert redis_client.hlen(keys.bot_streams("bob")) == 0
+            await bot.close()
+
+    _run(scenario())
