@@ -3,6 +3,7 @@ against a correct bot and deliberately broken ones (each failure must be reporte
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -191,3 +192,14 @@ def test_measure_reports_the_think_time_of_every_decision() -> None:
     times = measure(["sh", str(STDIO_DIR / "firstlegal.sh")], grpc=False, count=12, game="sedma")
     assert len(times) == 12
     assert all(0 <= t < 3000 for t in times)  # stamped by the referee, within the clock
+
+
+def test_bridge_stops_when_the_referee_refuses_its_token(
+    connected_sdk_bot: tuple[ScratchPlatform, str],
+) -> None:
+    platform, _token = connected_sdk_bot
+    argv = [sys.executable, "-m", "referee.cli.main", "bridge", "--server", platform.server]
+    argv += ["--token", "arena_wrong", "--", "sh", str(STDIO_DIR / "firstlegal.sh")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "the referee refused this bot: UNAUTHENTICATED" in done.stderr
