@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -210,9 +211,14 @@ def _up(args: argparse.Namespace) -> int:
                 ready.wait(30)
                 if referee.poll() is not None:
                     return fail(f"the referee exited with code {referee.returncode}")
+                grpc_addr = f"{args.host}:{args.port}"
+                for line in lines:
+                    found = re.search(r"listening on (\S+)", line)
+                    if found:
+                        grpc_addr = found.group(1)
                 print(
                     f"arena up: redis {url}\n"
-                    f"          referee grpc {args.host}:{args.port}"
+                    f"          referee grpc {grpc_addr}"
                     + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
                     + f"\n          admin token {token}\n"
                     f"          {args.num_workers} worker(s); Ctrl-C stops everything",
