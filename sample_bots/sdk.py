@@ -310,8 +310,10 @@ class Bot:
     ) -> None:
         """Play until ``stop`` is set (or forever), reconnecting with backoff.
 
-        Raises :class:`BotRefused` when the referee refuses the bot for a reason that
-        reconnecting cannot fix (bad token, wrong protocol)."""
+        ``server`` is ``HOST:PORT``, or several separated by commas (referees of one
+        platform): each reconnect tries the next. Raises :class:`BotRefused` when the
+        referee refuses the bot for a reason that reconnecting cannot fix (bad token, wrong
+        protocol)."""
         asyncio.run(self.run_async(server, token, tls_ca=tls_ca, stop=stop))
 
     async def run_async(
@@ -323,11 +325,17 @@ class Bot:
         stop: StopFlag | None = None,
     ) -> None:
         """:meth:`run` for callers that already have an event loop."""
+        servers = [s.strip() for s in server.split(",") if s.strip()]
+        if not servers:
+            raise ValueError("no server address: pass HOST:PORT (or several, comma-separated)")
         backoff = BACKOFF_START_S
+        attempt = 0
         while stop is None or not stop.is_set():
             welcomed = False
+            target = servers[attempt % len(servers)]
+            attempt += 1
             try:
-                welcomed = await self._play_once(server, token, tls_ca, stop)
+                welcomed = await self._play_once(target, token, tls_ca, stop)
                 if stop is not None and stop.is_set():
                     return
                 log.info("%s: the referee closed the stream; reconnecting", self.name)
@@ -341,6 +349,8 @@ class Bot:
                 log.warning("%s: stream ended: %s %s", self.name, code.name, exc.details())
             if welcomed:
                 backoff = BACKOFF_START_S
+            if len(servers) > 1 and attempt % len(servers) != 0:
+                continue  # try the other referees before waiting
             delay = backoff * (0.5 + random.random() / 2)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
             await _sleep_unless(stop, delay)
@@ -494,7 +504,8 @@ def build_parser(bot: Bot) -> argparse.ArgumentParser:
     parser.add_argument(
         "--server",
         default=os.environ.get("ARENA_SERVER", "127.0.0.1:50051"),
-        help="referee HOST:PORT (default: $ARENA_SERVER or 127.0.0.1:50051)",
+        help="referee HOST:PORT, or several comma-separated (default: $ARENA_SERVER or "
+        "127.0.0.1:50051)",
     )
     parser.add_argument(
         "--token",

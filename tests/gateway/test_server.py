@@ -7,6 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from arena.v1 import league_pb2, league_pb2_grpc
 from referee import bots, keys
+from referee.gateway.server import RefereeConfig, RefereeServer
 from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import BotRefused
 from tests.gateway.helpers import (
@@ -284,8 +286,6 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     """referee.web.serve_http and referee.seasons.driver.run_driver are started (fakes here)."""
     import types
 
-    from referee.gateway.server import RefereeConfig, RefereeServer
-
     calls: list[tuple[Any, ...]] = []
     web = types.ModuleType("referee.web")
     driver = types.ModuleType("referee.seasons.driver")
@@ -325,3 +325,58 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     assert ("driver", redis_url) in calls
     assert ("web stopped",) in calls
     assert any("run_driver failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_drained_referees_requests_reach_the_bot_through_another(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Referee A drains while the bot holds a request; the SDK moves to referee B and the
+    request comes again, its clock still counted from the first send."""
+    token = register(redis_client, "alice")
+    leaks = LeakChecker()
+
+    class Waiter(FirstLegalBot):
+        max_concurrent_matches = 2
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def choose(self, turn: Any) -> str:
+            self.seen.append(turn.match_id)
+            if len(self.seen) == 1:
+                time.sleep(1.5)  # still thinking when referee A drains (grace 0.5 s)
+            return str(turn.legal_actions[0])
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, referee_id="B") as ref_b:
+            ref_a = RefereeServer(
+                RefereeConfig(
+                    redis_url=redis_url, port=0, http_port=0, hooks=False, referee_id="A",
+                    drain_grace_s=0.5,
+                )
+            )  # fmt: skip
+            await ref_a.start()
+            stop = asyncio.Event()
+            bot = Waiter()
+            servers = f"127.0.0.1:{ref_a.port},127.0.0.1:{ref_b.port}"
+            task = asyncio.ensure_future(bot.run_async(servers, token, stop=stop))
+            try:
+                while not redis_client.hlen(keys.bot_streams("alice")):
+                    await asyncio.sleep(0.02)
+                turn = leaks.turn("alice", "m1", 1)
+                push(redis_client, turn)
+                first = await wait_replies(ref_b.redis, turn["reply_key"], 1)
+                assert first[0]["type"] == "sent" and first[0]["referee"] == "A"
+                await ref_a.stop()  # drains; the request goes back to the inbox
+                replies = await wait_replies(ref_b.redis, turn["reply_key"], 2, timeout=20)
+                assert [r["type"] for r in replies] == ["sent", "answer"]
+                answer = replies[1]
+                assert answer["type"] == "answer" and answer["referee"] == "B"
+                assert answer["sent_ms"] == first[0]["sent_ms"]
+                assert bot.seen == ["m1", "m1"]
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 10)
+                await ref_a.stop()
+
+    _run(scenario())
