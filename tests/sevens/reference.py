@@ -293,6 +293,16 @@ class RefMatch:
             actions.add(PASS)
         return sort_actions(actions)
 
+    def check(self, action: str) -> str | None:
+        """None when ``action`` is legal for the seat to act, else why not (in words)."""
+        seat = self.to_act()
+        if action == PASS:
+            if self.pass_kind(seat) == "illegal":
+                return "passing while able to play is an illegal pass (SV-18)"
+            return None
+        refused = self._refusal(seat, action)
+        return None if refused is None else refused[1]
+
     def apply(self, action: str, source: str = Source.BOT) -> list[Event]:
         start = len(self.log)
         seat = self.to_act()
@@ -415,8 +425,10 @@ class RefMatch:
         missing = [str(card) for card in cards if card not in hand]
         if missing:
             return ("not_held", f"{', '.join(missing)} not in the hand")
+        # Card text is read as Card.parse reads it (any case, 10 for T, spaces around a card),
+        # and the play is recorded in canonical form (the engine's reading; see the notes).
         canonical = RUN_SEPARATOR.join(str(card) for card in cards)
-        if canonical != action or canonical not in self.plays(seat):
+        if canonical not in self.plays(seat):
             return ("not_legal", f"{action} is not playable now")
         return None
 

@@ -24,7 +24,16 @@ from typing import Any
 
 import pytest
 
-from referee.games.base import PASS, DealResult, DealSpec, Event, Match, MatchResult
+from referee.games.base import (
+    PASS,
+    RUN_SEPARATOR,
+    DealResult,
+    DealSpec,
+    Event,
+    Match,
+    MatchResult,
+    Source,
+)
 from referee.games.cards import Card
 from referee.games.registry import get_game
 from referee.games.sevens.rules import PRESETS, SevensRules
@@ -261,7 +270,12 @@ def _choose(rng: random.Random, ref: RefMatch, legal: Sequence[str]) -> str | No
     """
     roll = rng.random()
     if roll >= 0.12:
-        return rng.choice(legal)
+        action = rng.choice(legal)
+        if roll >= 0.995 and action != PASS:
+            # A legal action in another spelling Card.parse reads (any case, 10, spaces).
+            spelled = action.lower() if rng.random() < 0.5 else action.replace("T", "10")
+            return spelled.replace(RUN_SEPARATOR, " + ")
+        return action
     if roll < 0.03:
         return None
     if roll < 0.07:
@@ -428,13 +442,15 @@ def _drive(
             got = match.apply_timeout()
             want = ref.apply_timeout()
         else:
-            if (step % 5 == 0 or choice not in legal) and (match.check(choice) is None) != (
-                choice in legal
-            ):
-                where = f"{context} deal {ref.deal.index} step {step}"
-                _check(f"check({choice!r}) is None", match.check(choice) is None, False, where)
-            got = match.apply(choice)
-            want = ref.apply(choice)
+            if step % 5 == 0 or choice not in legal:
+                engine_ok = match.check(choice) is None
+                reference_ok = ref.check(choice) is None
+                if engine_ok != reference_ok:
+                    where = f"{context} deal {ref.deal.index} step {step}"
+                    _check(f"check({choice!r}) is None", engine_ok, reference_ok, where)
+            source = Source.AUTOPILOT if step % 23 == 11 else Source.BOT
+            got = match.apply(choice, source)
+            want = ref.apply(choice, source)
         log = match.events()
         new_events = log[seen:]
         seen = len(log)
