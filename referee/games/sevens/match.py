@@ -47,7 +47,18 @@ from referee.games.sevens.tables import (
 
 GAME_NAME = "sevens"
 _PASS_ONLY = (PASS,)
-_PLAY_EVENTS: dict[tuple[int, int, str, str], Event] = {}
+_BIT = tuple(1 << i for i in range(52))
+_BOT_PLAYS: dict[int, list[Event | None]] = {}
+"""Per deal index, the ``play`` event of each (seat, card) chosen by a bot: events are
+immutable, so every match shares them (the fast path allocates no event)."""
+
+
+def _bot_plays(deal: int) -> list[Event | None]:
+    if deal >= 64:
+        return [None] * (8 * 52)
+    return _BOT_PLAYS.setdefault(deal, [None] * (8 * 52))
+
+
 FORMAT_VERSION = 1
 MAX_ACTION_TEXT = 64
 SUIT_LETTERS = "CDHS"
@@ -164,11 +175,8 @@ class SevensMatch:
             cards = list(t.dealt)
             random.Random(spec.seed).shuffle(cards)
             hands = [0] * n
-            for i in range(n):
-                mask = 0
-                for idx in cards[i::n]:
-                    mask |= 1 << idx
-                hands[(i + spec.rotation) % n] = mask
+            for i in range(n):  # card k goes to hand k % n (D-10); distinct bits: sum == or
+                hands[(i + spec.rotation) % n] = sum(map(_BIT.__getitem__, cards[i::n]))
         # SV-6: a seeded deal cannot misdeal, but check the cards anyway.
         union = table
         total = table.bit_count()
@@ -186,6 +194,7 @@ class SevensMatch:
             )
         self._initial.append(list(hands))
         self._deal = d
+        self._bot_plays = _bot_plays(d)
         self._dealer = dealer
         self._hands = hands
         self._table = table
@@ -506,19 +515,24 @@ class SevensMatch:
         if self._over:
             raise MatchStateError("the match is over: no action can be applied")
         seat = self._to_act
-        idx = CARD_INDEX.get(action) if isinstance(action, str) else None
-        if idx is not None:
+        try:
+            idx = CARD_INDEX.get(action, -1)
+        except TypeError:  # not even a string
+            idx = -1
+        if idx >= 0:
             bit = 1 << idx
             hand = self._hands[seat]
             if hand & self._playable & bit:
                 # Fast path: a legal single card in canonical form (the hot path).
                 self._log.append((seat, action, source))
-                key = (seat, self._deal, action, source)
-                event = _PLAY_EVENTS.get(key)
-                if event is None:
+                if source == Source.BOT:
+                    key = seat * 52 + idx
+                    event = self._bot_plays[key]
+                    if event is None:
+                        event = Event("play", seat, self._deal, action, None, Source.BOT, {})
+                        self._bot_plays[key] = event
+                else:
                     event = play_event(seat, self._deal, action, source)
-                    if len(_PLAY_EVENTS) < 200_000:
-                        _PLAY_EVENTS[key] = event
                 start = len(self._events)
                 self._events.append(event)
                 hand ^= bit
