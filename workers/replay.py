@@ -110,7 +110,7 @@ def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
             return f"{who} eliminated ({event.reason})"
         case EventKind.TRICK:
             return f"trick to {who} {dict(event.detail) if event.detail else ''}".rstrip()
-        case EventKind.DEAL_END | EventKind.VOID_DEAL | EventKind.DEAL_START:
+        case EventKind.DEAL_END | EventKind.DEAL_START | EventKind.MATCH_END:
             return None
         case _:
             return f"{who} {event.kind} {event.action or ''} {event.reason or ''}".strip()
