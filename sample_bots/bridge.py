@@ -103,14 +103,23 @@ def parse_answer_line(line: str) -> tuple[str | None, TurnKey | None, str]:
     if not isinstance(data, dict) or not isinstance(data.get("action"), str):
         return None, None, f'a JSON answer needs a string "action" field: {text[:80]!r}'
     key: TurnKey | None = None
-    if "seq" in data:
+    if "seq" in data:  # an echo; a field left out (match_id "", attempt -1) matches any
         try:
             key = TurnKey(
-                str(data.get("match_id", "")), int(data.get("attempt", 0)), int(data["seq"])
+                str(data.get("match_id") or ""), int(data.get("attempt", -1)), int(data["seq"])
             )
         except (TypeError, ValueError):
             return None, None, f'"seq" and "attempt" must be integers: {text[:80]!r}'
     return data["action"].strip(), key, ""
+
+
+def echo_matches(echo: TurnKey, key: TurnKey) -> bool:
+    """Whether an answer's echo names ``key`` (fields left out of the echo match anything)."""
+    return (
+        echo.seq == key.seq
+        and echo.match_id in ("", key.match_id)
+        and echo.attempt in (-1, key.attempt)
+    )
 
 
 class Program:
@@ -294,9 +303,9 @@ class Program:
         if echoed is None:
             answered = self._owed.popleft() if self._owed else key
         else:
-            answered = echoed
+            answered = next((k for k in self._owed if echo_matches(echoed, k)), echoed)
             with contextlib.suppress(ValueError):
-                self._owed.remove(echoed)
+                self._owed.remove(answered)
         if answered != key:
             self.report({"event": "late_answer", "turn": str(answered), "line": raw.strip()})
             return None

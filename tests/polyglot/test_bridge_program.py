@@ -51,6 +51,7 @@ def test_parse_answer_line_reads_text_and_json() -> None:
         TurnKey("m", 2, 4),
         "",
     )
+    assert parse_answer_line('{"action": "pass", "seq": 9}') == ("pass", TurnKey("", -1, 9), "")
     action, key, error = parse_answer_line("{not json")
     assert action is None and key is None and "not valid JSON" in error
     action, _key, error = parse_answer_line('{"move": "7D"}')
@@ -109,6 +110,26 @@ def test_json_answer_echoing_an_old_seq_is_dropped(cleanup: list[Program]) -> No
     answer = program.ask(_line(["QC"], 3), TurnKey("m", 1, 3), timeout_s=10)
     assert answer.action == "QC"
     assert [e["event"] for e in events] == ["late_answer"]
+
+
+def test_json_answer_may_echo_only_the_seq(cleanup: list[Program]) -> None:
+    source = textwrap.dedent(
+        """
+        import json, sys, time
+        for line in sys.stdin:
+            turn = json.loads(line)
+            if turn["seq"] == 1:
+                time.sleep(0.5)
+            print(json.dumps({"action": turn["legal"][0], "seq": turn["seq"]}), flush=True)
+        """
+    )
+    program, events, _ = _program(source)
+    cleanup.append(program)
+    assert program.ask(_line(["AS"], 1), TurnKey("m", 3, 1), timeout_s=0.1).problem == "timeout"
+    answer = program.ask(_line(["KS"], 2), TurnKey("m", 3, 2), timeout_s=10)
+    assert answer.action == "KS"
+    assert [e["event"] for e in events] == ["late_answer"]
+    assert events[0]["turn"] == "m#3.1"  # the seq-only echo was matched to the open turn
 
 
 def test_crashing_program_is_reported_and_restarted(cleanup: list[Program]) -> None:
