@@ -101,6 +101,11 @@ def run_match(match_id: str, conn: redis.Redis | None = None) -> str:
     except Superseded as exc:
         log.warning("match %s attempt %d stopped: %s; it commits nothing", match_id, attempt, exc)
         return "superseded"
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        # Redis went away (restart, network): not the match's fault. The state stays
+        # "running"; its heartbeat lapses and the janitor retries it from its seed.
+        log.error("match %s attempt %d lost Redis (%s); left for a retry", match_id, attempt, exc)
+        raise
     except Exception as exc:
         _mark_failed(conn, spec, attempt, f"{type(exc).__name__}: {exc}")
         raise
