@@ -282,6 +282,43 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     return CheckResult.ok(name, "answered the retry after stale notifications")
 
 
+def check_interleaved(ctx: CheckContext, game: str) -> CheckResult:
+    """Requests of three matches at once: each answer must fit its own request.
+
+    A bot that declared a concurrency above one gets them together and must echo each
+    request's ``seq``; a bot of concurrency one gets them one after the other.
+    """
+    name = "interleaved requests of three matches"
+    rules = default_rules(game)
+    decisions = [
+        find_decision(game, rules, has_choice, seeds=range(start, start + 20))
+        for start in (100, 200, 300)
+    ]
+    if any(d is None for d in decisions):
+        return CheckResult.skip(name, f"no {game} decisions with a choice found")
+    pushed = []
+    for index, decision in enumerate(decisions, start=1):
+        assert decision is not None
+        turn = ctx.probe.push_turn(
+            match_id=ctx.match_id(f"multi{index}"),
+            attempt=1,
+            seq=index * 7,
+            seat=decision.seat,
+            observation=decision.observation,
+            legal_actions=decision.legal_actions,
+            clock=ctx.clock,
+        )
+        pushed.append((decision, turn))
+    problems = []
+    for decision, turn in pushed:
+        problem = _problem(decision, ctx.probe.wait(turn), ctx.clock)
+        if problem:
+            problems.append(f"{turn['match_id']} seq {turn['seq']}: {problem}")
+    if problems:
+        return CheckResult.fail(name, problems[0], tuple(problems[1:]))
+    return CheckResult.ok(name, "each answered legally")
+
+
 def check_clock(ctx: CheckContext, game: str) -> CheckResult:
     """With a tight clock and no bank, the answer still arrives in time."""
     limit = TIGHT_CLOCK["move_ms"] + TIGHT_CLOCK["grace_ms"]
@@ -332,6 +369,7 @@ def run_all(ctx: CheckContext, report: Report) -> Report:
         steps.append(("sevens: multi-card turn", lambda: check_multi_card(ctx)))
     main_game = ctx.games[0]
     steps.append(("stale request and retry", lambda: check_stale(ctx, main_game)))
+    steps.append(("interleaved requests", lambda: check_interleaved(ctx, main_game)))
     steps.append(("clock near its limit", lambda: check_clock(ctx, main_game)))
     steps.append(("reconnect", lambda: check_reconnect(ctx, main_game)))
     if ctx.only:

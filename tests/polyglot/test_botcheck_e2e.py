@@ -60,6 +60,7 @@ def test_the_sh_example_bot_passes_every_scenario(capsys: pytest.CaptureFixture[
         "sevens: forced pass",  # SV-18: no playable card, the only action is pass
         "sevens: multi-card turn",
         "stale request",
+        "interleaved requests",
         "clock near its limit",
         "reconnect after the referee restarts",
     ):

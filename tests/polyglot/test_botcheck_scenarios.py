@@ -185,3 +185,18 @@ def test_bridge_incidents_fail_the_scenario_they_happened_in(url: str) -> None:
     text = " ".join((failed[0].reason, *failed[0].details))
     assert "exited with code 3" in text
     assert "KeyError: 'trick'" in text
+
+
+def test_a_bot_that_mixes_up_concurrent_requests_fails_the_interleaved_check(url: str) -> None:
+    previous: list[str] = []
+
+    def mixed_up(turn: mailbox.TurnMessage) -> str:
+        # Answers each request with what it chose for the one before (a shared variable).
+        chosen = previous[-1] if previous else turn["legal_actions"][0]
+        previous.append(turn["legal_actions"][0])
+        return chosen
+
+    report = _check(url, mixed_up, only=["interleaved"])
+    (result,) = report.results
+    assert result.status == FAIL
+    assert "which is not legal here" in result.reason
