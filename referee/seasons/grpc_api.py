@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import grpc  # type: ignore[import-untyped]
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 
@@ -208,6 +209,9 @@ class SeasonsServicerMixin:
         conn = self._seasons_sync()
         try:
             return await asyncio.to_thread(fn, conn)
+        except store.StateConflict as exc:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            raise AssertionError("unreachable: context.abort raises") from exc
         except ArenaError as exc:
             await status.abort(context, exc)
 

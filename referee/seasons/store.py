@@ -42,6 +42,11 @@ ENDED = (CANCELLED, FINISHED)
 SCHEDULED = "scheduled"  # a season match not handed to the queue yet
 
 
+class StateConflict(ConflictError):
+    """A state change that does not apply to the season's current state (the League API
+    answers FAILED_PRECONDITION)."""
+
+
 def secret_key(season_id: str) -> str:
     return keys.season(season_id) + ":secret"
 
@@ -158,7 +163,7 @@ def _transition(
                 f"no season {season_id!r}: `arena season list` shows them"
             ) from None
         state = message.rsplit(" ", 1)[-1]
-        raise ConflictError(
+        raise StateConflict(
             f"season {season_id} is {state}; it can become {to} only when it is "
             f"{' or '.join(allowed)}"
         ) from None

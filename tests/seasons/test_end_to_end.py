@@ -178,6 +178,37 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
     report = verify_season(conn, "a")
     assert report.ok and report.deals_checked == 60, report.problems
 
+    # --- state changes through the League API ---
+    with league(platform) as stub:
+        request = league_pb2.CreateSeasonRequest(
+            name="c",
+            game="sedma",
+            preset="sedma",
+            bots=["fl-1", "rnd-1", "hs-1"],
+            table_size=4,
+            deals_per_match=2,
+            options_json='{"window": 1}',
+        )
+        created = stub.CreateSeason(request, metadata=admin)
+        assert created.matches_total == 3 and created.deals_per_match == 2
+        with pytest.raises(grpc.RpcError) as taken:
+            stub.CreateSeason(request, metadata=admin)
+        assert taken.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        with pytest.raises(grpc.RpcError) as not_now:
+            stub.PauseSeason(league_pb2.SeasonRef(season="c"), metadata=admin)
+        assert not_now.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "only when it is running" in not_now.value.details()
+        with pytest.raises(grpc.RpcError) as no_token:
+            stub.CancelSeason(league_pb2.SeasonRef(season="c"))
+        assert no_token.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        stub.StartSeason(league_pb2.SeasonRef(season="c"), metadata=admin)
+        paused = stub.PauseSeason(league_pb2.SeasonRef(season="c"), metadata=admin)
+        assert paused.state == "paused" and not paused.seed_revealed
+        resumed = stub.ResumeSeason(league_pb2.SeasonRef(season="c"), metadata=admin)
+        assert resumed.state == "running"
+        cancelled = stub.CancelSeason(league_pb2.SeasonRef(season="c"), metadata=admin)
+        assert cancelled.state == "cancelled" and cancelled.seed_revealed
+
     # --- the same season (same seed) created by the CLI, disturbed in the middle ---
     toml = Path(platform.data_dir) / "b.toml"
     toml.write_text(season_toml("b"))
