@@ -15,11 +15,13 @@ import redis
 pytestmark = pytest.mark.slow
 
 
-def test_arena_demo_runs_a_season_and_stops_everything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("game", ["sevens", "sedma"])
+def test_arena_demo_runs_a_season_and_stops_everything(tmp_path: Path, game: str) -> None:
     env = {**os.environ, "COLUMNS": "130"}
     env.pop("ARENA_REDIS_URL", None)
+    argv = ["demo", "--game", game, "--data-dir", str(tmp_path / "d")]
     out = subprocess.run(
-        [sys.executable, "-m", "referee.cli.main", "demo", "--data-dir", str(tmp_path / "d")],
+        [sys.executable, "-m", "referee.cli.main", *argv],
         capture_output=True,
         text=True,
         timeout=240,
@@ -29,6 +31,7 @@ def test_arena_demo_runs_a_season_and_stops_everything(tmp_path: Path) -> None:
     assert out.returncode == 0, text
     assert "6 SDK bots connected over gRPC" in text
     assert re.search(r"15/15 matches", text)
+    assert (f"{game}/fan-tan" if game == "sevens" else "sedma/sedma") in text
     for bot in ("random-1", "first-legal-2", "hold-sevens-1"):
         assert re.search(rf"│ \d │ {bot} +│ +1\d\d\d │", text), text
     assert "all match the published commitment" in text
