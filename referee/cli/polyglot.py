@@ -232,7 +232,11 @@ def register(commands: Commands) -> None:
     parser.add_argument("--server", help="referee the bot is connected to (HOST:PORT)")
     parser.add_argument("--token", help="the bot's token (identifies the bot)")
     add_redis_options(parser)
-    parser.add_argument("--games", default="", help="games to check, comma separated")
+    parser.add_argument(
+        "--games",
+        default="",
+        help="games to check, comma separated (default: those the bot declared in Hello)",
+    )
     parser.add_argument(
         "--grpc",
         action="store_true",
