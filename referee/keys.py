@@ -86,6 +86,31 @@ def season_standings(season_id: str) -> str:
     return f"{PREFIX}season:{season_id}:standings"
 
 
+def season_secret(season_id: str) -> str:
+    """String: the season seed, kept here until the season hash reveals it at the end."""
+    return f"{PREFIX}season:{season_id}:secret"
+
+
+def season_schedule(season_id: str) -> str:
+    """String (JSON): the scheduled matches (seats, match seed, deal specs) in play order."""
+    return f"{PREFIX}season:{season_id}:schedule"
+
+
+def season_counted(season_id: str) -> str:
+    """Set: match ids whose committed result the season has counted (exactly once)."""
+    return f"{PREFIX}season:{season_id}:counted"
+
+
+def season_failed(season_id: str) -> str:
+    """Set: match ids the season has counted as failed."""
+    return f"{PREFIX}season:{season_id}:failed"
+
+
+def season_lock(season_id: str) -> str:
+    """String: short lock held by the referee that tops up a season's matches in flight."""
+    return f"{PREFIX}season:{season_id}:lock"
+
+
 # --- metrics written by workers, read by the referee's collector (referee.metrics) ------
 METRICS_COUNTERS = PREFIX + "metrics:counters"  # hash: "name|label=value,..." -> number
 

@@ -5,13 +5,16 @@ Everything takes a synchronous ``redis.Redis`` made with ``decode_responses=True
 ``asyncio.to_thread``. Every state change is a guarded compare-and-set (a Lua script), so
 several referees and CLI commands may act on one season at once.
 
-Keys (besides those in :mod:`referee.keys`, all under ``arena:season:<id>:``):
+Keys (:mod:`referee.keys`): the season hash, ``SEASONS``, ``season_matches``,
+``season_standings``, and the season's own
 
-* ``secret``: the seed, until it is revealed in the season hash (finished or cancelled).
-* ``schedule``: JSON list of the scheduled matches (seats, match seed, deal specs).
-* ``counted`` / ``failed``: sets of match ids already counted as done / failed, so that a
-  result consumed twice (a referee restarted before acknowledging it) counts once.
-* ``lock``: short lock while one referee tops up the matches in flight.
+* ``season_secret``: the seed, until it is revealed in the season hash (finished or
+  cancelled);
+* ``season_schedule``: JSON list of the scheduled matches (seats, match seed, deal specs);
+* ``season_counted`` / ``season_failed``: sets of match ids already counted as done /
+  failed, so that a result consumed twice (a referee restarted before acknowledging it)
+  counts once;
+* ``season_lock``: short lock while one referee tops up the matches in flight.
 """
 
 from __future__ import annotations
@@ -47,24 +50,11 @@ class StateConflict(ConflictError):
     answers FAILED_PRECONDITION)."""
 
 
-def secret_key(season_id: str) -> str:
-    return keys.season(season_id) + ":secret"
-
-
-def schedule_key(season_id: str) -> str:
-    return keys.season(season_id) + ":schedule"
-
-
-def counted_key(season_id: str) -> str:
-    return keys.season(season_id) + ":counted"
-
-
-def failed_key(season_id: str) -> str:
-    return keys.season(season_id) + ":failed"
-
-
-def lock_key(season_id: str) -> str:
-    return keys.season(season_id) + ":lock"
+secret_key = keys.season_secret
+schedule_key = keys.season_schedule
+counted_key = keys.season_counted
+failed_key = keys.season_failed
+lock_key = keys.season_lock
 
 
 def now_ms() -> int:
