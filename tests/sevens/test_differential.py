@@ -18,6 +18,7 @@ they partition the deck (SV-4, SV-6) and this test checks who gets the longer ha
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,7 +35,7 @@ from referee.games.base import (
     MatchResult,
     Source,
 )
-from referee.games.cards import Card
+from referee.games.cards import Card, Rank
 from referee.games.registry import get_game
 from referee.games.sevens.rules import PRESETS, SevensRules
 from tests.sevens.reference import RefMatch, deck_cards
@@ -232,6 +233,9 @@ def _match_result(result: MatchResult) -> dict[str, Any]:
 
 def _observed(obs: Mapping[str, Any]) -> dict[str, Any]:
     return {
+        "to_act": obs["to_act"],
+        "totals": list(obs["totals"]),
+        "deal_index": obs["deal_index"],
         "dealer": obs["dealer"],
         "table": {suit: list(cards) for suit, cards in obs["table"].items()},
         "hand_sizes": list(obs["hand_sizes"]),
@@ -434,7 +438,9 @@ def _drive(
         if step % 8 == 0:
             where = f"{context} deal {ref.deal.index} step {step}"
             obs = match.observation(seat)
-            _check("observation", _observed(obs), ref.observation_facts(), where)
+            facts = ref.observation_facts()
+            facts.update(to_act=seat, totals=list(ref.totals), deal_index=ref.deal.index)
+            _check("observation", _observed(obs), facts, where)
             _check("own hand", list(obs["hand"]), ref.hand(seat), where)
         choice = _choose(rng, ref, legal)
         inputs.append(choice)
@@ -553,6 +559,33 @@ def test_custom_rules_agree(label: str) -> None:
     coverage = _run_full_matches(label, rules, FULL_MATCHES_PER_PRESET // 2)
     want = _expected_coverage(rules, full=True) | CUSTOM_FULL_COVERAGE.get(label, set())
     assert want <= coverage, coverage
+
+
+def _redeal(rules: SevensRules, n: int, seed: int, rotation: int) -> list[list[str]]:
+    """D-10, written out: the sorted deck (less removed starters) shuffled by the seed,
+    card k to hand k % n, hand i to seat (i + rotation) % n; hands sorted."""
+    deck = sorted(deck_cards(rules))
+    if rules.starters == "removed_before_deal":
+        deck = [card for card in deck if card.rank != Rank.parse(rules.starter_rank)]
+    random.Random(seed).shuffle(deck)
+    hands: list[list[str]] = [[] for _ in range(n)]
+    for i in range(n):
+        hands[(i + rotation) % n] = [str(card) for card in sorted(deck[i::n])]
+    return hands
+
+
+def test_engine_deals_as_documented() -> None:  # SV-4, SV-5, D-10, D-11
+    """Anyone holding a revealed seed can re-deal: the engine's hands follow D-10 / D-11."""
+    game = get_game("sevens")
+    for name, rules in sorted(PRESETS.items()):
+        for n in game.player_counts(rules):
+            spec = DealSpec(seed=1000 + n, rotation=(n - 1) % n, dealer=n - 2)
+            match = game.new_match(rules, n, seed=n, deals=[spec])
+            assert match.initial_hands()[0] == _redeal(rules, n, spec.seed, spec.rotation), name
+            own = game.new_match(rules, n, seed=4242 + n)  # the match derives its own specs
+            digest = hashlib.sha256(f"{4242 + n}:0".encode()).digest()
+            seed = int.from_bytes(digest[:8], "big") & ~(1 << 63)
+            assert own.initial_hands()[0] == _redeal(rules, n, seed, 1 % n), (name, n)
 
 
 def test_reference_deck_matches_engine_deal() -> None:  # SV-2, SV-4, SV-6
