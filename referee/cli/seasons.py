@@ -11,6 +11,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -121,6 +122,14 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--data-dir", help="data folder (default: a temporary one; ./.arena with -k)")
     p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
+
+
+def console() -> Console:
+    """A console for tables: the terminal's width, or 140 columns (or $COLUMNS) when the
+    output goes to a file or a pipe, so that tables are not squeezed to 80."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=140)
 
 
 def _conn(args: argparse.Namespace) -> redis.Redis:
@@ -282,7 +291,7 @@ def _list(args: argparse.Namespace) -> int:
             s.get("matches_done", ""),
             s.get("matches_total", ""),
         )
-    Console().print(table)
+    console().print(table)
     return 0
 
 
@@ -365,7 +374,7 @@ def _standings(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(standings_csv(standings))
     else:
-        Console().print(standings_table(standings))
+        console().print(standings_table(standings))
     return 0
 
 
@@ -491,15 +500,15 @@ def watch_season(
 def _watch(args: argparse.Namespace) -> int:
     try:
         with _conn(args) as conn:
-            console = Console()
-            info = watch_season(conn, args.season, console, top=args.top)
+            out = console()
+            info = watch_season(conn, args.season, out, top=args.top)
             standings = store.get_standings(conn, args.season)
     except ArenaError as exc:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 0
     if standings:
-        console.print(standings_table(standings))
+        out.print(standings_table(standings))
     print(f"season {args.season}: {info['state']}")
     return 0
 
@@ -516,7 +525,7 @@ def _demo(args: argparse.Namespace) -> int:
             keep_running=args.keep_running,
             data_dir=args.data_dir,
             seed=args.seed,
-            console=Console(),
+            console=console(),
         )
     except ArenaError as exc:
         return fail(str(exc))
