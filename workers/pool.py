@@ -111,20 +111,27 @@ class WorkerPool:
         self.level = level
         self.prefix = name_prefix or f"arena-{socket.gethostname()}-{os.getpid()}"
         self.procs: dict[str, BaseProcess] = {}
+        self.slots: dict[str, int] = {}
+        self.generation = 0
         self.stopping = threading.Event()
         self._ctx = multiprocessing.get_context("fork")
 
-    def _spawn(self, name: str) -> None:
+    def _spawn(self, slot: int) -> None:
+        # A new name per start: RQ refuses a name whose (dead) registration has not
+        # expired yet, which is the case right after a worker was killed.
+        self.generation += 1
+        name = f"{self.prefix}-w{slot}" + (f".{self.generation}" if self.generation > 1 else "")
         proc = self._ctx.Process(
             target=_worker_main, args=(self.redis_url, name, self.level), name=name, daemon=False
         )
         proc.start()
         self.procs[name] = proc
+        self.slots[name] = slot
         log.info("worker %s started (pid %s)", name, proc.pid)
 
     def start(self) -> None:
-        for i in range(self.num_workers):
-            self._spawn(f"{self.prefix}-w{i}")
+        for slot in range(self.num_workers):
+            self._spawn(slot)
 
     def tick(self, conn: redis.Redis) -> None:
         """One round of the parent's duties: restart, heartbeat, janitor."""
@@ -133,7 +140,8 @@ class WorkerPool:
                 log.warning("worker %s exited (code %s); restarting it", name, proc.exitcode)
                 proc.join(0)
                 conn.hdel(keys.WORKERS_ALIVE, name)
-                self._spawn(name)
+                del self.procs[name]
+                self._spawn(self.slots.pop(name))
         now = f"{now_ms():.0f}"
         conn.hset(keys.WORKERS_ALIVE, mapping=dict.fromkeys(self.procs, now))
         janitor_pass(conn, self.stale_s)

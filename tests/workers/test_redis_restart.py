@@ -1,0 +1,118 @@
+"""DESIGN 8: Redis restarted (AOF) mid-match; the match still completes, exactly once."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from referee import bots, keys
+from referee.embedded_redis import EmbeddedRedis
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from sample_bots.sdk import Bot, Turn
+from workers import queue
+from workers.replay import verify_record
+from workers.spec import MatchSpec
+
+pytestmark = pytest.mark.slow
+
+
+class SlowFirstLegal(Bot):
+    def choose(self, turn: Turn) -> str:
+        time.sleep(0.03)
+        return turn.legal_actions[0]
+
+
+def test_redis_restart_mid_match_retries_and_commits_once(tmp_path: Path) -> None:
+    first = EmbeddedRedis(tmp_path / "redis")
+    url = first.start()
+    second: EmbeddedRedis | None = None
+    cli = [sys.executable, "-m", "referee.cli.main"]
+    referee = subprocess.Popen(
+        [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    workers = subprocess.Popen(
+        [*cli, "worker", "-n", "1", "--redis-url", url, "--stale-s", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    stops: list[threading.Event] = []
+    try:
+        assert referee.stdout is not None
+        server = ""
+        for raw in iter(referee.stdout.readline, b""):
+            found = re.search(rb"listening on (\S+)", raw)
+            if found:
+                server = found.group(1).decode()
+                break
+        assert server
+        threading.Thread(target=referee.stdout.read, daemon=True).start()
+        conn = redis.Redis.from_url(url, decode_responses=True)
+        for name in ("rr1", "rr2", "rr3"):
+            token = bots.register(conn, name)
+            bot, stop = SlowFirstLegal(), threading.Event()
+            bot.name = name
+            stops.append(stop)
+            threading.Thread(
+                target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
+            ).start()
+        rules = get_game("sevens").preset("fan-tan").to_dict()
+        spec = MatchSpec(
+            match_id="restart",
+            game="sevens",
+            rules=rules,
+            seats=("rr1", "rr2", "rr3"),
+            seed=1,
+            deals=(DealSpec(5), DealSpec(6, rotation=1)),
+        )
+        assert queue.enqueue_match(conn, spec)
+        deadline = time.monotonic() + 20
+        while queue.match_status(conn, "restart")["state"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.7)
+        port = first.port
+        first.stop()  # SHUTDOWN writes the AOF
+        conn.close()
+        time.sleep(0.5)
+        second = EmbeddedRedis(tmp_path / "redis", port=port)
+        second.start()
+        conn = redis.Redis.from_url(url, decode_responses=True)
+        assert conn.exists(keys.match_spec("restart"))  # survived through the AOF
+        deadline = time.monotonic() + 60
+        while queue.match_status(conn, "restart")["state"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, queue.match_status(conn, "restart")
+            time.sleep(0.1)
+        status = queue.match_status(conn, "restart")
+        assert status["state"] == "done", status
+        assert int(status["attempt"]) >= 2
+        record = queue.get_record(conn, "restart")
+        result = queue.get_result(conn, "restart")
+        assert record is not None and result is not None
+        assert verify_record(record) == result["result"]
+        entries: list[tuple[str, dict[str, str]]] = conn.xrange(keys.RESULTS_STREAM)  # type: ignore[assignment]
+        assert [fields["match_id"] for _id, fields in entries] == ["restart"]
+        conn.close()
+    finally:
+        for stop in stops:
+            stop.set()
+        for proc in (workers, referee):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        first.stop()
+        if second is not None:
+            second.stop()
