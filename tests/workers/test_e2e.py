@@ -324,6 +324,8 @@ def test_sigkill_of_a_worker_mid_match_retries_to_the_same_result(platform: Plat
     assert stream_count(platform.conn, "e2e-kill") == 1
     assert int(queue.match_status(platform.conn, "e2e-kill")["retries"]) >= 1
     assert platform.workers.poll() is None  # the pool lives on (it restarted the worker)
+    alive = platform.conn.hgetall(keys.WORKERS_ALIVE)
+    assert len(alive) == 2 and worker not in alive  # the replacement has a new name
 
 
 def test_the_same_match_run_twice_concurrently_commits_once(platform: Platform) -> None:

@@ -240,3 +240,19 @@ def test_record_replays_to_the_recorded_result(redis_url: str, redis_client: red
     tampered = dict(record, steps=[s for s in record["steps"] if not s.get("takeover")][1:])
     with pytest.raises(ReplayMismatch):
         verify_record(tampered)
+
+
+def test_forced_decisions_are_autoplayed_when_the_spec_says_so(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    # every decision of the fake game has exactly one legal action
+    spec = make_spec(autoplay_forced=True)
+    with MailboxBot(redis_url, "a") as a, MailboxBot(redis_url, "b"):
+        assert run(redis_client, spec) == "committed"
+    assert not a.of_type("turn")  # never asked
+    assert a.received[0]["type"] == "match_start"
+    record = queue.get_record(redis_client, "m1")
+    assert record is not None
+    assert {s["source"] for s in record["steps"]} == {"forced"}
+    result = queue.get_result(redis_client, "m1")
+    assert result is not None and all(s["decisions"] == 0 for s in result["stats"])
