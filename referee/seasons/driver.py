@@ -10,7 +10,8 @@ One step (in a worker thread, with a synchronous Redis client):
    (:func:`store.count_done`, a set-if-absent), and only then acknowledged; entries that a
    dead referee read but never acknowledged are claimed after ``CLAIM_IDLE_MS``;
 4. the standings of seasons with new results are recomputed from ALL their results
-   (throttled to one recompute per ``STANDINGS_EVERY_S`` per season) and a season whose
+   (throttled to one recompute per ``STANDINGS_EVERY_S`` per season, or five times its
+   last duration if longer) and a season whose
    matches are all settled is finished (its seed revealed).
 
 Because counting is idempotent and every transition is a compare-and-set, several
@@ -51,6 +52,7 @@ class SeasonDriver:
         self.consumer = consumer or (f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}")
         self.dirty: set[str] = set()
         self.last_standings: dict[str, float] = {}
+        self.standings_cost: dict[str, float] = {}
         self.last_claim = 0.0
         self._group_ready = False
 
@@ -75,8 +77,13 @@ class SeasonDriver:
         counted = self._consume(block_ms)
         now = time.monotonic()
         for season_id in sorted(self.dirty):
-            if now - self.last_standings.get(season_id, 0.0) >= STANDINGS_EVERY_S:
+            # at most every STANDINGS_EVERY_S, and never more than a fifth of the time
+            # (a recompute of 1,000 matches of 8 deals takes about a second)
+            every = max(STANDINGS_EVERY_S, 5 * self.standings_cost.get(season_id, 0.0))
+            if now - self.last_standings.get(season_id, 0.0) >= every:
+                began = time.monotonic()
                 store.recompute_standings(self.conn, season_id)
+                self.standings_cost[season_id] = time.monotonic() - began
                 self.last_standings[season_id] = now
                 self.dirty.discard(season_id)
         for season_id in active:

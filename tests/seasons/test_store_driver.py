@@ -181,3 +181,23 @@ def test_verify_finds_a_tampered_record(conn: redis.Redis) -> None:
     report = verify_season(conn, "s1")
     assert not report.ok
     assert any("s1-m0001" in p for p in report.problems)
+
+
+def test_two_referees_share_a_season_without_double_work(conn: redis.Redis) -> None:
+    """Two drivers (two referees) step the same season in turn: the window is never
+    exceeded, every match is enqueued once and counted once."""
+    store.create_season(conn, _spec(window=2))
+    store.start_season(conn, "s1")
+    drivers = [SeasonDriver(conn, consumer="r1"), SeasonDriver(conn, consumer="r2")]
+    for turn in range(40):
+        drivers[turn % 2].step(block_ms=5)
+        states = store.match_states(conn, "s1")
+        assert sum(1 for s in states.values() if s in ("queued", "running")) <= 2
+        if store.get_season(conn, "s1")["state"] == store.FINISHED:
+            break
+        _run_queued(conn, "s1")
+    info = store.get_season(conn, "s1")
+    assert info["state"] == "finished" and info["matches_done"] == "3"
+    assert conn.zcard(keys.MATCHES_INDEX) == 3
+    for match_id in store.match_states(conn, "s1"):
+        assert conn.get(keys.match_attempt(match_id)) == "1"  # played once
