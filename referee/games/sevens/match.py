@@ -255,7 +255,10 @@ class SevensMatch:
         if r.starters == "placed_from_hands":
             for s in range(4):
                 idx = 13 * s + t.starter_bit
-                holder = next(p for p in range(n) if (hands[p] >> idx) & 1)
+                holders = [p for p in range(n) if (hands[p] >> idx) & 1]
+                if not holders:  # a stacked deal with this starter on the table already
+                    continue
+                holder = holders[0]
                 hands[holder] &= ~(1 << idx)
                 self._table |= 1 << idx
                 self._refresh_row(s)
