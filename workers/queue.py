@@ -180,7 +180,13 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
             except redis.WatchError:
                 continue
     if not _enqueue_job(conn, spec, retry=0):
-        log.info("match %s: its job already exists; not enqueued again", spec.match_id)
+        # Only when an earlier run's job is still executing (a failed match enqueued again
+        # before its work horse exited): put the state back so nothing waits for a job.
+        error = f"not enqueued: job {job_id(spec.match_id)} of an earlier run is still running"
+        conn.hset(state_key, mapping={"state": FAILED, "error": error})
+        if spec.season:
+            conn.hset(keys.season_matches(spec.season), spec.match_id, FAILED)
+        log.warning("match %s: %s; try again when it has ended", spec.match_id, error)
         return False
     return True
 
