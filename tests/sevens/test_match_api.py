@@ -201,3 +201,13 @@ def test_pass_is_listed_last_only_when_legal() -> None:
     match = GAME.new_match(PRESETS["shichi-narabe"], 4, 6)
     legal = match.legal_actions()
     assert legal[-1] == PASS and PASS not in legal[:-1]
+
+
+def test_anything_a_bot_sends_is_refused_and_still_replays() -> None:
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 12)
+    for junk in (None, 7, ["7D"], "7D+" * 5000, "\x00", "pass+pass"):
+        events = match.apply(junk)  # type: ignore[arg-type]
+        assert events[0].kind == "invalid_action" and events[0].reason == "malformed"
+        assert len(events[0].action or "") <= 64
+    again = GAME.match_from_json(match.to_json())
+    assert again == match and again.events() == match.events()

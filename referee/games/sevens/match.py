@@ -410,7 +410,7 @@ class SevensMatch:
         """(reason code, message, canonical action); reason None means legal."""
         seat = self._to_act
         text = action if isinstance(action, str) else repr(action)
-        parts = text.split(RUN_SEPARATOR)
+        parts = text.split(RUN_SEPARATOR, 52)
         try:
             cards = [Card.parse(p) for p in parts]
         except (CardParseError, ValueError, TypeError):
@@ -563,6 +563,8 @@ class SevensMatch:
                     return self._events[start:]
                 self._to_act = seat + 1 if seat + 1 < self.num_players else 0
                 return [event]
+        if not isinstance(action, str):  # typed str, but a record must replay whatever came
+            action = repr(action)
         self._log.append((seat, action, source))
         start = len(self._events)
         finished = len(self._results)
@@ -579,7 +581,7 @@ class SevensMatch:
                 self._place(seat, 1 << CARD_INDEX[text])
             self._after_play(seat)
             return self._events[start:]
-        shown = action[:MAX_ACTION_TEXT] if isinstance(action, str) else repr(action)[:64]
+        shown = action[:MAX_ACTION_TEXT]
         self._events.append(
             Event(
                 EventKind.INVALID_ACTION,
