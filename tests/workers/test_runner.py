@@ -125,20 +125,26 @@ def test_clock_inside_limit_is_never_penalised(redis_url: str, redis_client: red
 
 
 def test_bank_absorbs_overruns_until_empty(redis_url: str, redis_client: redis.Redis) -> None:
-    # move 300 ms + bank 400 ms: answering at ~450 ms overruns by ~150 ms each time.
-    # The first two overruns come out of the bank; the third finds ~100 ms left (limit
-    # ~450 ms with the grace): at best borderline, so we only assert the first two and
-    # that the bank went down and never below zero.
-    spec = make_spec(bots=("a", "b"), rules={"hand": 3})
-    with MailboxBot(redis_url, "a", slow(0.45)), MailboxBot(redis_url, "b"):  # type: ignore[arg-type]
+    # move 300 + bank 400 + grace 50. Seat 0 answers after 500, 400, 600 and 150 ms:
+    # 1) limit 750: in time (250 inside), the bank pays 200 -> 200 left
+    # 2) limit 550: in time (150 inside), the bank pays 100 -> 100 left
+    # 3) limit 450: 150 over -> timed out, the bank is empty
+    # 4) limit 350: 150 ms is inside the move time -> in time, the bank stays empty
+    delays = iter([0.5, 0.4, 0.6, 0.15])
+
+    def policy(turn: TurnMessage) -> tuple[str | None, float]:
+        return turn["legal_actions"][0], next(delays)
+
+    spec = make_spec(bots=("a", "b"), rules={"hand": 4}, strikes=0)
+    with MailboxBot(redis_url, "a", policy), MailboxBot(redis_url, "b"):
         assert run(redis_client, spec) == "committed"
     record = queue.get_record(redis_client, "m1")
     assert record is not None
     mine = [s for s in record["steps"] if s.get("seat") == 0 and "request" in s]
-    assert [s["timeout"] for s in mine[:2]] == [False, False]
-    assert mine[0]["request"]["clock"]["bank_ms"] == 400
-    assert 0 < mine[1]["request"]["clock"]["bank_ms"] < 400
-    assert all(s["bank_left_ms"] >= 0 for s in mine)
+    assert [s["timeout"] for s in mine] == [False, False, True, False]
+    told = [s["request"]["clock"]["bank_ms"] for s in mine]
+    assert told[0] == 400 and 150 < told[1] <= 200 and 50 < told[2] <= 100 and told[3] == 0
+    assert mine[2]["bank_left_ms"] == 0 and mine[3]["bank_left_ms"] == 0
 
 
 def test_well_over_is_timed_out_and_pays_the_penalty(
