@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 GROUP = "arena-seasons"
 CLAIM_IDLE_MS = 15_000
 CLAIM_EVERY_S = 5.0
+CONSUMER_FORGET_MS = 3_600_000
 STANDINGS_EVERY_S = 0.5
 READ_BLOCK_MS = 300
 
@@ -104,6 +105,7 @@ class SeasonDriver:
                 keys.RESULTS_STREAM, GROUP, self.consumer, CLAIM_IDLE_MS, start_id="0-0"
             )
             entries.extend(cast(Any, claimed)[1])
+            self._forget_idle_consumers()
         if not entries:
             reply = self.conn.xreadgroup(
                 GROUP, self.consumer, {keys.RESULTS_STREAM: ">"}, count=200, block=block_ms
@@ -116,6 +118,17 @@ class SeasonDriver:
                 counted += self._apply(fields.get("season", ""), fields.get("match_id", ""))
             self.conn.xack(keys.RESULTS_STREAM, GROUP, entry_id)
         return counted
+
+    def _forget_idle_consumers(self) -> None:
+        """Drop consumers of referees long gone (nothing pending, idle an hour), so the
+        group does not grow with every referee restart."""
+        for consumer in self.conn.xinfo_consumers(keys.RESULTS_STREAM, GROUP):
+            if (
+                consumer["name"] != self.consumer
+                and int(consumer["pending"]) == 0
+                and int(consumer["idle"]) > CONSUMER_FORGET_MS
+            ):
+                self.conn.xgroup_delconsumer(keys.RESULTS_STREAM, GROUP, consumer["name"])
 
     def _apply(self, season_id: str, match_id: str) -> int:
         if not season_id or not match_id or not self.conn.exists(keys.season(season_id)):

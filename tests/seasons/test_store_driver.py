@@ -165,6 +165,12 @@ def test_unacknowledged_results_of_a_dead_referee_are_claimed(
     assert store.get_season(conn, "s1")["state"] == "finished"
     assert store.get_season(conn, "s1")["matches_done"] == "3"
     assert conn.xpending(keys.RESULTS_STREAM, driver_mod.GROUP)["pending"] == 0
+    # the dead referee's consumer is forgotten once it has been idle long enough
+    monkeypatch.setattr(driver_mod, "CONSUMER_FORGET_MS", -1)
+    alive.last_claim = 0.0
+    alive.step(block_ms=5)
+    names = {c["name"] for c in conn.xinfo_consumers(keys.RESULTS_STREAM, driver_mod.GROUP)}
+    assert names == {"alive"}
 
 
 def test_verify_finds_a_tampered_record(conn: redis.Redis) -> None:
