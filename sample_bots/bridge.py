@@ -23,6 +23,7 @@ answer that is not legal) to PATH; ``arena bot check`` reads it to explain failu
 
 from __future__ import annotations
 
+import codecs
 import collections
 import contextlib
 import dataclasses
@@ -149,6 +150,7 @@ class Program:
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[object] = queue.Queue()
         self._owed: collections.deque[TurnKey] = collections.deque()
+        self._leftover: collections.deque[str] = collections.deque()  # read, not yet matched
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._threads: list[threading.Thread] = []
         self._restarts = 0
@@ -160,6 +162,7 @@ class Program:
     def start(self) -> None:
         """Start the program (again); raises ``OSError`` when it cannot be started."""
         self._lines = queue.Queue()
+        self._leftover.clear()
         self._owed.clear()
         self._stderr_tail.clear()
         proc = subprocess.Popen(
@@ -168,6 +171,8 @@ class Program:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            encoding="utf-8",
+            errors="replace",  # a stray byte must not stop the reader threads
             bufsize=1,
             cwd=self.cwd,
             env=self.env,
@@ -208,9 +213,24 @@ class Program:
             thread.join(timeout=1.0)
 
     def _read_stdout(self, stream: TextIO, lines: queue.Queue[object]) -> None:
+        """Queue the program's output one chunk (a list of whole lines) at a time.
+
+        Lines that came in one read were written together: when the first answers a turn,
+        the rest were written before any later question, so :meth:`_drain` can tell strays
+        (a debug print after the answer) from answers however the threads are scheduled.
+        """
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        partial = ""
+        fd = stream.fileno()
         with contextlib.suppress(OSError, ValueError):
-            for line in stream:
-                lines.put(line)
+            while chunk := os.read(fd, 65536):
+                partial += decoder.decode(chunk)
+                *complete, partial = partial.split("\n")
+                if complete:
+                    lines.put(complete)
+        partial += decoder.decode(b"", final=True)
+        if partial:
+            lines.put([partial])
         lines.put(_EOF)
 
     def _read_stderr(self, stream: TextIO) -> None:
@@ -272,6 +292,8 @@ class Program:
                 return Answer(None, "not_started", problem)
             proc = self._proc
             assert proc is not None and proc.stdin is not None
+            if self._drain():
+                return self._died(key, start)
             try:
                 with self._write_lock:
                     proc.stdin.write(line + "\n")
@@ -290,10 +312,46 @@ class Program:
                     return self._timed_out(key, start)
                 if item is _EOF:
                     return self._died(key, start)
-                answer = self._match(str(item), key, start)
-                if answer is not None:
-                    self._restarts = 0
-                    return answer
+                assert isinstance(item, list)
+                for index, raw in enumerate(item):
+                    answer = self._match(raw, key, start)
+                    if answer is not None:
+                        self._leftover.extend(item[index + 1 :])
+                        self._restarts = 0
+                        return answer
+
+    def _drain(self) -> bool:
+        """Take in lines written before the next question: late answers or strays.
+
+        A line that answers no open turn is reported (``extra_line``) and dropped, so that a
+        program printing debug output to stdout does not shift its answers. True when the
+        program's output has ended (it died).
+        """
+        while True:
+            if self._leftover:
+                raw = self._leftover.popleft()
+            else:
+                try:
+                    item = self._lines.get_nowait()
+                except queue.Empty:
+                    return False
+                if item is _EOF:
+                    return True
+                assert isinstance(item, list)
+                self._leftover.extend(item)
+                continue
+            if not raw.strip():
+                continue
+            _action, echoed, _error = parse_answer_line(raw)
+            late = self._owed.popleft() if self._owed and echoed is None else None
+            if echoed is not None:
+                late = next((k for k in self._owed if echo_matches(echoed, k)), None)
+                if late is not None:
+                    self._owed.remove(late)
+            if late is not None:
+                self.report({"event": "late_answer", "turn": str(late), "line": raw.strip()})
+            else:
+                self.report({"event": "extra_line", "line": raw.strip()[:200]})
 
     def _match(self, raw: str, key: TurnKey, start: float) -> Answer | None:
         """The answer to ``key`` in ``raw``, or ``None`` when the line answers something else."""

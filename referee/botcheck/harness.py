@@ -61,6 +61,8 @@ class _Child:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            encoding="utf-8",
+            errors="replace",
             env=env,
             start_new_session=True,
         )

@@ -130,6 +130,11 @@ def _incident_lines(incidents: list[dict[str, Any]]) -> tuple[str, ...]:
                 f"bridge answered {event.get('action')} for the program at {event.get('turn')}: "
                 f"{event.get('detail')}"
             )
+        elif kind == "extra_line":
+            lines.append(
+                f"the program wrote a line no turn asked for: {event.get('line')!r} "
+                "(answer each turn with one line; write logs to stderr)"
+            )
         elif kind == "hung":
             lines.append(f"the program owed {event.get('owed')} answers and was restarted")
         elif kind == "exited":
@@ -174,7 +179,7 @@ def check_deal(ctx: CheckContext, game: str) -> CheckResult:
         assert reply.action is not None
         if ctx.collect():  # the bridge had to step in: no need to play on
             where = f"decision {asked} (seat {decision.seat})"
-            return CheckResult.fail(name, f"{where}: the bridge answered for the program")
+            return CheckResult.fail(name, f"{where}: the bridge reported trouble (below)")
         match.apply(reply.action)
         decision = next_decision()
     return CheckResult.ok(name, f"{asked} legal answers")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,8 +157,6 @@ def test_crashing_program_is_reported_and_restarted(cleanup: list[Program]) -> N
         if answer.action is not None:
             break
         assert answer.problem == "not_started"
-        import time
-
         time.sleep(0.05)
     assert answer is not None and answer.action == "8D"
     assert program.starts == 2
@@ -187,3 +186,40 @@ def test_missing_program_is_reported_not_raised(cleanup: list[Program]) -> None:
     answer = program.ask("{}", TurnKey("m", 1, 1), timeout_s=1)
     assert answer.action is None and answer.problem == "not_started"
     assert "/nonexistent/bot-binary" in answer.detail
+
+
+def test_bytes_that_are_not_utf8_do_not_break_the_reader(cleanup: list[Program]) -> None:
+    source = textwrap.dedent(
+        """
+        import sys
+        for line in sys.stdin:
+            sys.stdout.buffer.write(b"\\xff\\xfe\\n")
+            sys.stdout.flush()
+        """
+    )
+    program, _events, _ = _program(source)
+    cleanup.append(program)
+    first = program.ask(_line(["7D"], 1), TurnKey("m", 1, 1), timeout_s=10)
+    assert first.action == "\ufffd\ufffd"  # sent on as it is; the referee refuses it
+    assert program.alive()
+
+
+def test_stray_stdout_lines_do_not_shift_the_answers(cleanup: list[Program]) -> None:
+    source = textwrap.dedent(
+        """
+        import json, sys, time
+        for line in sys.stdin:
+            turn = json.loads(line)
+            print(turn["legal"][0], flush=True)
+            print("debug: thinking done", flush=True)  # a mistake: logs belong on stderr
+        """
+    )
+    program, events, _ = _program(source)
+    cleanup.append(program)
+    first = program.ask(_line(["7D"], 1), TurnKey("m", 1, 1), timeout_s=10)
+    deadline = time.monotonic() + 10
+    while program._lines.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)  # wait until the stray line is in before asking again
+    second = program.ask(_line(["8D"], 2), TurnKey("m", 1, 2), timeout_s=10)
+    assert (first.action, second.action) == ("7D", "8D")
+    assert {"event": "extra_line", "line": "debug: thinking done"} in events
