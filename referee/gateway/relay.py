@@ -27,6 +27,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -52,8 +53,9 @@ from referee.gateway.errors import (
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-POP_WAIT_S = 1.0
-"""BLPOP wait; also the longest a closing stream waits for its popper to notice."""
+POP_WAIT_S = 5.0
+"""BLPOP wait. A closing stream does not wait for it: it unblocks its popper's connection
+(``CLIENT UNBLOCK``, which makes the BLPOP return empty, never losing a popped entry)."""
 HELLO_TIMEOUT_S = 10.0
 HOUSEKEEPING_S = 5.0
 """How often a session refreshes its ``bot_streams`` entry, expires requests and checks
@@ -162,10 +164,14 @@ class Hub:
     """Referee-wide relay state: the live sessions and who holds which open decision."""
 
     def __init__(
-        self, client: redis.asyncio.Redis, config: HubConfig, pop_client: redis.asyncio.Redis
+        self,
+        client: redis.asyncio.Redis,
+        config: HubConfig,
+        pop_client_factory: Callable[[], redis.asyncio.Redis],
     ) -> None:
         self.redis = client
-        self.pop_redis = pop_client  # one connection per waiting BLPOP: its own pool
+        # Each stream's popper gets a client of its own (one connection, unblockable).
+        self.new_pop_client = pop_client_factory
         self.config = config
         self.draining = False
         self.sessions: set[BotSession] = set()
@@ -265,6 +271,7 @@ class BotSession:
         self._stop_event = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._popper: asyncio.Task[None] | None = None
+        self._pop_client_id: int | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._registered = False
         self._closed = False
@@ -390,8 +397,7 @@ class BotSession:
         self._has_slot.set()
         try:
             if self._popper is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(self._popper), POP_WAIT_S + 5.0)
+                await self._stop_popper()
             if self._keeper is not None:
                 self._keeper.cancel()
                 with contextlib.suppress(BaseException):
@@ -405,6 +411,19 @@ class BotSession:
         finally:
             self.hub.sessions.discard(self)
             log.info("bot %s disconnected (session %s)", self.bot, self.session_id)
+
+    async def _stop_popper(self) -> None:
+        """Wake the popper out of its BLPOP and wait until it has finished."""
+        assert self._popper is not None
+        deadline = time.monotonic() + POP_WAIT_S + 5.0
+        while not self._popper.done() and time.monotonic() < deadline:
+            if self._pop_client_id is not None:
+                try:
+                    await self.redis.client_unblock(self._pop_client_id)
+                except RedisError as exc:
+                    log.debug("CLIENT UNBLOCK failed: %s", exc)
+            # Repeat: the popper may have been between its check and a new BLPOP.
+            await asyncio.wait({self._popper}, timeout=0.1)
 
     def _close_request(self, key: Key) -> OpenRequest | None:
         """Forget an open request (answered, timed out or expired); frees its slot."""
@@ -462,14 +481,27 @@ class BotSession:
             self._has_slot.clear()
 
     async def _pop_loop(self) -> None:
+        client = self.hub.new_pop_client()
+        try:
+            await self._pop_with(client)
+        finally:
+            self._pop_client_id = None
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    async def _pop_with(self, client: redis.asyncio.Redis) -> None:
         backoff = 0.1
         while not self._stopping:
             await self._has_slot.wait()
             if self._stopping:
                 break
             try:
-                item = await self.hub.pop_redis.blpop([self.inbox], timeout=POP_WAIT_S)
+                if self._pop_client_id is None:
+                    self._pop_client_id = int(await client.client_id())
+                    continue  # check _stopping again before blocking
+                item = await client.blpop([self.inbox], timeout=POP_WAIT_S)
             except RedisError as exc:
+                self._pop_client_id = None  # a new connection has a new id
                 log.warning("popping %s failed (%s); retrying in %.1f s", self.inbox, exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)

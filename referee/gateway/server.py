@@ -111,8 +111,8 @@ class RefereeServer:
         self.referee_id = config.resolved_referee_id()
         self.port = 0
         self.stop_event = asyncio.Event()
-        # Commands share a bounded pool (callers wait for a free connection); blocking pops
-        # hold a connection each while they wait, so they get their own, larger pool.
+        # Commands share a bounded pool (callers wait for a free connection); a blocking pop
+        # holds a connection while it waits, so each stream's popper has its own.
         # socket_timeout must exceed the BLPOP wait (PITFALLS 9).
         common: dict[str, Any] = {
             "decode_responses": True,
@@ -124,9 +124,14 @@ class RefereeServer:
                 config.redis_url, max_connections=COMMAND_CONNECTIONS, timeout=20, **common
             )
         )
+        # WatchEvents subscriptions wait on their own connections too.
         self.pop_redis = redis.asyncio.Redis.from_url(
             config.redis_url, max_connections=POP_CONNECTIONS, **common
         )
+
+        def pop_client() -> redis.asyncio.Redis:
+            return redis.asyncio.Redis.from_url(config.redis_url, max_connections=1, **common)
+
         self.hub = Hub(
             self.redis,
             HubConfig(
@@ -138,7 +143,7 @@ class RefereeServer:
                 hello_timeout_s=config.hello_timeout_s,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
-            self.pop_redis,
+            pop_client,
         )
         self.health = health.aio.HealthServicer()
         self.league: LeagueCore | None = None

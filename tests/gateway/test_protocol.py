@@ -21,6 +21,8 @@ def _run(coro: Any) -> Any:
 async def _status_of(
     port: int, token: str | None, *messages: Any, options: Any = None
 ) -> tuple[Any, str]:
+    # Auth is refused before any message is read: send nothing then, since a write that
+    # races the refusal makes the client report its own INTERNAL error instead.
     bot = RawBot(port, token, options=options)
     try:
         for message in messages:
@@ -42,13 +44,13 @@ def test_missing_wrong_and_revoked_tokens(redis_url: str, redis_client: redis.Re
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
-            code, details = await _status_of(ref.port, None, hello())
+            code, details = await _status_of(ref.port, None)
             assert code == grpc.StatusCode.UNAUTHENTICATED
             assert "authorization" in details
-            code, details = await _status_of(ref.port, "arena_not-a-token", hello())
+            code, details = await _status_of(ref.port, "arena_not-a-token")
             assert code == grpc.StatusCode.UNAUTHENTICATED
             assert "unknown or revoked" in details
-            code, _ = await _status_of(ref.port, other, hello())
+            code, _ = await _status_of(ref.port, other)
             assert code == grpc.StatusCode.UNAUTHENTICATED
             bot = RawBot(ref.port, token)
             welcome = await bot.connect()
@@ -64,7 +66,7 @@ def test_rotated_token_replaces_the_old_one(redis_url: str, redis_client: redis.
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
-            code, _ = await _status_of(ref.port, old, hello())
+            code, _ = await _status_of(ref.port, old)
             assert code == grpc.StatusCode.UNAUTHENTICATED
             bot = RawBot(ref.port, new)
             assert (await bot.connect()).bot == "alice"
