@@ -4,7 +4,9 @@ One step (in a worker thread, with a synchronous Redis client):
 
 1. every running season gets its window of matches in flight topped up
    (:func:`referee.seasons.store.top_up`, under a per-season lock);
-2. matches the workers marked ``failed`` are counted as failed (once);
+2. matches the workers marked ``failed`` are counted as failed (once); every
+   ``RESCUE_EVERY_S``, a match left ``queued`` without an RQ job (a referee killed inside
+   ``enqueue_match``) is enqueued again (:func:`store.rescue_lost`);
 3. committed results are read from ``keys.RESULTS_STREAM`` through the consumer group
    ``arena-seasons`` (each referee is one consumer), counted once per match id
    (:func:`store.count_done`, a set-if-absent), and only then acknowledged; entries that a
@@ -41,6 +43,8 @@ GROUP = "arena-seasons"
 CLAIM_IDLE_MS = 15_000
 CLAIM_EVERY_S = 5.0
 CONSUMER_FORGET_MS = 3_600_000
+RESCUE_EVERY_S = 30.0
+RESCUE_AFTER_MS = 60_000
 STANDINGS_EVERY_S = 0.5
 READ_BLOCK_MS = 300
 
@@ -55,6 +59,7 @@ class SeasonDriver:
         self.last_standings: dict[str, float] = {}
         self.standings_cost: dict[str, float] = {}
         self.last_claim = 0.0
+        self.last_rescue = 0.0
         self._group_ready = False
 
     def ensure_group(self) -> None:
@@ -72,8 +77,14 @@ class SeasonDriver:
         if not self._group_ready:
             self.ensure_group()
         active = store.running_seasons(self.conn)
+        rescue = time.monotonic() - self.last_rescue >= RESCUE_EVERY_S
+        if rescue:
+            self.last_rescue = time.monotonic()
         for season_id in active:
             self._settle_failed(season_id)
+            if rescue:
+                for match_id in store.rescue_lost(self.conn, season_id, RESCUE_AFTER_MS):
+                    log.warning("match %s was queued without a job; enqueued again", match_id)
             store.top_up(self.conn, season_id)
         counted = self._consume(block_ms)
         now = time.monotonic()

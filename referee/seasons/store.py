@@ -446,6 +446,52 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
         conn.eval(_UNLOCK, 1, lock_key(season_id), token)
 
 
+def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list[str]:
+    """Enqueue again the season's matches that are ``queued`` with no RQ job behind them.
+
+    ``enqueue_match`` marks a match queued, then creates its job; a referee killed between
+    the two leaves a match that no worker will ever run. Such a match (queued for longer
+    than ``older_than_ms``, its job missing) is marked failed (only if its state is still
+    the one read) and enqueued again: the queue accepts a failed match.
+    """
+    from rq.job import Job
+
+    from workers.queue import enqueue_match, job_id
+
+    rescued: list[str] = []
+    info = get_season(conn, season_id)
+    spec = SeasonSpec.from_json(info["spec"])
+    rules = json.loads(info["rules"])
+    schedule = {d["match_id"]: d for d in get_schedule(conn, season_id)}
+    cutoff = now_ms() - older_than_ms
+    for match_id, state in match_states(conn, season_id).items():
+        if state != "queued" or match_id not in schedule:
+            continue
+        key = keys.match_state(match_id)
+        with conn.pipeline() as pipe:
+            try:
+                pipe.watch(key, keys.match_result(match_id))  # type: ignore[no-untyped-call]
+                status = cast(dict[str, str], pipe.hgetall(key))
+                retries = int(status.get("retries") or 0)
+                jid = job_id(match_id, int(status.get("attempt") or 0) if retries else 0)
+                if (
+                    status.get("state") != "queued"
+                    or float(status.get("queued_ms") or now_ms()) > cutoff
+                    or pipe.exists(keys.match_result(match_id))
+                    or pipe.exists(Job.key_for(jid))
+                ):
+                    continue
+                pipe.multi()
+                pipe.hset(key, mapping={"state": "failed", "error": "job lost; enqueued again"})
+                pipe.execute()
+            except redis.WatchError:
+                continue
+        match = scheduled_from_dict(schedule[match_id])
+        if enqueue_match(conn, match_spec_of(season_id, spec, rules, match)):
+            rescued.append(match_id)
+    return rescued
+
+
 def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int) -> bool:
     """Count a committed result once (True the first time)."""
     return bool(

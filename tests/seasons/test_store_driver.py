@@ -207,3 +207,28 @@ def test_two_referees_share_a_season_without_double_work(conn: redis.Redis) -> N
     assert conn.zcard(keys.MATCHES_INDEX) == 3
     for match_id in store.match_states(conn, "s1"):
         assert conn.get(keys.match_attempt(match_id)) == "1"  # played once
+
+
+def test_a_match_queued_without_a_job_is_enqueued_again(
+    conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A referee killed inside enqueue_match (state written, RQ job not yet created)."""
+    from rq.job import Job
+
+    from workers.queue import get_queue, job_id
+
+    store.create_season(conn, _spec(window=1))
+    store.start_season(conn, "s1")
+    drv = SeasonDriver(conn)
+    drv.step(block_ms=5)
+    queued = [m for m, s in store.match_states(conn, "s1").items() if s == "queued"]
+    assert len(queued) == 1
+    job = Job.fetch(job_id(queued[0]), connection=get_queue(conn).connection)
+    job.delete()  # as if the job had never been created
+    monkeypatch.setattr(driver_mod, "RESCUE_AFTER_MS", 0)
+    drv.last_rescue = 0.0
+    drv.step(block_ms=5)
+    assert conn.exists(Job.key_for(job_id(queued[0])))
+    assert store.match_states(conn, "s1")[queued[0]] == "queued"
+    _drive(conn, "s1", drv)
+    assert store.get_season(conn, "s1")["matches_done"] == "3"
