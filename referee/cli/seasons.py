@@ -474,7 +474,7 @@ def watch_season(
         while True:
             info = store.get_season(conn, season_id)
             done = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
-            decisions = int(info.get("decisions", 0) or 0)
+            decisions = store.live_decisions(conn, season_id)
             now = time.monotonic()
             samples.append((now, done, decisions))
             samples = [s for s in samples if now - s[0] <= 10.0] or samples[-1:]

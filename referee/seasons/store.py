@@ -206,6 +206,21 @@ def match_states(conn: redis.Redis, season_id: str) -> dict[str, str]:
     return cast(dict[str, str], conn.hgetall(keys.season_matches(season_id)))
 
 
+def live_decisions(conn: redis.Redis, season_id: str) -> int:
+    """Decisions asked so far in the season, matches in progress included: the workers'
+    ``arena_decisions_total{season,...}`` counters (flushed about every second), or the
+    count of committed matches' decisions if that is larger."""
+    from referee.metrics_store import parse_labels
+
+    total = 0.0
+    for field, value in conn.hscan_iter(keys.METRICS_COUNTERS, match="arena_decisions_total|*"):
+        _name, _, labels = str(field).partition("|")
+        if parse_labels(labels).get("season") == season_id:
+            total += float(value)
+    committed = int(conn.hget(keys.season(season_id), "decisions") or 0)
+    return max(int(total), committed)
+
+
 def committed_results(conn: redis.Redis, season_id: str) -> list[CommittedResult]:
     """Every committed result of the season that the driver has counted."""
     ids = sorted(cast(set[str], conn.smembers(counted_key(season_id))))

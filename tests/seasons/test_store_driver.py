@@ -136,6 +136,7 @@ def test_season_runs_to_the_end_counts_once_and_verifies(conn: redis.Redis) -> N
     info = store.get_season(conn, "s1")
     assert info["matches_done"] == "3" and info["matches_failed"] == "0"
     assert info["seed"] == "99" and int(info["decisions"]) > 0
+    assert store.live_decisions(conn, "s1") == int(info["decisions"])
     standings = store.get_standings(conn, "s1")
     assert standings is not None and standings["matches_done"] == 3
     assert {r["bot"] for r in standings["rows"]} == set(BOTS)
