@@ -96,7 +96,9 @@ def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
         case EventKind.PLAY:
             return f"{who} plays {event.action}{source}"
         case EventKind.PASS:
-            return f"{who} passes{source}"
+            why = [event.reason] if event.reason else []
+            why += [f"{v} {k}" for k, v in event.detail.items() if isinstance(v, int)]
+            return f"{who} passes{source}" + (f" ({', '.join(why)})" if why else "")
         case EventKind.ILLEGAL_PASS:
             return f"{who} ILLEGAL PASS{source}"
         case EventKind.INVALID_ACTION:
