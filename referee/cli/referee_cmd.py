@@ -69,5 +69,5 @@ def _run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(run_referee(config))
     except OSError as exc:
-        return fail(f"could not serve on {args.host}:{args.port}: {exc}")
+        return fail(str(exc))
     return 0

@@ -153,6 +153,20 @@ class RefereeServer:
         self._stopped = False
 
     async def start(self) -> int:
+        """Listen and serve; returns the port. On failure nothing is left open."""
+        try:
+            return await self._start()
+        except BaseException:
+            await self._close_clients()
+            raise
+
+    async def _close_clients(self) -> None:
+        if self.league is not None:
+            self.league.close()
+        await self.redis.aclose()
+        await self.pop_redis.aclose()
+
+    async def _start(self) -> int:
         await self.redis.ping()
         server = grpc.aio.server(
             interceptors=[BotAuthInterceptor(self.redis)],
@@ -168,16 +182,15 @@ class RefereeServer:
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
         address = f"{self.config.host}:{self.config.port}"
-        if self.config.tls_cert or self.config.tls_key:
-            if not (self.config.tls_cert and self.config.tls_key):
-                raise ValueError("TLS needs both --tls-cert and --tls-key")
-            credentials = grpc.ssl_server_credentials(
-                [(Path(self.config.tls_key).read_bytes(), Path(self.config.tls_cert).read_bytes())]
-            )
-            self.port = server.add_secure_port(address, credentials)
-        else:
-            self.port = server.add_insecure_port(address)
+        try:
+            self.port = self._add_port(server, address)
+        except RuntimeError:  # grpc's way of saying the address is taken
+            await server.stop(None)
+            raise OSError(
+                f"could not listen on {address}: the address is in use or not this machine's"
+            ) from None
         if self.port == 0:
+            await server.stop(None)
             raise OSError(f"could not listen on {address}")
         await server.start()
         self.server = server
@@ -187,6 +200,18 @@ class RefereeServer:
         if self.config.hooks:
             self._start_hooks()
         return self.port
+
+    def _add_port(self, server: grpc.aio.Server, address: str) -> int:
+        if not (self.config.tls_cert or self.config.tls_key):
+            port: int = server.add_insecure_port(address)
+            return port
+        if not (self.config.tls_cert and self.config.tls_key):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        credentials = grpc.ssl_server_credentials(
+            [(Path(self.config.tls_key).read_bytes(), Path(self.config.tls_cert).read_bytes())]
+        )
+        secure: int = server.add_secure_port(address, credentials)
+        return secure
 
     def _start_hooks(self) -> None:
         if self.config.http_port:
@@ -249,10 +274,7 @@ class RefereeServer:
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 5.0)
-        if self.league is not None:
-            self.league.close()
-        await self.redis.aclose()
-        await self.pop_redis.aclose()
+        await self._close_clients()
 
     async def wait(self) -> None:
         await self.stop_event.wait()

@@ -380,3 +380,13 @@ def test_a_drained_referees_requests_reach_the_bot_through_another(
                 await ref_a.stop()
 
     _run(scenario())
+
+
+def test_a_taken_port_is_a_clear_error(redis_url: str) -> None:
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            with pytest.raises(OSError, match="in use"):
+                async with running_referee(redis_url, port=ref.port):
+                    pass
+
+    _run(scenario())
