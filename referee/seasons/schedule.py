@@ -29,6 +29,10 @@ from referee.games.base import DealSpec
 from referee.seasons.model import SeasonSpec, derive_seed
 
 Pair = tuple[int, int]
+_NO_TABLE = (
+    "no table of {k} keeps every owner's bots apart: add bots of other owners or set "
+    "separate_owners = false"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,8 @@ def balanced_tables(
     if not 2 <= k <= n:
         raise ConfigError(f"tables of {k} need at least {k} bots, not {n}")
     bad = {_pair(a, b) for a, b in forbidden}
+    if bad and math.comb(n, k) <= 5000 and not all_subsets(n, k, bad):
+        raise ConfigError(_NO_TABLE.format(k=k))
     allowed_pairs = n * (n - 1) // 2 - len(bad)
     per_table = k * (k - 1) // 2
     first = max(1, math.ceil(allowed_pairs / per_table))
@@ -210,10 +216,7 @@ def choose_tables(
     if math.comb(n, k) <= max_subsets:
         tables = all_subsets(n, k, forbidden)
         if not tables:
-            raise ConfigError(
-                f"no table of {k} keeps every owner's bots apart: add bots of other owners "
-                "or set separate_owners = false"
-            )
+            raise ConfigError(_NO_TABLE.format(k=k))
         return tables
     return balanced_tables(n, k, rng, forbidden)
 

@@ -172,6 +172,10 @@ def test_separate_owners_never_share_a_table() -> None:
         assert not ({"b0", "b1"} <= set(m.seats) or {"b2", "b3"} <= set(m.seats))
     assert owner_pairs(list(bots), owners) == {(0, 1), (2, 3)}
     assert all_subsets(4, 3, [(0, 1), (2, 3)]) == []
+    with pytest.raises(ConfigError, match="keeps every owner's bots apart"):
+        balanced_tables(6, 4, random.Random(1), [(0, 1), (2, 3), (4, 5)])
+    balanced = balanced_tables(9, 3, random.Random(1), [(0, 1), (2, 3)])
+    assert all(not {0, 1} <= set(t) and not {2, 3} <= set(t) for t in balanced)
 
 
 def test_rounds_repeat_the_tables() -> None:
