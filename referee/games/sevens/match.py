@@ -47,6 +47,7 @@ from referee.games.sevens.tables import (
 
 GAME_NAME = "sevens"
 _PASS_ONLY = (PASS,)
+_BOT = Source.BOT
 _BIT = tuple(1 << i for i in range(52))
 _BOT_PLAYS: dict[int, list[Event | None]] = {}
 """Per deal index, the ``play`` event of each (seat, card) chosen by a bot: events are
@@ -213,9 +214,7 @@ class SevensMatch:
         self._penalties: list[PenaltyRecord] = []
         self._deal_event_start = len(self._events)
         self._opening_pending = t.opening_index >= 0 and not (self._table >> t.opening_index) & 1
-        self._rows = [0, 0, 0, 0]
-        for s in range(4):
-            self._refresh_row(s)
+        self._refresh()
         # Who acts first (SV-13..SV-16, D-20).
         left = (dealer + 1) % n
         if r.opening in ("seven_of_diamonds", "seven_of_hearts"):
@@ -261,7 +260,7 @@ class SevensMatch:
                 holder = holders[0]
                 hands[holder] &= ~(1 << idx)
                 self._table |= 1 << idx
-                self._refresh_row(s)
+                self._refresh()
                 events.append(
                     Event(
                         EventKind.PLAY,
@@ -285,18 +284,20 @@ class SevensMatch:
             self._pot += amount
             self._paid[seat] += amount
 
-    def _refresh_row(self, s: int) -> None:
+    def _refresh(self) -> None:
+        """Recompute the playable mask from the table (D-20, D-30, D-31)."""
         t = self._t
         table = self._table
-        self._rows[s] = t.row_playable((table >> (13 * s)) & ROW_BITS) << (13 * s)
         if self._opening_pending:
             if (table >> t.opening_index) & 1:
                 self._opening_pending = False
             else:
                 self._playable = 1 << t.opening_index
                 return
-        rows = self._rows
-        self._playable = rows[0] | rows[1] | rows[2] | rows[3]
+        playable = 0
+        for s in range(4):
+            playable |= t.row_playable((table >> (13 * s)) & ROW_BITS) << (13 * s)
+        self._playable = playable
 
     # ------------------------------------------------------------------ queries
 
@@ -492,7 +493,7 @@ class SevensMatch:
                 f"{card} is not playable: the {SUIT_NAMES[suit]} row is not open; "
                 f"it opens with {starter}"
             )
-        playable = mask_actions(self._rows[suit])
+        playable = mask_actions(self._playable & (ROW_BITS << (13 * suit)))
         if not playable:
             plays = f"no {SUIT_SINGULAR[suit]} is playable"
         elif len(playable) == 1:
@@ -528,39 +529,38 @@ class SevensMatch:
             if hand & self._playable & bit:
                 # Fast path: a legal single card in canonical form (the hot path).
                 self._log.append((seat, action, source))
-                if source == Source.BOT:
+                if source == _BOT:
                     key = seat * 52 + idx
                     event = self._bot_plays[key]
                     if event is None:
-                        event = Event("play", seat, self._deal, action, None, Source.BOT, {})
+                        event = Event("play", seat, self._deal, action, None, _BOT, {})
                         self._bot_plays[key] = event
                 else:
                     event = play_event(seat, self._deal, action, source)
-                start = len(self._events)
-                self._events.append(event)
+                events = self._events
+                events.append(event)
                 hand ^= bit
                 self._hands[seat] = hand
                 table = self._table | bit
                 self._table = table
-                suit = idx // 13
-                shift = 13 * suit
+                shift = idx - idx % 13
                 row = (table >> shift) & ROW_BITS
                 playable = self._row_cache.get(row)
                 if playable is None:
                     playable = self._t.row_playable(row)
-                rows = self._rows
-                rows[suit] = playable << shift
                 if self._opening_pending:
-                    self._refresh_row(suit)
+                    self._refresh()
                 else:
-                    self._playable = rows[0] | rows[1] | rows[2] | rows[3]
+                    self._playable = (self._playable & ~(ROW_BITS << shift)) | (playable << shift)
                 self._legal = None
                 if not hand:
+                    start = len(events) - 1
                     self._end_deal(seat, "out")  # SV-25
-                    return self._events[start:]
+                    return events[start:]
                 if self._special:
+                    start = len(events) - 1
                     self._advance(seat)  # may record skipped turns
-                    return self._events[start:]
+                    return events[start:]
                 self._to_act = seat + 1 if seat + 1 < self.num_players else 0
                 return [event]
         if not isinstance(action, str):  # typed str, but a record must replay whatever came
@@ -614,7 +614,7 @@ class SevensMatch:
     def _place(self, seat: int, bit: int) -> None:
         self._hands[seat] &= ~bit
         self._table |= bit
-        self._refresh_row((bit.bit_length() - 1) // 13)
+        self._refresh()
 
     def _after_play(self, seat: int) -> None:
         self._legal = None
@@ -711,8 +711,7 @@ class SevensMatch:
         self._skip[seat] = False
         self._hands[seat] = 0
         self._table |= hand
-        for s in range(4):
-            self._refresh_row(s)
+        self._refresh()
         self._penalties.append(PenaltyRecord(seat, reason, 0))
         self._events.append(Event(EventKind.ELIMINATED, seat, self._deal, None, reason, source))
         active = [s for s in range(self.num_players) if not self._elim[s]]
