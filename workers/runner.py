@@ -305,31 +305,9 @@ class MatchRun:
         reply = self.ask(turn)
         wall_ms = (time.perf_counter() - start) * 1000.0
 
-        if reply.action is not None:
-            verdict = self.clock.judge(seat, reply.think_ms)
-            if verdict.in_time:
-                events = self.match.apply(reply.action, Source.BOT)
-            else:
-                reply.failure = "timeout"
-                events = self.match.apply_timeout()
-        else:
-            if reply.failure == "timeout":
-                self.clock.timed_out(seat)
-            events = self.match.apply_timeout()
+        events = self.judge_and_apply(seat, reply)
         mine = [e for e in events if e.seat == seat]
-        kinds = Counter(e.kind for e in mine)
-        failed = bool(reply.failure) or any(k in FAILURE_KINDS for k in kinds)
-
-        stats = self.stats[seat]
-        stats["decisions"] += 1
-        stats["timeouts"] += int(bool(reply.failure))
-        stats["invalid_actions"] += kinds[EventKind.INVALID_ACTION]
-        stats["illegal_passes"] += kinds[EventKind.ILLEGAL_PASS]
-        stats["think_ms_total"] += reply.think_ms
-        # Overhead is only meaningful when the bot answered: wall time minus think time.
-        overhead_ms = 0.0 if reply.failure else max(0.0, wall_ms - reply.think_ms)
-        self.metrics.decision(bot, reply.think_ms / 1000.0, overhead_ms / 1000.0)
-
+        failed = self.count(seat, reply, mine, wall_ms)
         self.strikes[seat] = self.strikes[seat] + 1 if failed else 0
         took_over = failed and self.strikes[seat] >= self.strike_limit
         status, reason, message = _outcome(reply, mine)
@@ -367,11 +345,36 @@ class MatchRun:
         )
         if took_over:
             self.autopilot[seat] = True
-            stats["autopilot"] = True
+            self.stats[seat]["autopilot"] = True
             self.steps.append(
                 {"deal": deal, "seat": seat, "source": Source.AUTOPILOT, "takeover": True}
             )
         self.after_events(events)
+
+    def judge_and_apply(self, seat: int, reply: Reply) -> list[Event]:
+        """Apply the answer if the clock says it came in time, else the timeout rule."""
+        if reply.action is not None:
+            if self.clock.judge(seat, reply.think_ms).in_time:
+                return self.match.apply(reply.action, Source.BOT)
+            reply.failure = "timeout"
+        elif reply.failure == "timeout":
+            self.clock.timed_out(seat)
+        # "disconnected": nothing was in the bot's hands, so its bank is left alone
+        return self.match.apply_timeout()
+
+    def count(self, seat: int, reply: Reply, mine: list[Event], wall_ms: float) -> bool:
+        """Update the seat's stats and the decision metrics; True if the seat failed."""
+        kinds = Counter(e.kind for e in mine)
+        stats = self.stats[seat]
+        stats["decisions"] += 1
+        stats["timeouts"] += int(bool(reply.failure))
+        stats["invalid_actions"] += kinds[EventKind.INVALID_ACTION]
+        stats["illegal_passes"] += kinds[EventKind.ILLEGAL_PASS]
+        stats["think_ms_total"] += reply.think_ms
+        # Overhead is only meaningful when the bot answered: wall time minus think time.
+        overhead_ms = 0.0 if reply.failure else max(0.0, wall_ms - reply.think_ms)
+        self.metrics.decision(stats["bot"], reply.think_ms / 1000.0, overhead_ms / 1000.0)
+        return bool(reply.failure) or any(k in FAILURE_KINDS for k in kinds)
 
     def after_events(self, events: list[Event]) -> None:
         """Report finished deals to the bots."""
