@@ -242,7 +242,10 @@ def test_bridge_answers_for_a_program_that_crashes_or_is_too_slow(
     flaky = bridge_argv(
         platform, "stdio-flaky", report, sys.executable, str(BROKEN_DIR / "flaky.py")
     )
-    time_control = TimeControl(move_ms=600, bank_ms=0, grace_ms=100)
+    flaky[flaky.index("--") : flaky.index("--")] = ["--margin-ms", "400"]
+    # The program gets 1000 - 400 ms; the referee's limit is 1000 + 100 ms of grace: the
+    # bridge's own answers have 500 ms to arrive, room enough on a loaded machine.
+    time_control = TimeControl(move_ms=1000, bank_ms=0, grace_ms=100)
     with process_bot(flaky, tmp_path / "flaky.log"), python_bots(platform, ["py-f", "py-g"]):
         (result,) = play(
             platform,
