@@ -36,6 +36,7 @@ from referee.games.base import (
     Source,
 )
 from referee.games.cards import Card, Rank
+from referee.games.errors import InvalidRulesError
 from referee.games.registry import get_game
 from referee.games.sevens.rules import PRESETS, SevensRules
 from tests.sevens.reference import RefMatch, deck_cards
@@ -439,6 +440,8 @@ def _drive(
     )
     step = 0
     while not ref.is_over():
+        if step > STEP_LIMIT:
+            raise Mismatch(f"{context}: no end after {STEP_LIMIT} decisions (SV-24)")
         if match.is_over():
             raise Mismatch(
                 f"{context} step {step}: the engine's match is over, the reference's not"
@@ -573,6 +576,83 @@ def test_custom_rules_agree(label: str) -> None:
     coverage = _run_full_matches(label, rules, FULL_MATCHES_PER_PRESET // 2)
     want = _expected_coverage(rules, full=True) | CUSTOM_FULL_COVERAGE.get(label, set())
     assert want <= coverage, coverage
+
+
+RANDOM_RULE_SETS = 40
+DEALS_PER_RANDOM_RULES = 25
+STEP_LIMIT = 20_000  # SV-24: any accepted rules object must reach the end of its match
+
+
+def _random_rules(rng: random.Random) -> SevensRules:
+    """A random rules object the validator accepts (RULES.md: every accepted combination
+    must play to a terminal state)."""
+    game = get_game("sevens")
+    for _attempt in range(1000):
+        deck = rng.choice(["french52", "french52", "german32", "spanish40"])
+        ace = {"german32": "high", "spanish40": "low"}.get(deck) or rng.choice(["low", "high"])
+        ranks = {"french52": "A23456789TJQK", "german32": "789TJQKA", "spanish40": "A234567JQK"}
+        starter_rank = rng.choice(["7", "7", rng.choice(ranks[deck])])
+        starters = rng.choice(["in_hand", "in_hand", "removed_before_deal", "placed_from_hands"])
+        opening = "any_seven"
+        if starters == "in_hand":
+            opening = rng.choice(
+                ["seven_of_diamonds", "left_of_dealer_diamond", "any_seven", "seven_of_hearts"]
+            )
+        scoring = rng.choice(["winner_only", "chips", "penalty_points"])
+        money = scoring != "winner_only"
+        options: dict[str, Any] = {
+            "deck": deck,
+            "ace": ace,
+            "starter_rank": starter_rank,
+            "starters": starters,
+            "opening": opening,
+            "multi_card_turn": rng.random() < 0.4,
+            "eights_before_sixes": rng.random() < 0.3,
+            "must_play": rng.random() < 0.7,
+            "free_passes": rng.choice([0, 0, 1, 3]),
+            "pass_elimination": rng.choice([0, 0, 1, 2, 4]),
+            "max_voluntary_passes": rng.choice([0, 1, 3]),
+            "illegal_pass_penalty": rng.choice(
+                ["lose_turn", "forfeit_deal"] + (["chips"] if money else [])
+            ),
+            "illegal_pass_payee": rng.choice(["pot", "winner"]),
+            "scoring": scoring,
+            "deals": rng.choice([0, 1, 2, 3]),
+            "match_tiebreak": rng.choice(
+                ["none", "extra_deal", "fewest_cards_last_deal"]
+                + (["showdown"] if scoring == "penalty_points" else [])
+            ),
+        }
+        if options["illegal_pass_penalty"] == "chips":
+            options["illegal_pass_chips"] = rng.randint(1, 5)
+        if money:
+            options["pass_chips"] = rng.choice([0, 1, 2])
+            options["voluntary_pass_chips"] = rng.choice([0, 2])
+            options["card_penalty"] = rng.choice(["none", "per_card", "pips", "face_ten"])
+            options["ace_pips"] = rng.choice([1, 15])
+            options["seven_penalty"] = rng.choice([0, 0, 5])
+        if scoring == "chips":
+            options["ante"] = rng.choice([0, 1, 2])
+            if options["ante"]:
+                options["short_hand_ante"] = rng.choice(["none", "minus_one", "plus_one"])
+            if rng.random() < 0.2:
+                options.update(until_broke=True, starting_chips=rng.choice([10, 40]), ante=2)
+        try:
+            rules = game.rules_from_dict(options)
+        except InvalidRulesError:
+            continue
+        assert isinstance(rules, SevensRules)
+        return rules
+    raise AssertionError("no random rules object was accepted in 1,000 tries")
+
+
+def test_random_rules_agree() -> None:  # SV-24 and every option, in random combinations
+    rng = random.Random("sevens-differential-random-rules")
+    for k in range(RANDOM_RULE_SETS):
+        rules = _random_rules(rng)
+        label = f"random-{k} {rules.to_dict()}"
+        _run_deals(label, rules, DEALS_PER_RANDOM_RULES)
+        _run_full_matches(label, rules, 1)
 
 
 def _redeal(rules: SevensRules, n: int, seed: int, rotation: int) -> list[list[str]]:
