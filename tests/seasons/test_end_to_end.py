@@ -254,4 +254,15 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
         check=True,
     )
     assert out.stdout.count("\n") == 7 and out.stdout.startswith("season,unit,bot,rank")
+    export = Path(platform.data_dir) / "export"
+    out = subprocess.run(
+        [*cli, "season", "export", "b", str(export), "--redis-url", platform.redis_url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "exported 15 matches" in out.stdout
+    assert len(list((export / "replays").glob("b-m*.txt"))) == 15
+    assert len((export / "results.jsonl").read_text().splitlines()) == 15
+    assert json.loads((export / "matches" / "b-m0000.json").read_text())["initial_hands"]
     conn.close()
