@@ -541,3 +541,21 @@ def test_sv34_extra_deal_and_showdown(mode: str) -> None:  # SV-34
     assert result.totals == (0, 0, 0)
     assert result.winners == (deals[1].winner,)
     assert result.order == deals[1].order
+
+
+def test_sv23_the_last_seat_standing_wins_the_deal() -> None:  # SV-23, D-42
+    r = rules("sevens", opening="any_seven", free_passes=3, pass_elimination=1, deals=1)
+    match = stacked(r, CHAIN, dealer=2)
+    for _ in range(4):  # seat 0 free, seat 1 forced, seat 2 forced, seat 0 free: out
+        match.apply(PASS)
+    assert match.to_act() == 1
+    events = match.apply(PASS)  # seat 1's second pass (a free one): out, seat 2 alone
+    assert kinds(events)[:3] == [
+        ("pass", 1, PASS, "free"),
+        ("eliminated", 1, None, "pass_limit"),
+        ("deal_end", 2, None, "last_active"),
+    ]
+    (deal,) = match.deal_results()
+    assert deal.winner == 2 and deal.order == ((2,), (0, 1))
+    assert deal.deltas == (0, 0, 1)
+    assert deal.detail["cards_left"] == [4, 4, 4]
