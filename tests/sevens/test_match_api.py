@@ -211,3 +211,10 @@ def test_anything_a_bot_sends_is_refused_and_still_replays() -> None:
         assert len(events[0].action or "") <= 64
     again = GAME.match_from_json(match.to_json())
     assert again == match and again.events() == match.events()
+
+
+def test_deal_specs_are_checked_up_front() -> None:
+    with pytest.raises(InvalidRulesError, match=r"dealer 4 is not a seat: use 0\.\.3"):
+        GAME.new_match(PRESETS["sevens"], 4, 1, [DealSpec(1), DealSpec(2, dealer=4)])
+    with pytest.raises(InvalidRulesError, match="at least one DealSpec"):
+        GAME.new_match(PRESETS["sevens"], 4, 1, [])

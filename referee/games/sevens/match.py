@@ -113,6 +113,12 @@ class SevensMatch:
             )
         if deals is not None and len(deals) == 0:
             raise InvalidRulesError("deals must list at least one DealSpec (or be None)")
+        for i, spec in enumerate(deals or ()):
+            if spec.dealer is not None and not 0 <= spec.dealer < num_players:
+                raise InvalidRulesError(
+                    f"deal {i}: dealer {spec.dealer} is not a seat: use 0..{num_players - 1} "
+                    "or None for the normal rotation"
+                )
         self.rules: Rules = rules
         self._rules = rules
         self.num_players = num_players
