@@ -218,12 +218,14 @@ def main() -> int:
                     steps = asked_steps(records)
                     overhead = [s["wall_ms"] - s["think_ms"] for s in steps]
                     think = [s["think_ms"] for s in steps]
+                    inbox = [s["inbox_ms"] for s in steps]
                     rows.append(
                         (
                             f"overhead per decision, {count} concurrent match(es), p50 / p99",
                             f"{pct(overhead, 0.5):.3f} / {pct(overhead, 0.99):.3f} ms "
-                            f"(bot think incl. gRPC p50 {statistics.median(think):.3f} ms; "
-                            f"{len(steps)} decisions)",
+                            f"(of which request to the referee's send stamp p50 "
+                            f"{statistics.median(inbox):.3f} ms; bot think incl. gRPC p50 "
+                            f"{statistics.median(think):.3f} ms; {len(steps)} decisions)",
                         )
                     )
                     rows.append(

@@ -204,6 +204,7 @@ class Reply:
     action: str | None
     think_ms: float
     failure: Literal["", "timeout", "disconnected"]
+    inbox_ms: float = 0.0  # request enqueued -> referee's send stamp (diagnostics only)
 
 
 FAILURE_KINDS: Final = frozenset(
@@ -339,6 +340,7 @@ class MatchRun:
                 "reason": reason,
                 "think_ms": round(reply.think_ms, 3),
                 "wall_ms": round(wall_ms, 3),
+                "inbox_ms": round(reply.inbox_ms, 3),
                 "bank_left_ms": round(self.clock.bank_left_ms[seat], 3),
                 "events": _dicts(events),
             }
@@ -449,13 +451,14 @@ class MatchRun:
         if answer["type"] == "answer":  # the stamp was consumed elsewhere; judge this one
             return Reply(answer["action"], float(answer["think_ms"]), "")
         sent_local = now_ms()
+        inbox_ms = max(0.0, float(answer["sent_ms"]) - turn["enqueued_ms"])
         deadline = sent_local + self.clock.limit_ms(turn["seat"]) + ANSWER_MARGIN_MS
         while True:
             answer = self.pop_until(reply_key, deadline)
             if answer is None:
-                return Reply(None, now_ms() - sent_local, "timeout")
+                return Reply(None, now_ms() - sent_local, "timeout", inbox_ms)
             if answer["type"] == "answer":
-                return Reply(str(answer["action"]), float(answer["think_ms"]), "")
+                return Reply(str(answer["action"]), float(answer["think_ms"]), "", inbox_ms)
 
     def pop_until(self, key: str, deadline_ms: float) -> mailbox.ReplyMessage | None:
         """The next valid entry of reply list ``key``, or None at ``deadline_ms``."""
