@@ -35,8 +35,9 @@ from referee.mailbox import ActionResultMessage, ClockInfo, DealEndMessage
 RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 """The clock of ordinary questions: generous, so only the clock scenario tests speed."""
 
-TIGHT_CLOCK: ClockInfo = {"move_ms": 400, "bank_ms": 0, "grace_ms": 50}
-"""The clock of the "clock near its limit" scenario."""
+TIGHT_CLOCK: ClockInfo = {"move_ms": 700, "bank_ms": 0, "grace_ms": 50}
+"""The clock of the "clock near its limit" scenario: short, yet wide enough that a shell bot
+forking sed per turn passes on a loaded machine (PITFALLS 14)."""
 
 MAX_INCIDENT_LINES = 4
 """Bridge incidents quoted per scenario at most."""
