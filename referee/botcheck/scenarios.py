@@ -3,8 +3,9 @@
 Every question is a real decision taken from an engine state (``states``), pushed into the
 bot's inbox by the :class:`~referee.botcheck.probe.Probe`. An answer passes when it arrives
 within the request's clock and is one of the request's legal actions. When the bot runs
-behind the stdio bridge, incidents the bridge reports (the program crashed, was too slow
-and the bridge answered for it, answered something not legal) fail the scenario too.
+behind the stdio bridge, incidents the bridge reports (the program crashed, hung, was too
+slow or unreadable so the bridge answered for it, or wrote lines no turn asked for) fail the
+scenario too.
 """
 
 from __future__ import annotations
