@@ -116,6 +116,7 @@ def test_a_program_writing_garbage_is_caught(capsys: pytest.CaptureFixture[str])
     assert "not valid JSON" in line_of(lines, "sedma: plays a deal")
 
 
+@pytest.mark.node
 def test_node_bot_passes_and_a_non_reconnecting_one_fails(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -173,6 +173,7 @@ def assert_clean_play(result: dict[str, Any], bot: str) -> None:
         assert not stats["autopilot"], stats
 
 
+@pytest.mark.node
 def test_node_bot_plays_sevens_and_sedma_against_python_bots(
     platform: Platform, tmp_path: Path
 ) -> None:
