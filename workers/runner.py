@@ -42,6 +42,9 @@ from workers.spec import CommittedResult, MatchSpec, SeatStats
 
 log = logging.getLogger("workers.runner")
 
+MIN_BLPOP_S: Final = 0.01
+"""Shortest BLPOP wait sent to Redis: 6.2 reads 0.001 s as 0, i.e. block forever."""
+
 HEARTBEAT_S: Final = 1.0
 """How often a running match refreshes its heartbeat (and flushes its metrics)."""
 ANSWER_MARGIN_MS: Final = 500.0
@@ -470,7 +473,10 @@ class MatchRun:
                 if raw is None:
                     return None
             else:
-                popped = self.conn.blpop([key], timeout=max(0.001, min(left_s, HEARTBEAT_S)))
+                # Redis 6.2 turns timeouts under 1 ms (0.001 s becomes 0.999 ms) into 0,
+                # which means "block forever": never ask for less than MIN_BLPOP_S.
+                wait_s = max(MIN_BLPOP_S, min(left_s, HEARTBEAT_S))
+                popped = self.conn.blpop([key], timeout=wait_s)
                 if popped is None:
                     if time.monotonic() >= self.next_beat:
                         self.flush()
