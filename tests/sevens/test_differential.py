@@ -459,6 +459,8 @@ def _drive(
             facts.update(to_act=seat, totals=list(ref.totals), deal_index=ref.deal.index)
             _check("observation", _observed(obs), facts, where)
             _check("own hand", list(obs["hand"]), ref.hand(seat), where)
+            fallback = match.fallback_action()
+            _check(f"autopilot action {fallback!r} is legal", fallback in legal, True, where)
         choice = _choose(rng, ref, legal)
         inputs.append(choice)
         if choice is None:
@@ -497,6 +499,10 @@ def _drive(
         context,
     )
     _check("match result", _match_result(match.result()), _match_result(ref.result()), context)
+    if len(inputs) % 37 == 0:  # now and then: the record replays to the same match
+        replay = get_game("sevens").match_from_json(match.to_json())
+        _check("replayed events", replay.events(), match.events(), context)
+        _check("replayed result", replay.result(), match.result(), context)
 
 
 def _check_hand_sizes(match: Match, spec: DealSpec, n: int, context: str) -> None:
