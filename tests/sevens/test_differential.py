@@ -68,6 +68,8 @@ GARBAGE = (
     "7D+8X",
     "seven of diamonds",
     "Q" * 100,
+    "+".join(["7D"] * 40),  # a long "run": refused, its text cut to 64 characters
+    "+".join(["AS", "2S", "3S", "4S", "5S", "6S", "7S", "8S", "9S", "TS", "JS", "QS", "KS"]),
 )
 
 # Rules beyond the presets, so that every option takes part in the comparison.
