@@ -420,7 +420,7 @@ class Bot:
 
         async def answer(request: Any) -> None:
             turn = turn_from_proto(request)
-            action = await loop.run_in_executor(executor, self._choose_safely, turn)
+            action = await self._choose_safely(loop, executor, turn)
             message = bot_pb2.BotMessage(
                 action=bot_pb2.Action(
                     match_id=turn.match_id, attempt=turn.attempt, seq=turn.seq, action=action
@@ -466,9 +466,14 @@ class Bot:
         except Exception:
             log.exception("%s: %s raised", self.name, getattr(fn, "__name__", fn))
 
-    def _choose_safely(self, turn: Turn) -> str:
+    async def _choose_safely(
+        self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor, turn: Turn
+    ) -> str:
+        """``choose`` in the pool; on an error (logged here, on the loop's thread: Python
+        3.11 may corrupt its parser state when two threads format tracebacks) the first
+        legal action."""
         try:
-            action = self.choose(turn)
+            action = await loop.run_in_executor(executor, self.choose, turn)
             if isinstance(action, str):
                 return action
             log.error(

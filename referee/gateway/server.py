@@ -163,7 +163,7 @@ class RefereeServer:
     async def _close_clients(self) -> None:
         if self.league is not None:
             self.league.close()
-        await self.redis.aclose()
+        await self.redis.aclose(close_connection_pool=True)  # our own BlockingConnectionPool
         await self.pop_redis.aclose()
 
     async def _start(self) -> int:

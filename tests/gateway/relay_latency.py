@@ -62,6 +62,8 @@ async def _referee_process(url: str) -> AsyncIterator[_Ref]:
     finally:
         proc.terminate()
         proc.wait(20)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -134,4 +134,7 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
             bot.terminate()
             bot.wait(10)
         referee.terminate()
-        assert referee.wait(20) == 0
+        code = referee.wait(20)
+        if referee.stdout is not None:
+            referee.stdout.close()
+        assert code == 0
