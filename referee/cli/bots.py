@@ -41,6 +41,8 @@ def _register(args: argparse.Namespace) -> int:
             token = bots.register(client, args.name, args.owner, args.description)
     except ArenaError as exc:
         return fail(str(exc))
+    except redis.RedisError as exc:
+        return fail(f"cannot talk to Redis ({exc}): is the platform running? (arena up)")
     print(token)
     print(
         f"registered bot {args.name}; the line above is its token, shown only this once",
@@ -55,6 +57,8 @@ def _list(args: argparse.Namespace) -> int:
             records = bots.list_bots(client)
     except ArenaError as exc:
         return fail(str(exc))
+    except redis.RedisError as exc:
+        return fail(f"cannot talk to Redis ({exc}): is the platform running? (arena up)")
     if not records:
         print("no bots registered (arena bot register NAME)")
         return 0
@@ -72,6 +76,8 @@ def _revoke(args: argparse.Namespace) -> int:
             bots.revoke(client, args.name)
     except ArenaError as exc:
         return fail(str(exc))
+    except redis.RedisError as exc:
+        return fail(f"cannot talk to Redis ({exc}): is the platform running? (arena up)")
     print(f"revoked bot {args.name}")
     return 0
 
@@ -82,5 +88,7 @@ def _rotate(args: argparse.Namespace) -> int:
             token = bots.rotate_token(client, args.name)
     except ArenaError as exc:
         return fail(str(exc))
+    except redis.RedisError as exc:
+        return fail(f"cannot talk to Redis ({exc}): is the platform running? (arena up)")
     print(token)
     return 0

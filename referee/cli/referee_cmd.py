@@ -7,6 +7,8 @@ import asyncio
 import logging
 import os
 
+import redis
+
 from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
 from referee.errors import ConfigError
 from referee.gateway.server import RefereeConfig, run_referee
@@ -70,4 +72,6 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(run_referee(config))
     except OSError as exc:
         return fail(str(exc))
+    except redis.RedisError as exc:
+        return fail(f"cannot talk to Redis at {url} ({exc}): start it, or pass --redis-url")
     return 0

@@ -287,3 +287,13 @@ def _public_cards(observation: dict[str, Any]) -> set[str]:
     """Cards any seat may know: on the table, in the trick, in history, in marriages."""
     text = json.dumps({k: v for k, v in observation.items() if k not in ("hand",)}, sort_keys=True)
     return set(CARD_TOKENS.findall(text))
+
+
+def test_commands_without_redis_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.embedded_redis import free_port
+
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    assert arena(["bot", "list", "--redis-url", nowhere]) == 1
+    assert "cannot talk to Redis" in capsys.readouterr().err
+    assert arena(["referee", "--redis-url", nowhere, "--port", "0", "--http-port", "0"]) == 1
+    assert "cannot talk to Redis" in capsys.readouterr().err
