@@ -162,7 +162,7 @@ def authenticate(client: redis.Redis, token: str) -> str:
 
 async def authenticate_async(client: redis.asyncio.Redis, token: str) -> str:
     """:func:`authenticate` for the gateway's asyncio Redis client."""
-    name = await client.hget(keys.TOKEN_INDEX, hash_token(token))  # type: ignore[misc]
+    name = await client.hget(keys.TOKEN_INDEX, hash_token(token))
     if name is None:
         raise AuthError(_UNKNOWN_TOKEN)
     return _text(name)
