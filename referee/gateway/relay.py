@@ -65,6 +65,9 @@ DEADLINE_SLACK_MS = 500.0
 out: the worker has timed it out by then, and the slot it held takes the next request (the
 worker's ``timed_out`` result may sit behind other messages in a full stream's inbox)."""
 MAX_ACTION_CHARS = 200
+POP_BATCH = 64
+"""Most inbox entries taken by one non-blocking ``LPOP key count`` after a BLPOP (never more
+than the stream's free slots, so a batch can never hold more turns than it may send)."""
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
 
@@ -270,6 +273,10 @@ class BotSession:
         self._stop_reason: ArenaError | None = None
         self._stop_event = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Stamps and answers waiting for the reply pusher: (reply key, JSON, request whose
+        # ``stamped`` is set once this entry is in Redis, or None).
+        self._replies: list[tuple[str, str, OpenRequest | None]] = []
+        self._pusher: asyncio.Task[None] | None = None
         self._popper: asyncio.Task[None] | None = None
         self._pop_client_id: int | None = None
         self._keeper: asyncio.Task[None] | None = None
@@ -402,7 +409,7 @@ class BotSession:
                 self._keeper.cancel()
                 with contextlib.suppress(BaseException):
                     await self._keeper
-            if self._tasks:
+            while self._tasks:  # answers being pushed (a finished one may start the pusher)
                 await asyncio.gather(*list(self._tasks), return_exceptions=True)
             await self._push_back()
             if self._registered:
@@ -509,25 +516,49 @@ class BotSession:
             backoff = 0.1
             if item is None:
                 continue
-            raw = str(item[1])
+            batch = [str(item[1])]
+            while await self._deliver_batch(batch):
+                # A busy inbox: take what else is there in one round trip (no blocking),
+                # at most as many entries as there are free slots.
+                free = min(self.concurrency - len(self.open), POP_BATCH)
+                if free <= 0 or self._stopping:
+                    break
+                try:
+                    more = await client.lpop(self.inbox, free)
+                except RedisError:
+                    break  # the blocking pop above reports and backs off
+                if not more:
+                    break
+                batch = [str(raw) for raw in more]
             if self._stopping:
-                await self._give_back(raw)
                 break
+
+    async def _deliver_batch(self, batch: list[str]) -> bool:
+        """Relay popped entries in order; False when the popper must stop (what was not
+        delivered is pushed back to the front of the inbox, in order)."""
+        for i, raw in enumerate(batch):
+            if self._stopping:
+                await self._give_back(*batch[i:])
+                return False
             try:
                 await self._deliver(raw)
             except _StreamGone:
-                await self._give_back(raw)
-                break
+                await self._give_back(*batch[i:])
+                return False
             except Exception:
                 log.exception("relaying to %s failed; ending its stream", self.bot)
                 self.request_stop(ArenaError("internal error in the relay: reconnect"))
-                break
+                if batch[i + 1 :]:
+                    await self._give_back(*batch[i + 1 :])
+                return False
+        return True
 
-    async def _give_back(self, raw: str) -> None:
+    async def _give_back(self, *raws: str) -> None:
+        """Push entries back to the front of the inbox, keeping their order."""
         try:
-            await self.redis.lpush(self.inbox, raw)
+            await self.redis.lpush(self.inbox, *reversed(raws))
         except RedisError as exc:
-            log.error("lost an inbox message of %s: %s", self.bot, exc)
+            log.error("lost %d inbox message(s) of %s: %s", len(raws), self.bot, exc)
 
     async def _deliver(self, raw: str) -> None:
         try:
@@ -600,7 +631,7 @@ class BotSession:
                 self.hub.config.max_message_bytes,
             )
             return
-        original = json.loads(raw)
+        original = dict(turn)  # a shallow copy: nothing below changes the nested values
         original.pop("first_sent_ms", None)
         sent_ms = mailbox.now_ms() if first_sent is None else float(first_sent)
         request = OpenRequest(
@@ -623,32 +654,60 @@ class BotSession:
         except Exception as exc:
             self._close_request(key)
             raise _StreamGone() from exc
-        try:
-            if first_sent is None:
-                stamp: mailbox.SentStamp = {
-                    "type": "sent",
-                    "referee": self.hub.config.referee_id,
-                    "sent_ms": write_ms,
-                }
-                request.sent_ms = write_ms
-                request.deadline_ms = _deadline(turn, write_ms)
-                self._arm_timer(request)
-                await self._rpush(reply_key, mailbox.encode(stamp))
-        finally:
-            request.stamped.set()  # the answer may be pushed now (never wait forever)
+        if first_sent is None:
+            stamp: mailbox.SentStamp = {
+                "type": "sent",
+                "referee": self.hub.config.referee_id,
+                "sent_ms": write_ms,
+            }
+            request.sent_ms = write_ms
+            request.deadline_ms = _deadline(turn, write_ms)
+            self._arm_timer(request)
+            # Pushed by the reply pusher (the popper goes on with the next entry); the
+            # answer may be pushed once the stamp is in (never waits forever: see there).
+            self._queue_reply(reply_key, mailbox.encode(stamp), request)
+        else:
+            request.stamped.set()
 
-    async def _rpush(self, key: str, value: str) -> None:
+    def _queue_reply(self, key: str, value: str, stamped: OpenRequest | None = None) -> None:
+        """RPUSH ``value`` to reply list ``key`` soon. Entries queued while a push is in
+        flight go together in the next pipeline, in order; ``stamped.stamped`` is set once
+        the entry was pushed (or given up on)."""
+        self._replies.append((key, value, stamped))
+        if self._pusher is None or self._pusher.done():
+            self._pusher = asyncio.ensure_future(self._push_replies())
+            self._tasks.add(self._pusher)
+            self._pusher.add_done_callback(self._tasks.discard)
+
+    async def _push_replies(self) -> None:
+        while self._replies:
+            batch, self._replies = self._replies, []
+            try:
+                await self._rpush_many([(key, value) for key, value, _ in batch])
+            finally:
+                for _, _, request in batch:
+                    if request is not None:
+                        request.stamped.set()
+
+    async def _rpush_many(self, entries: list[tuple[str, str]]) -> None:
+        """RPUSH each ``(key, value)`` (and refresh the key's TTL), in one pipeline."""
         for attempt in range(3):
             try:
                 pipe = self.redis.pipeline(transaction=False)
-                pipe.rpush(key, value)
-                pipe.expire(key, mailbox.REPLY_TTL_S)
+                for key, value in entries:
+                    pipe.rpush(key, value)
+                    pipe.expire(key, mailbox.REPLY_TTL_S)
                 await pipe.execute()
                 return
             except RedisError as exc:
-                log.warning("RPUSH to %s failed (%s), attempt %d", key, exc, attempt + 1)
+                log.warning(
+                    "RPUSH to %s failed (%s), attempt %d",
+                    ", ".join(sorted({key for key, _ in entries})),
+                    exc,
+                    attempt + 1,
+                )
                 await asyncio.sleep(0.05 * (attempt + 1))
-        log.error("gave up pushing to %s", key)
+        log.error("gave up pushing to %s", ", ".join(sorted({key for key, _ in entries})))
 
     # --- reading from the bot --------------------------------------------------------
     async def _read_loop(self, stream: Any) -> None:
@@ -680,6 +739,9 @@ class BotSession:
         request = self._close_request(key)
         if request is not None:
             self._remember_answered(key)
+            if request.stamped.is_set():  # the usual case: no task needed
+                self._queue_answer(request, action.action, received_ms)
+                return
             task = asyncio.ensure_future(self._push_answer(request, action.action, received_ms))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -739,6 +801,9 @@ class BotSession:
 
     async def _push_answer(self, request: OpenRequest, action: str, received_ms: float) -> None:
         await request.stamped.wait()
+        self._queue_answer(request, action, received_ms)
+
+    def _queue_answer(self, request: OpenRequest, action: str, received_ms: float) -> None:
         answer: mailbox.AnswerMessage = {
             "type": "answer",
             "referee": self.hub.config.referee_id,
@@ -747,7 +812,7 @@ class BotSession:
             "received_ms": received_ms,
             "think_ms": max(0.0, received_ms - request.sent_ms),
         }
-        await self._rpush(request.reply_key, mailbox.encode(answer))
+        self._queue_reply(request.reply_key, mailbox.encode(answer))
 
     # --- housekeeping ------------------------------------------------------------------
     async def _housekeeping(self) -> None:
