@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import signal
 import statistics
@@ -46,6 +47,48 @@ from workers.spec import MatchSpec, TimeControl
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_s(pid: int, children: bool = False) -> float:
+    """CPU seconds of process ``pid`` (with its reaped children's when ``children``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks * _TICK_S
+
+
+def _child_pids(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by the referee, the worker pool (its worker processes and
+    their finished work horses), Redis, and this process (the bots)."""
+    pool = pids["workers"]
+    return {
+        "referee": _proc_cpu_s(pids["referee"]),
+        "workers": _proc_cpu_s(pool)
+        + sum(_proc_cpu_s(child, children=True) for child in _child_pids(pool)),
+        "redis": _proc_cpu_s(pids["redis"]),
+        "bots+bench": _proc_cpu_s(os.getpid()),
+    }
 
 
 def redis_rtt_ms(url: str, n: int = 3000) -> list[float]:
@@ -85,9 +128,10 @@ class TimedBot(Bot):
 
     max_concurrent_matches = 32
 
-    def __init__(self, delay_s: float = 0.0, alternate: bool = False):
+    def __init__(self, delay_s: float = 0.0, alternate: bool = False, inline: bool = False):
         self.delay_s = delay_s
         self.alternate = alternate
+        self.choose_inline = inline and not delay_s  # instant bots may skip the thread pool
 
     def choose(self, turn: Turn) -> str:
         if self.delay_s and not (self.alternate and turn.seq % 2 == 0):
@@ -99,7 +143,7 @@ class TimedBot(Bot):
 
 
 @contextlib.contextmanager
-def platform(url: str, workers: int) -> Iterator[str]:
+def platform(url: str, workers: int) -> Iterator[tuple[str, dict[str, int]]]:
     cli = [sys.executable, "-m", "referee.cli.main"]
     referee = subprocess.Popen(
         [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
@@ -120,7 +164,7 @@ def platform(url: str, workers: int) -> Iterator[str]:
                 port = int(found.group(1))
                 break
         threading.Thread(target=referee.stdout.read, daemon=True).start()
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", {"referee": referee.pid, "workers": pool.pid}
     finally:
         for proc in (pool, referee):
             proc.send_signal(signal.SIGTERM)
@@ -198,6 +242,11 @@ def asked_steps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer deals and samples")
+    parser.add_argument(
+        "--inline-choose",
+        action="store_true",
+        help="the instant bots set choose_inline (no thread pool hop in the SDK)",
+    )
     args = parser.parse_args()
     deals = 2 if args.quick else 4
     rows: list[tuple[str, str]] = []
@@ -218,11 +267,18 @@ def main() -> int:
             )
         )
         fast = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=30_000)
-        with platform(server.url, workers=16) as addr:
-            named: dict[str, Bot] = {f"inst{i}": TimedBot() for i in range(4)}
+        with platform(server.url, workers=16) as (addr, pids):
+            assert server.pid is not None
+            pids["redis"] = server.pid
+            named: dict[str, Bot] = {
+                f"inst{i}": TimedBot(inline=args.inline_choose) for i in range(4)
+            }
             with running_bots(conn, addr, named):
                 for count in (1, 16):
+                    before = cpu_snapshot(pids)
                     wall, records = run_matches(conn, f"b{count}", list(named), count, deals, fast)
+                    time.sleep(0.3)  # let the work horses be reaped (their CPU then counts)
+                    after = cpu_snapshot(pids)
                     steps = asked_steps(records)
                     overhead = [s["wall_ms"] - s["think_ms"] for s in steps]
                     think = [s["think_ms"] for s in steps]
@@ -240,6 +296,14 @@ def main() -> int:
                         (
                             f"decisions/s end to end, {count} concurrent match(es)",
                             f"{len(steps) / wall:,.0f}/s ({len(steps)} in {wall:.2f} s)",
+                        )
+                    )
+                    used = {k: (after[k] - before[k]) * 1000 / len(steps) for k in after}
+                    rows.append(
+                        (
+                            f"CPU ms per decision, {count} concurrent match(es)",
+                            f"{sum(used.values()):.2f} = "
+                            + " + ".join(f"{k} {v:.2f}" for k, v in used.items()),
                         )
                     )
             # clock accuracy: limit = move 100 + bank 0 + grace 50 = 150 ms
