@@ -27,6 +27,7 @@ from types import TracebackType
 import redis
 
 from referee.errors import EmbeddedRedisError
+from referee.procs import stop_process
 
 _PR_SET_PDEATHSIG = 1
 
@@ -140,12 +141,7 @@ class EmbeddedRedis:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout)
         if process.stderr:
             process.stderr.close()
 

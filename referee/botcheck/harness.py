@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,6 +27,7 @@ import redis
 
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis, free_port
+from referee.procs import arena_command, stop_process
 
 BOT_NAME = "bot-under-check"
 READY_TIMEOUT_S = 30.0
@@ -35,11 +35,6 @@ READY_TIMEOUT_S = 30.0
 
 class HarnessError(RuntimeError):
     """The scratch platform could not be set up (says which part and why)."""
-
-
-def arena_command(*args: str) -> list[str]:
-    """``arena ARGS`` run with this interpreter (works without the console script)."""
-    return [sys.executable, "-m", "referee.cli.main", *args]
 
 
 def _pump(stream: IO[str], sink: Callable[[str], None], lines: list[str]) -> None:
@@ -84,13 +79,7 @@ class _Child:
         return False
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout_s)
         self.thread.join(timeout=2.0)
 
 

@@ -8,7 +8,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -33,6 +32,7 @@ from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.errors import InvalidRulesError
 from referee.games.registry import get_game
+from referee.procs import arena_command, listening_address, stop_process
 from workers import queue
 from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
 from workers.replay import ReplayMismatch, render_replay, verify_record
@@ -178,10 +178,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         with redis_for(args) as url:
             referee = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "referee.cli.main",
+                arena_command(
                     "referee",
                     "--redis-url",
                     url,
@@ -195,7 +192,7 @@ def _up(args: argparse.Namespace) -> int:
                     token,
                     "--log-level",
                     str(args.log_level).upper(),
-                ],
+                ),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -213,9 +210,7 @@ def _up(args: argparse.Namespace) -> int:
                     return fail(f"the referee exited with code {referee.returncode}")
                 grpc_addr = f"{args.host}:{args.port}"
                 for line in lines:
-                    found = re.search(r"listening on (\S+)", line)
-                    if found:
-                        grpc_addr = found.group(1)
+                    grpc_addr = listening_address(line) or grpc_addr
                 print(
                     f"arena up: redis {url}\n"
                     f"          referee grpc {grpc_addr}"
@@ -227,13 +222,7 @@ def _up(args: argparse.Namespace) -> int:
                 pool.run()
             finally:
                 pool.stop()
-                if referee.poll() is None:
-                    referee.send_signal(signal.SIGTERM)
-                    try:
-                        referee.wait(15)
-                    except subprocess.TimeoutExpired:
-                        referee.kill()
-                        referee.wait()
+                stop_process(referee, 15)
     except ConfigError as exc:
         return fail(str(exc))
     print("arena up: stopped", flush=True)

@@ -22,6 +22,7 @@ import redis
 from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis, free_port
 from referee.errors import ArenaError
+from referee.procs import stop_process
 from workers.pool import die_with_parent
 
 BOT_MODULES = {
@@ -122,7 +123,7 @@ class Platform:
 
     def stop_referee(self, sig: int = signal.SIGTERM) -> None:
         if self.referee is not None:
-            _stop(self.referee, sig)
+            stop_process(self.referee, sig=sig)
             self.referee = None
 
     def start_workers(self, processes: int = 1, per_process: int = 2) -> None:
@@ -183,10 +184,10 @@ class Platform:
 
     def stop(self) -> None:
         for proc in self.bots.values():
-            _stop(proc, signal.SIGTERM)
+            stop_process(proc)
         self.bots.clear()
         for proc in self.workers:
-            _stop(proc, signal.SIGTERM)
+            stop_process(proc)
         self.workers.clear()
         self.stop_referee()
         if self._redis is not None:
@@ -203,14 +204,3 @@ class Platform:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

@@ -6,12 +6,12 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import redis
 
 from referee import mailbox
+from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.first_legal import FirstLegalBot
 from tests.gateway.helpers import push, register, running_referee, turn_message, wait_replies
 
@@ -46,32 +46,11 @@ def test_sdk_bot_answers_a_pushed_turn(redis_url: str, redis_client: redis.Redis
     asyncio.run(scenario())
 
 
-def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 20.0) -> str:
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith(prefix):
-            return line.strip()
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError(f"no line starting {prefix!r} from {proc.args!r}")
-
-
 def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: redis.Redis) -> None:
     """The way the workers and seasons tests start them: `arena referee`, `python -m ...`."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "referee.cli.main",
-            "bot",
-            "register",
-            "bob",
-            "--redis-url",
-            redis_url,
-        ],
+        arena_command("bot", "register", "bob", "--redis-url", redis_url),
         capture_output=True,
         text=True,
         env=env,
@@ -79,31 +58,9 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
         cwd=ROOT,
     )
     token = out.stdout.strip()
-    referee = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "referee.cli.main",
-            "referee",
-            "--redis-url",
-            redis_url,
-            "--port",
-            "0",
-            "--http-port",
-            "0",
-            "--admin-token",
-            "adm",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    referee, address = start_referee(redis_url, "--admin-token", "adm", env=env, cwd=ROOT)
     bot = None
     try:
-        line = _wait_line(referee, "referee listening on ")
-        address = line.removeprefix("referee listening on ")
         bot = subprocess.Popen(
             [
                 sys.executable,
@@ -131,10 +88,5 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
         assert answer["type"] == "answer" and answer["action"] in turn["legal_actions"]
     finally:
         if bot is not None:
-            bot.terminate()
-            bot.wait(10)
-        referee.terminate()
-        code = referee.wait(20)
-        if referee.stdout is not None:
-            referee.stdout.close()
-        assert code == 0
+            stop_process(bot, 10)
+        assert stop_process(referee, 20) == 0

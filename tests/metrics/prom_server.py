@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from referee.embedded_redis import free_port
+from referee.procs import stop_process
 
 T = TypeVar("T")
 
@@ -148,9 +149,4 @@ def prometheus(
         wait_until(ready, 60, lambda: f"prometheus not ready in 60 s: {client.log_tail()}")
         yield client
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 15)

@@ -26,6 +26,7 @@ import redis
 
 from referee import bots, keys
 from referee.embedded_redis import free_port
+from referee.procs import arena_command, listening_address, stop_process
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from tests.metrics.dashboards import ROOT, load_dashboards, queries, substitute
@@ -61,16 +62,7 @@ def process(args: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes]
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def arena(*args: str) -> list[str]:
-    return [sys.executable, "-m", "referee.cli.main", *args]
+        stop_process(proc, 20)
 
 
 def log_text(path: Path) -> str:
@@ -108,7 +100,7 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
     with contextlib.ExitStack() as stack:
         referee = stack.enter_context(
             process(
-                arena(
+                arena_command(
                     "referee",
                     "--redis-url",
                     redis_url,
@@ -122,12 +114,10 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
         )
 
         def listening() -> str | None:
-            for line in log_text(referee_log).splitlines():
-                if line.startswith("referee listening on "):
-                    return line.removeprefix("referee listening on ").strip()
-            if referee.poll() is not None:
+            address = listening_address(log_text(referee_log))
+            if address is None and referee.poll() is not None:
                 raise AssertionError(f"the referee exited: {log_text(referee_log)}")
-            return None
+            return address
 
         address = wait_until(
             listening, 60, lambda: f"the referee did not start: {log_text(referee_log)}"
@@ -149,7 +139,9 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
         started = time.time()
         stack.enter_context(
             process(
-                arena("worker", "--redis-url", redis_url, "-n", "1", "--log-level", "WARNING"),
+                arena_command(
+                    "worker", "--redis-url", redis_url, "-n", "1", "--log-level", "WARNING"
+                ),
                 worker_log,
             )
         )

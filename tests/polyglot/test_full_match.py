@@ -6,25 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from referee import bots
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.procs import stop_process
 from sample_bots.first_legal import FirstLegalBot
+from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from tests.polyglot.helpers import BROKEN_DIR, STDIO_DIR, node_ready
 from workers import queue
 from workers.spec import MatchSpec, TimeControl
@@ -34,77 +32,17 @@ pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "referee.cli.main"]
 
 
-@dataclass
-class Platform:
-    url: str
-    server: str
-    conn: redis.Redis
-
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def platform(embedded_redis: EmbeddedRedis) -> Iterator[Platform]:
-    url = embedded_redis.url
-    conn = redis.Redis.from_url(url, decode_responses=True)
-    conn.flushall()
-    referee = subprocess.Popen(
-        [*CLI, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    workers = subprocess.Popen(
-        [*CLI, "worker", "-n", "2", "--redis-url", url],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert referee.stdout is not None
-        port = None
-        for raw in iter(referee.stdout.readline, b""):
-            found = re.search(rb"referee listening on 127\.0\.0\.1:(\d+)", raw)
-            if found:
-                port = int(found.group(1))
-                break
-        assert port, "the referee did not start"
-        threading.Thread(target=referee.stdout.read, daemon=True).start()  # drain
-        yield Platform(url, f"127.0.0.1:{port}", conn)
-    finally:
-        _stop(workers)
-        _stop(referee)
-        conn.close()
+    with running_platform(embedded_redis.url) as running:
+        yield running
 
 
-@contextlib.contextmanager
-def python_bots(platform: Platform, names: Sequence[str]) -> Iterator[None]:
+def python_bots(
+    platform: Platform, names: Sequence[str]
+) -> contextlib.AbstractContextManager[dict[str, threading.Event]]:
     """First-legal SDK bots in threads, stopped afterwards."""
-    stops, threads = [], []
-    for name in names:
-        token = bots.register(platform.conn, name)
-        bot = FirstLegalBot()
-        bot.name = name
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=bot.run, args=(platform.server, token), kwargs={"stop": stop}, daemon=True
-        )
-        thread.start()
-        stops.append(stop)
-        threads.append(thread)
-    try:
-        yield
-    finally:
-        for stop in stops:
-            stop.set()
-        for thread in threads:
-            thread.join(10)
+    return bots_in_threads(platform, {name: FirstLegalBot() for name in names})
 
 
 @contextlib.contextmanager
@@ -115,7 +53,7 @@ def process_bot(argv: Sequence[str], log: Path) -> Iterator[subprocess.Popen[byt
         try:
             yield proc
         finally:
-            _stop(proc)
+            stop_process(proc, 15)
 
 
 def bridge_argv(

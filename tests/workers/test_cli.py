@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ import pytest
 import redis
 
 from referee import bots
+from referee.procs import stop_process
 from sample_bots.first_legal import FirstLegalBot
 
 pytestmark = pytest.mark.slow
@@ -94,12 +94,7 @@ def test_arena_up_runs_a_match_and_stops_without_orphans(tmp_path: Path) -> None
         children = descendants(up.pid)
         assert len(children) >= 3  # redis-server, referee, a worker
     finally:
-        up.send_signal(signal.SIGTERM)
-        try:
-            up.wait(30)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait()
+        stop_process(up, 30)
     assert up.returncode == 0, "".join(output)
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:

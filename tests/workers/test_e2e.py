@@ -10,10 +10,7 @@ import contextlib
 import io
 import os
 import random
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,12 +20,13 @@ from typing import Any
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import keys
 from referee.cli.main import main as arena_main
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from sample_bots.sdk import ActionOutcome, Bot, Turn
+from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from workers import queue
 from workers.replay import verify_record
 from workers.runner import run_match
@@ -39,55 +37,10 @@ pytestmark = pytest.mark.slow
 STALE_S = 2.0
 
 
-@dataclass
-class Platform:
-    url: str
-    server: str
-    conn: redis.Redis
-    workers: subprocess.Popen[bytes]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def platform(embedded_redis: EmbeddedRedis) -> Iterator[Platform]:
-    url = embedded_redis.url
-    conn = redis.Redis.from_url(url, decode_responses=True)
-    conn.flushall()
-    cli = [sys.executable, "-m", "referee.cli.main"]
-    referee = subprocess.Popen(
-        [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    workers = subprocess.Popen(
-        [*cli, "worker", "-n", "2", "--redis-url", url, "--stale-s", str(STALE_S)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert referee.stdout is not None
-        port = None
-        for raw in iter(referee.stdout.readline, b""):
-            found = re.search(rb"referee listening on 127\.0\.0\.1:(\d+)", raw)
-            if found:
-                port = int(found.group(1))
-                break
-        assert port, "the referee did not start"
-        threading.Thread(target=referee.stdout.read, daemon=True).start()  # drain
-        yield Platform(url, f"127.0.0.1:{port}", conn, workers)
-    finally:
-        _stop(workers)
-        _stop(referee)
-        conn.close()
+    with running_platform(embedded_redis.url, "--stale-s", str(STALE_S)) as running:
+        yield running
 
 
 @dataclass
@@ -111,29 +64,6 @@ class ScriptBot(Bot):
 
     def on_match_end(self, msg: dict[str, Any]) -> None:
         self.ends.append(msg)
-
-
-@contextlib.contextmanager
-def running(platform: Platform, named: dict[str, Bot]) -> Iterator[dict[str, threading.Event]]:
-    """Register and run SDK bots in threads; stop them afterwards."""
-    stops: dict[str, threading.Event] = {}
-    threads = []
-    for name, bot in named.items():
-        token = bots.register(platform.conn, name)
-        bot.name = name
-        stop = stops[name] = threading.Event()
-        thread = threading.Thread(
-            target=bot.run, args=(platform.server, token), kwargs={"stop": stop}, daemon=True
-        )
-        thread.start()
-        threads.append(thread)
-    try:
-        yield stops
-    finally:
-        for stop in stops.values():
-            stop.set()
-        for thread in threads:
-            thread.join(10)
 
 
 def spec_of(match_id: str, preset: str, seats: list[str], **kw: Any) -> MatchSpec:
@@ -182,7 +112,7 @@ def test_full_fan_tan_and_sevens_matches(platform: Platform) -> None:
         "ft-first2": ScriptBot(),
     }
     seats = list(named)
-    with running(platform, named):
+    with bots_in_threads(platform, named):
         assert queue.enqueue_match(platform.conn, spec_of("e2e-fantan", "fan-tan", seats))
         assert queue.enqueue_match(
             platform.conn, spec_of("e2e-sevens", "sevens", seats[::-1], seed=3)
@@ -214,7 +144,7 @@ def test_clock_inside_never_penalised_over_always_timed_out(platform: Platform) 
     late = ScriptBot(delay_s=0.45)
     named: dict[str, Bot] = {"ck-punctual": punctual, "ck-late": late, "ck-f1": ScriptBot()}
     tc = TimeControl(move_ms=250, bank_ms=0, grace_ms=50, queue_ms=5000)
-    with running(platform, named):
+    with bots_in_threads(platform, named):
         spec = spec_of("e2e-clock", "fan-tan", list(named), time_control=tc, strikes=3)
         assert queue.enqueue_match(platform.conn, spec)
         wait_done(platform.conn, "e2e-clock")
@@ -257,7 +187,7 @@ def test_misbehaving_bots_are_penalised_and_told_why(platform: Platform) -> None
         "mb-quitter": quitter,
     }
     tc = TimeControl(move_ms=2000, bank_ms=0, grace_ms=50, queue_ms=600)
-    with running(platform, named) as stops:
+    with bots_in_threads(platform, named) as stops:
         spec = spec_of("e2e-bad", "fan-tan", list(named), time_control=tc, strikes=3)
         assert queue.enqueue_match(platform.conn, spec)
         deadline = time.monotonic() + 20
@@ -296,7 +226,7 @@ def test_sigkill_of_a_worker_mid_match_retries_to_the_same_result(platform: Plat
     named: dict[str, Bot] = {f"kill-{i}": ScriptBot(delay_s=0.02) for i in range(4)}
     seats = list(named)
     deals = (DealSpec(seed=77), DealSpec(seed=78, rotation=1))
-    with running(platform, named):
+    with bots_in_threads(platform, named):
         reference = spec_of("e2e-ref", "fan-tan", seats, deals=deals, season="")
         victim = spec_of("e2e-kill", "fan-tan", seats, deals=deals, season="")
         assert queue.enqueue_match(platform.conn, victim)
@@ -331,7 +261,7 @@ def test_sigkill_of_a_worker_mid_match_retries_to_the_same_result(platform: Plat
 def test_the_same_match_run_twice_concurrently_commits_once(platform: Platform) -> None:
     named: dict[str, Bot] = {f"twice-{i}": ScriptBot(delay_s=0.01) for i in range(3)}
     outcomes: list[str] = []
-    with running(platform, named):
+    with bots_in_threads(platform, named):
         spec = spec_of("e2e-twice", "fan-tan", list(named))
         assert queue.enqueue_match(platform.conn, spec)
         assert not queue.enqueue_match(platform.conn, spec)  # never enqueued twice

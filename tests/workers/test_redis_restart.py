@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +14,7 @@ from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
 from workers import queue
 from workers.replay import verify_record
@@ -35,28 +33,14 @@ def test_redis_restart_mid_match_retries_and_commits_once(tmp_path: Path) -> Non
     first = EmbeddedRedis(tmp_path / "redis")
     url = first.start()
     second: EmbeddedRedis | None = None
-    cli = [sys.executable, "-m", "referee.cli.main"]
-    referee = subprocess.Popen(
-        [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    referee, server = start_referee(url)
     workers = subprocess.Popen(
-        [*cli, "worker", "-n", "1", "--redis-url", url, "--stale-s", "2"],
+        arena_command("worker", "-n", "1", "--redis-url", url, "--stale-s", "2"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     stops: list[threading.Event] = []
     try:
-        assert referee.stdout is not None
-        server = ""
-        for raw in iter(referee.stdout.readline, b""):
-            found = re.search(rb"listening on (\S+)", raw)
-            if found:
-                server = found.group(1).decode()
-                break
-        assert server
-        threading.Thread(target=referee.stdout.read, daemon=True).start()
         conn = redis.Redis.from_url(url, decode_responses=True)
         for name in ("rr1", "rr2", "rr3"):
             token = bots.register(conn, name)
@@ -107,12 +91,7 @@ def test_redis_restart_mid_match_retries_and_commits_once(tmp_path: Path) -> Non
         for stop in stops:
             stop.set()
         for proc in (workers, referee):
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 20)
         first.stop()
         if second is not None:
             second.stop()

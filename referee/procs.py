@@ -1,0 +1,110 @@
+"""Child processes of the platform: the ``arena`` command line, the referee's ready line, and
+stopping a child politely.
+
+Everything that runs the platform as processes (``arena up``, the seasons platform, the
+``arena bot check`` harness, the end-to-end tests) starts and stops its children through
+these few functions, so they all agree on how a referee says it is ready and how long a
+child gets to shut down before it is killed.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+#: How the referee announces itself (``referee.gateway.server.serve`` prints it, flushed).
+LISTENING = re.compile(r"referee listening on (\S+)")
+
+
+def arena_command(*args: str) -> list[str]:
+    """``arena ARGS`` run with this interpreter (works without the console script)."""
+    return [sys.executable, "-m", "referee.cli.main", *args]
+
+
+def listening_address(text: str) -> str | None:
+    """The ``HOST:PORT`` of the first ``referee listening on HOST:PORT`` line in ``text``."""
+    found = LISTENING.search(text)
+    return found.group(1) if found else None
+
+
+def stop_process(
+    proc: subprocess.Popen[Any], timeout: float = 10.0, sig: int = signal.SIGTERM
+) -> int:
+    """Send ``sig`` (SIGTERM: a graceful stop), wait up to ``timeout`` seconds, then SIGKILL
+    and reap. A child that has already exited is only reaped. Returns its exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class RefereeStartError(RuntimeError):
+    """The referee exited, or printed no ``referee listening on`` line in time (the message
+    carries the output it did print)."""
+
+
+def _pump(stream: IO[bytes], lines: list[str], on_line: Callable[[str], None] | None) -> None:
+    with stream:  # closed at the child's end: no unclosed-file warning later
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            lines.append(line)
+            if on_line is not None:
+                on_line(line)
+
+
+def start_referee(
+    redis_url: str,
+    *args: str,
+    timeout: float = 60.0,
+    on_line: Callable[[str], None] | None = None,
+    **popen: Any,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``arena referee --redis-url URL --port 0 --http-port 0 ARGS`` and wait for its
+    ``referee listening on HOST:PORT`` line; returns the process and ``HOST:PORT``.
+
+    Its output (stdout and stderr) is read to the end by a daemon thread, so the pipe never
+    fills; each line goes to ``on_line`` if given. ``popen`` are extra ``subprocess.Popen``
+    arguments (``env``, ``cwd``, ``preexec_fn``...). Later ``--port``/``--http-port`` in
+    ``args`` override the zeros. Stop it with :func:`stop_process`. On failure the process
+    is stopped and :class:`RefereeStartError` raised.
+    """
+    proc = subprocess.Popen(
+        arena_command(
+            "referee", "--redis-url", redis_url, "--port", "0", "--http-port", "0", *args
+        ),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        **popen,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=_pump, args=(proc.stdout, lines, on_line), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while True:
+        exited = proc.poll() is not None
+        if exited:
+            reader.join(1.0)  # take the last lines it printed
+        address = next(filter(None, map(listening_address, list(lines))), None)
+        if address:
+            return proc, address
+        if exited or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    stop_process(proc)
+    tail = "\n".join(lines[-20:])
+    raise RefereeStartError(
+        f"the referee (redis {redis_url}) did not print 'referee listening on HOST:PORT' "
+        f"within {timeout:g} s (exit code {proc.returncode}); its output:\n{tail}"
+    )
