@@ -10,25 +10,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from referee.games.cards import Card, Rank, Suit
+from referee.games.cards import GERMAN_RANKS, Card, Rank, Suit
 from referee.games.errors import InvalidRulesError
 
 CUSTOM = "custom"
 
 DECK_RANKS: dict[str, tuple[Rank, ...]] = {
     # SD-2: 7 8 9 10 U(J) O(Q) K A in four suits.
-    "german32": (
-        Rank.SEVEN,
-        Rank.EIGHT,
-        Rank.NINE,
-        Rank.TEN,
-        Rank.JACK,
-        Rank.QUEEN,
-        Rank.KING,
-        Rank.ACE,
-    ),
+    "german32": GERMAN_RANKS,
     # SD-18: the 8s and 9s removed; the 7s stay wild and every point card stays.
-    "sedma24": (Rank.SEVEN, Rank.TEN, Rank.JACK, Rank.QUEEN, Rank.KING, Rank.ACE),
+    "sedma24": tuple(rank for rank in GERMAN_RANKS if rank not in (Rank.EIGHT, Rank.NINE)),
 }
 
 SESSIONS = ("target", "running")
