@@ -143,15 +143,9 @@ def spec_from_request(request: Any) -> SeasonSpec:
         "seed": request.seed or None,
     }
     if request.rules_json:
-        try:
-            data["rules"] = json.loads(request.rules_json)
-        except ValueError as exc:
-            raise ConfigError(f"rules_json is not JSON: {exc}") from None
+        data["rules"] = _json_field("rules_json", request.rules_json)
     if request.options_json:
-        try:
-            data["options"] = json.loads(request.options_json)
-        except ValueError as exc:
-            raise ConfigError(f"options_json is not JSON: {exc}") from None
+        data["options"] = _json_field("options_json", request.options_json)
     if request.HasField("time_control"):
         tc = request.time_control
         data["time_control"] = {
@@ -164,6 +158,13 @@ def spec_from_request(request: Any) -> SeasonSpec:
             if v
         }
     return SeasonSpec.from_dict(data)
+
+
+def _json_field(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name} is not JSON: {exc}") from None
 
 
 def match_summary(status: Mapping[str, str], result: Mapping[str, Any] | None) -> Any:
@@ -223,29 +224,24 @@ class SeasonsServicerMixin:
 
         return season_info(await self._run(context, create))
 
-    async def StartSeason(self, request: Any, context: Context) -> Any:
+    async def _change_season(
+        self, request: Any, context: Context, change: Callable[[SyncRedis, str], dict[str, str]]
+    ) -> Any:
+        """Admin only: one state change of ``request.season``; answers with the season."""
         await self.require_admin(context)
-        return season_info(
-            await self._run(context, lambda c: store.start_season(c, request.season))
-        )
+        return season_info(await self._run(context, lambda c: change(c, request.season)))
+
+    async def StartSeason(self, request: Any, context: Context) -> Any:
+        return await self._change_season(request, context, store.start_season)
 
     async def PauseSeason(self, request: Any, context: Context) -> Any:
-        await self.require_admin(context)
-        return season_info(
-            await self._run(context, lambda c: store.pause_season(c, request.season))
-        )
+        return await self._change_season(request, context, store.pause_season)
 
     async def ResumeSeason(self, request: Any, context: Context) -> Any:
-        await self.require_admin(context)
-        return season_info(
-            await self._run(context, lambda c: store.resume_season(c, request.season))
-        )
+        return await self._change_season(request, context, store.resume_season)
 
     async def CancelSeason(self, request: Any, context: Context) -> Any:
-        await self.require_admin(context)
-        return season_info(
-            await self._run(context, lambda c: store.cancel_season(c, request.season))
-        )
+        return await self._change_season(request, context, store.cancel_season)
 
     async def ListSeasons(self, request: Any, context: Context) -> Any:
         seasons = await self._run(context, store.list_seasons)
