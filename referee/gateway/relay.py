@@ -498,6 +498,7 @@ class BotSession:
 
     async def _pop_with(self, client: redis.asyncio.Redis) -> None:
         backoff = 0.1
+        busy = False  # the last non-blocking look found entries
         while not self._stopping:
             await self._has_slot.wait()
             if self._stopping:
@@ -517,7 +518,11 @@ class BotSession:
             if item is None:
                 continue
             batch = [str(item[1])]
-            while await self._deliver_batch(batch):
+            # Look for more without blocking only when more is likely: the inbox was busy
+            # at the last look, or this is a notification (a worker pushes those together
+            # with its next request). An idle bot's lone turn costs no extra round trip.
+            probe = busy or not batch[0].startswith('{"type":"turn"')
+            while await self._deliver_batch(batch) and probe:
                 # A busy inbox: take what else is there in one round trip (no blocking),
                 # at most as many entries as there are free slots.
                 free = min(self.concurrency - len(self.open), POP_BATCH)
@@ -527,6 +532,7 @@ class BotSession:
                     more = await client.lpop(self.inbox, free)
                 except RedisError:
                     break  # the blocking pop above reports and backs off
+                busy = bool(more)
                 if not more:
                     break
                 batch = [str(raw) for raw in more]
