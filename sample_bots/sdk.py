@@ -15,8 +15,10 @@
 The SDK keeps one stream open to the referee (``arena.v1.BotGateway/Play``), answers every
 ``TurnRequest`` by calling ``choose`` in a thread pool (so a slow ``choose`` never blocks the
 stream, and several matches are served at once), reconnects with capped exponential backoff,
-and logs what the referee refused and why. It imports neither ``referee`` nor ``workers``:
-only the generated ``arena.v1`` code, grpcio and protobuf. docs/PROTOCOL.md is the protocol.
+and logs what the referee refused and why (a bot whose ``choose`` returns in microseconds
+may set ``choose_inline = True`` to skip the thread pool). It imports neither ``referee``
+nor ``workers``: only the generated ``arena.v1`` code, grpcio and protobuf.
+docs/PROTOCOL.md is the protocol.
 """
 
 from __future__ import annotations
