@@ -407,7 +407,7 @@ class Bot:
                 w.session_id,
                 w.max_concurrent_matches,
             )
-            await self._serve(call, executor)
+            await self._serve(call, executor, stop)
         except asyncio.CancelledError:
             if stop is not None and stop.is_set():
                 return welcomed
@@ -419,7 +419,9 @@ class Bot:
             await channel.close()
         return welcomed
 
-    async def _serve(self, call: Any, executor: ThreadPoolExecutor) -> None:
+    async def _serve(
+        self, call: Any, executor: ThreadPoolExecutor, stop: StopFlag | None = None
+    ) -> None:
         write_lock = asyncio.Lock()
         pending: set[asyncio.Task[None]] = set()
         loop = asyncio.get_running_loop()
@@ -452,6 +454,12 @@ class Bot:
                     return
                 kind = message.WhichOneof("msg")
                 if kind == "turn":
+                    if stop is not None and stop.is_set():
+                        # Stopping: answer nothing more (the stop watcher would end the
+                        # stream within 0.1 s; a fast match could get many answers by then).
+                        # The referee gives the request back to the inbox.
+                        call.cancel()
+                        return
                     task = asyncio.ensure_future(answer(message.turn))
                     pending.add(task)
                     task.add_done_callback(pending.discard)
