@@ -6,25 +6,43 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 import redis
 
 from referee import mailbox
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.first_legal import FirstLegalBot
+from sample_bots.sdk import Turn
 from tests.gateway.helpers import push, register, running_referee, turn_message, wait_replies
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_sdk_bot_answers_a_pushed_turn(redis_url: str, redis_client: redis.Redis) -> None:
+class ThreadRecordingBot(FirstLegalBot):
+    """First legal action; remembers which thread ``choose`` ran on."""
+
+    def __init__(self, inline: bool) -> None:
+        self.choose_inline = inline
+        self.threads: list[threading.Thread] = []
+
+    def choose(self, turn: Turn) -> str:
+        self.threads.append(threading.current_thread())
+        return super().choose(turn)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["thread-pool", "choose-inline"])
+def test_sdk_bot_answers_a_pushed_turn(
+    redis_url: str, redis_client: redis.Redis, inline: bool
+) -> None:
     token = register(redis_client, "alice")
+    bot = ThreadRecordingBot(inline)
 
     async def scenario() -> None:
         async with running_referee(redis_url) as referee:
             stop = asyncio.Event()
-            bot = FirstLegalBot()
             task = asyncio.ensure_future(
                 bot.run_async(f"127.0.0.1:{referee.port}", token, stop=stop)
             )
@@ -44,6 +62,9 @@ def test_sdk_bot_answers_a_pushed_turn(redis_url: str, redis_client: redis.Redis
         assert answer["think_ms"] == answer["received_ms"] - answer["sent_ms"]
 
     asyncio.run(scenario())
+    # choose_inline runs choose on the stream's own thread; otherwise a pool thread does.
+    assert len(bot.threads) == 1
+    assert (bot.threads[0] is threading.main_thread()) == inline
 
 
 def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: redis.Redis) -> None:
