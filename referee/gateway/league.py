@@ -1,19 +1,17 @@
 """The League API servicer: bot registry (admin) and the spectator feed.
 
-Season and match methods come from ``referee.seasons.grpc_api.SeasonsServicerMixin`` when
-that module exists (it relies on ``self.redis`` and ``self.require_admin``); without it they
-answer UNIMPLEMENTED with a message saying so. Build the servicer with
-:func:`make_league_servicer`.
+Season and match methods come from ``referee.seasons.grpc_api.SeasonsServicerMixin`` (it
+relies on ``self.redis`` and ``self.require_admin``, which :class:`LeagueCore` provides).
+Build the servicer with :func:`make_league_servicer`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import importlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeAlias, TypeVar
 
 import grpc  # type: ignore[import-untyped]
@@ -26,25 +24,12 @@ from referee import bots, keys
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
 from referee.gateway.auth import bearer_token
+from referee.seasons.grpc_api import SeasonsServicerMixin
 
 log = logging.getLogger(__name__)
 
 Context: TypeAlias = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
 T = TypeVar("T")
-
-SEASON_METHODS = (
-    "CreateSeason",
-    "StartSeason",
-    "PauseSeason",
-    "ResumeSeason",
-    "CancelSeason",
-    "ListSeasons",
-    "GetSeason",
-    "GetStandings",
-    "ListMatches",
-    "GetMatch",
-    "GetReplay",
-)
 
 
 class LeagueCore:
@@ -178,28 +163,8 @@ def _event(data: Any) -> Any:
         return None
 
 
-def _unimplemented(name: str) -> Callable[[Any, Any, Context], Awaitable[Any]]:
-    async def method(self: Any, request: Any, context: Context) -> Any:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"League.{name} is not available: this referee has no seasons module "
-            "(referee.seasons.grpc_api)",
-        )
-
-    method.__name__ = name
-    return method
-
-
-def _seasons_mixin() -> type:
-    try:
-        module = importlib.import_module("referee.seasons.grpc_api")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("referee.seasons", "referee.seasons.grpc_api"):
-            raise
-        log.info("referee.seasons.grpc_api not found: season methods answer UNIMPLEMENTED")
-        return type("NoSeasons", (), {name: _unimplemented(name) for name in SEASON_METHODS})
-    mixin: type = module.SeasonsServicerMixin
-    return mixin
+class LeagueServicer(SeasonsServicerMixin, LeagueCore):
+    """The whole League service: registry and feed (:class:`LeagueCore`), seasons and matches."""
 
 
 def make_league_servicer(
@@ -208,7 +173,5 @@ def make_league_servicer(
     admin_token: str | None,
     pubsub_client: redis.asyncio.Redis | None = None,
 ) -> LeagueCore:
-    """The League servicer: :class:`LeagueCore` plus the seasons mixin (if present)."""
-    cls = type("LeagueServicer", (_seasons_mixin(), LeagueCore), {})
-    servicer: LeagueCore = cls(client, redis_url, admin_token, pubsub_client)
-    return servicer
+    """The League servicer for one referee process."""
+    return LeagueServicer(client, redis_url, admin_token, pubsub_client)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import signal
 import socket
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,6 +34,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
+from referee import web
 from referee.gateway.auth import BotAuthInterceptor
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.relay import (
@@ -45,6 +45,7 @@ from referee.gateway.relay import (
     Hub,
     HubConfig,
 )
+from referee.seasons import driver
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class RefereeConfig:
     drain_grace_s: float = 5.0
     housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
     hello_timeout_s: float = HELLO_TIMEOUT_S
-    hooks: bool = True  # run referee.web / referee.seasons.driver when present
+    hooks: bool = True  # run referee.web (HTTP) and referee.seasons.driver (seasons)
 
     def resolved_referee_id(self) -> str:
         return self.referee_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
@@ -214,38 +215,21 @@ class RefereeServer:
         return secure
 
     def _start_hooks(self) -> None:
+        """The referee's other duties: the HTTP server and the season driver."""
         if self.config.http_port:
-            self._hook(
-                "referee.web",
-                "serve_http",
-                lambda fn: fn(
+            self._run_guarded(
+                "referee.web.serve_http",
+                web.serve_http(
                     self.config.redis_url, self.config.host, self.config.http_port, self.stop_event
                 ),
             )
-        self._hook(
-            "referee.seasons.driver",
-            "run_driver",
-            lambda fn: fn(self.config.redis_url, self.stop_event),
+        self._run_guarded(
+            "referee.seasons.driver.run_driver",
+            driver.run_driver(self.config.redis_url, self.stop_event),
         )
 
-    def _hook(
-        self,
-        module_name: str,
-        function: str,
-        call: Callable[[Any], Coroutine[Any, Any, None]],
-    ) -> None:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and module_name.startswith(exc.name):
-                log.info("%s not found: skipped %s", module_name, function)
-                return
-            log.exception("could not import %s; skipped %s", module_name, function)
-            return
-        except Exception:
-            log.exception("could not import %s; skipped %s", module_name, function)
-            return
-        coroutine = call(getattr(module, function))
+    def _run_guarded(self, name: str, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` as a task whose failure is logged and never stops the referee."""
 
         async def guarded() -> None:
             try:
@@ -253,7 +237,7 @@ class RefereeServer:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("%s.%s failed", module_name, function)
+                log.exception("%s failed", name)
 
         self._tasks.append(asyncio.ensure_future(guarded()))
 

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -284,11 +283,10 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """referee.web.serve_http and referee.seasons.driver.run_driver are started (fakes here)."""
-    import types
+    from referee import web
+    from referee.seasons import driver
 
     calls: list[tuple[Any, ...]] = []
-    web = types.ModuleType("referee.web")
-    driver = types.ModuleType("referee.seasons.driver")
 
     async def serve_http(url: str, host: str, port: int, stop: asyncio.Event) -> None:
         calls.append(("web", url, host, port))
@@ -299,10 +297,8 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
         calls.append(("driver", url))
         raise RuntimeError("driver bug")
 
-    web.serve_http = serve_http  # type: ignore[attr-defined]
-    driver.run_driver = run_driver  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "referee.web", web)
-    monkeypatch.setitem(sys.modules, "referee.seasons.driver", driver)
+    monkeypatch.setattr(web, "serve_http", serve_http)
+    monkeypatch.setattr(driver, "run_driver", run_driver)
 
     async def scenario() -> None:
         server = RefereeServer(
