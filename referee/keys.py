@@ -25,6 +25,13 @@ def bot_streams(name: str) -> str:
     return f"{PREFIX}bot:{name}:streams"
 
 
+def referee_alive(referee_id: str) -> str:
+    """String: a live referee's last heartbeat (its ms clock), refreshed every
+    ``mailbox.REFEREE_BEAT_S`` with a TTL of ``mailbox.REFEREE_ALIVE_TTL_MS``; gone once it
+    died, ``mailbox.REFEREE_DRAINED`` after a graceful drain pushed its held requests back."""
+    return f"{PREFIX}referee:{referee_id}:alive"
+
+
 # --- mailboxes (referee.mailbox) --------------------------------------------------------
 def inbox(bot_name: str) -> str:
     """List: turn requests and notifications for a bot, oldest first (RPUSH / LPOP)."""

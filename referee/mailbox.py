@@ -33,6 +33,19 @@ REPLY_TTL_S = 600
 INBOX_MAX_LEN = 10_000
 """Inboxes are trimmed to this many entries so a bot that never connects cannot fill Redis."""
 
+REFEREE_BEAT_S = 0.5
+"""How often a referee refreshes ``keys.referee_alive`` (its liveness for the workers)."""
+
+REFEREE_ALIVE_TTL_MS = 1500
+"""TTL of ``keys.referee_alive``: three missed beats and the key is gone (the referee died,
+and every request it had sent died with it: the worker sends them again)."""
+
+REFEREE_DRAINED = "drained"
+"""Value of ``keys.referee_alive`` after a graceful drain: the referee pushed the requests
+it held back to their inboxes, so the workers must not send them again."""
+
+REFEREE_DRAINED_TTL_S = 600
+
 
 def now_ms() -> float:
     return time.time() * 1000.0

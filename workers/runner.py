@@ -250,6 +250,7 @@ class MatchRun:
             for bot in spec.seats
         ]
         self.steps: list[dict[str, Any]] = []
+        self.resent = 0  # requests sent again because their referee died holding them
         self.pending: list[tuple[str, str]] = []  # (inbox key, encoded message) not yet sent
         self.deals_reported = 0
         self.totals = [0] * self.n
@@ -449,24 +450,83 @@ class MatchRun:
         latest = pipe.execute()[-1]
         if latest is not None and int(latest) != self.attempt:
             raise Superseded(f"attempt {latest} has started")
-        reply_key = turn["reply_key"]
-
-        answer = self.pop_until(reply_key, turn["expires_ms"])
-        if answer is None:
-            # Never picked up: the bot is busy elsewhere or not connected. Withdraw it.
-            self.conn.lrem(inbox, 1, raw_turn)
-            return Reply(None, 0.0, "disconnected")
-        if answer["type"] == "answer":  # the stamp was consumed elsewhere; judge this one
-            return Reply(answer["action"], float(answer["think_ms"]), "")
-        sent_local = now_ms()
-        inbox_ms = max(0.0, float(answer["sent_ms"]) - turn["enqueued_ms"])
-        deadline = sent_local + self.clock.limit_ms(turn["seat"]) + ANSWER_MARGIN_MS
+        inbox_ms: float | None = None
         while True:
-            answer = self.pop_until(reply_key, deadline)
+            answer = self.pop_until(turn["reply_key"], turn["expires_ms"])
             if answer is None:
-                return Reply(None, now_ms() - sent_local, "timeout", inbox_ms)
-            if answer["type"] == "answer":
-                return Reply(str(answer["action"]), float(answer["think_ms"]), "", inbox_ms)
+                # Never picked up: the bot is busy elsewhere or not connected. Withdraw it.
+                self.conn.lrem(inbox, 1, raw_turn)
+                return Reply(None, 0.0, "disconnected")
+            if answer["type"] == "answer":  # the stamp was consumed elsewhere; judge this one
+                return Reply(answer["action"], float(answer["think_ms"]), "")
+            if inbox_ms is None:
+                inbox_ms = max(0.0, float(answer["sent_ms"]) - turn["enqueued_ms"])
+            reply = self.await_answer(turn, answer, inbox_ms)
+            if reply is not None:
+                return reply
+            # The referee that sent it died holding it (DESIGN section 8): send the same
+            # request again, first in the inbox, with this decision's clock restarted.
+            turn = {**turn, "expires_ms": self.clock.queue_deadline_ms(turn["seat"], now_ms())}
+            raw_turn = mailbox.encode(turn)
+            self.conn.lpush(inbox, raw_turn)
+            self.resent += 1
+            log.warning(
+                "match %s seq %d: referee %s died holding the request; sent it again",
+                self.spec.match_id,
+                turn["seq"],
+                answer["referee"],
+            )
+
+    def await_answer(
+        self, turn: TurnMessage, stamp: mailbox.SentStamp, inbox_ms: float
+    ) -> Reply | None:
+        """Wait for the answer to a request that ``stamp``'s referee sent; None when that
+        referee died holding it (its ``keys.referee_alive`` was there and is gone), else the
+        answer or a timeout.
+
+        The referee's liveness is read on every wake-up (at most ``REFEREE_BEAT_S`` apart).
+        At the deadline a live referee must beat once more (or vanish) before the timeout
+        is judged, so one that died just before the deadline is never taken for a bot that
+        did not answer. An answer on the reply list is taken whenever it comes. A sender
+        with no liveness key at all (one that does not beat) gets the plain timeout rule."""
+        reply_key = turn["reply_key"]
+        alive_key = keys.referee_alive(str(stamp.get("referee", "")))
+        known = self.conn.exists(alive_key) > 0
+        sent_local = now_ms()
+        deadline = sent_local + self.clock.limit_ms(turn["seat"]) + ANSWER_MARGIN_MS
+        beat_ms = mailbox.REFEREE_BEAT_S * 1000.0
+        beat_at_deadline: str | None = None
+        give_up = 0.0
+        while True:
+            now = now_ms()
+            if not known:
+                wake = deadline
+            elif beat_at_deadline is None:
+                wake = min(deadline, now + beat_ms)
+            else:
+                wake = now + 100.0
+            answer = self.pop_until(reply_key, wake)
+            if answer is not None:
+                if answer["type"] == "answer":
+                    return Reply(str(answer["action"]), float(answer["think_ms"]), "", inbox_ms)
+                alive_key = keys.referee_alive(str(answer.get("referee", "")))  # a newer send
+                known = self.conn.exists(alive_key) > 0
+                beat_at_deadline = None
+                continue
+            beat = self.conn.get(alive_key) if known else None
+            if known and beat is None:
+                return None
+            now = now_ms()
+            if now < deadline:
+                continue
+            if beat is None or beat == mailbox.REFEREE_DRAINED:
+                return Reply(None, now - sent_local, "timeout", inbox_ms)
+            if beat_at_deadline is None:
+                beat_at_deadline = str(beat)
+                give_up = now + mailbox.REFEREE_ALIVE_TTL_MS + 1000.0
+                continue
+            if beat != beat_at_deadline or now >= give_up:
+                return Reply(None, now - sent_local, "timeout", inbox_ms)
 
     def pop_until(self, key: str, deadline_ms: float) -> mailbox.ReplyMessage | None:
         """The next valid entry of reply list ``key``, or None at ``deadline_ms``."""

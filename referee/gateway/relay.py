@@ -194,6 +194,34 @@ class Hub:
         self._purge_script = client.register_script(_PURGE_STALE)
         self.push_replies_script = client.register_script(_PUSH_REPLIES)
 
+    async def beat(self, client: redis.asyncio.Redis) -> None:
+        """Refresh ``keys.referee_alive``: while it exists, workers trust the requests this
+        referee stamped as sent; once it is gone they send them again (DESIGN section 8)."""
+        await client.set(
+            keys.referee_alive(self.config.referee_id),
+            f"{mailbox.now_ms():.0f}",
+            px=mailbox.REFEREE_ALIVE_TTL_MS,
+        )
+
+    async def beat_forever(self, client: redis.asyncio.Redis) -> None:
+        """:meth:`beat` every ``REFEREE_BEAT_S`` on ``client`` (a connection of its own, so
+        a busy command pool never delays it into looking dead)."""
+        while True:
+            await asyncio.sleep(mailbox.REFEREE_BEAT_S)
+            try:
+                await self.beat(client)
+            except RedisError as exc:
+                log.warning("refreshing the referee's liveness key failed: %s", exc)
+
+    async def mark_drained(self) -> None:
+        """After a drain: the held requests are back in their inboxes, so workers must keep
+        their clocks running and not send them again."""
+        await self.redis.set(
+            keys.referee_alive(self.config.referee_id),
+            mailbox.REFEREE_DRAINED,
+            ex=mailbox.REFEREE_DRAINED_TTL_S,
+        )
+
     async def sweep_forever(self) -> None:
         """Purge ``bot_streams`` entries nobody refreshed (their referee died)."""
         while True:

@@ -151,6 +151,8 @@ class RefereeServer:
         self.server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._sweeper: asyncio.Future[None] | None = None
+        self._beater: asyncio.Future[None] | None = None
+        self._beat_redis: redis.asyncio.Redis | None = None
         self._stopped = False
 
     async def start(self) -> int:
@@ -162,6 +164,14 @@ class RefereeServer:
             raise
 
     async def _close_clients(self) -> None:
+        if self._beater is not None and not self._beater.done():
+            self._beater.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beater
+        if self._beat_redis is not None:
+            with contextlib.suppress(Exception):
+                await self._beat_redis.aclose()
+            self._beat_redis = None
         if self.league is not None:
             self.league.close()
         await self.redis.aclose(close_connection_pool=True)  # our own BlockingConnectionPool
@@ -169,6 +179,11 @@ class RefereeServer:
 
     async def _start(self) -> int:
         await self.redis.ping()
+        # Alive before any stream can stamp a request as sent (workers read a missing key
+        # as a dead referee and send its requests again).
+        self._beat_redis = self.hub.new_pop_client()
+        await self.hub.beat(self._beat_redis)
+        self._beater = asyncio.ensure_future(self.hub.beat_forever(self._beat_redis))
         server = grpc.aio.server(
             interceptors=[BotAuthInterceptor(self.redis)],
             options=server_options(self.config.max_message_bytes),
@@ -249,6 +264,12 @@ class RefereeServer:
         self.stop_event.set()
         await self.health.enter_graceful_shutdown()
         await self.hub.drain(self.config.drain_grace_s)
+        if self._beater is not None:
+            self._beater.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beater
+        with contextlib.suppress(Exception):
+            await self.hub.mark_drained()
         if self.server is not None:
             await self.server.stop(grace=1.0)
         if self._sweeper is not None:
