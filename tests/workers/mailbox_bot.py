@@ -43,6 +43,14 @@ class MailboxBot:
         self._thread.join(5)
         self.conn.close()
 
+    def wait_for(self, kind: str, timeout: float = 10.0) -> None:
+        """Wait until a message of ``kind`` has arrived (notifications follow the commit)."""
+        deadline = time.monotonic() + timeout
+        while not self.of_type(kind):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"bot {self.name} got no {kind} within {timeout}s")
+            time.sleep(0.01)
+
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.received if m["type"] == kind]
 

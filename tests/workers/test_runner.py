@@ -55,6 +55,8 @@ def test_plays_commits_once_and_notifies(redis_url: str, redis_client: redis.Red
     spec = make_spec()
     with MailboxBot(redis_url, "a") as a, MailboxBot(redis_url, "b") as b:
         assert run(redis_client, spec) == "committed"
+        a.wait_for("match_end")  # sent after the commit: don't stop the bots before it arrives
+        b.wait_for("match_end")
     result = queue.get_result(redis_client, "m1")
     assert result is not None and result["attempt"] == 1
     assert [s["decisions"] for s in result["stats"]] == [3, 2]  # seat 0 empties first
