@@ -305,26 +305,17 @@ PRESETS: dict[str, SevensRules] = {
     "sevens": _SEVENS,
     "parliament": SevensRules(name="parliament"),
     "fan-tan": _FAN_TAN,
-    "fan-tan-pt": SevensRules(
+    # RULES.md presets: pt's Fan Tan and the pip-penalty Fan Tan are `fan-tan` with changes.
+    "fan-tan-pt": _FAN_TAN.replace(
         name="fan-tan-pt",
         opening="left_of_dealer_diamond",
-        ante=1,
-        pass_chips=1,
-        illegal_pass_penalty="chips",
         illegal_pass_chips=3,
-        illegal_pass_payee="pot",
-        card_penalty="per_card",
         short_hand_ante="minus_one",
-        scoring="chips",
         match_tiebreak="fewest_cards_last_deal",
     ),
-    "fan-tan-pips": SevensRules(
+    "fan-tan-pips": _FAN_TAN.replace(
         name="fan-tan-pips",
-        opening="any_seven",
         ante=0,
-        pass_chips=1,
-        illegal_pass_penalty="chips",
-        illegal_pass_chips=5,
         card_penalty="pips",
         ace_pips=1,
         scoring="penalty_points",
