@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from referee.games.base import Game
 from referee.games.errors import InvalidRulesError
+from referee.games.sedma import GAME as SEDMA
+from referee.games.sevens import GAME as SEVENS
 
-
-def _load() -> dict[str, Game]:
-    from referee.games.sevens import GAME as SEVENS
-
-    games: dict[str, Game] = {SEVENS.name: SEVENS}
-    from referee.games.sedma import GAME as SEDMA
-
-    games[SEDMA.name] = SEDMA
-    return games
-
-
-GAMES: dict[str, Game] = _load()
+GAMES: dict[str, Game] = {game.name: game for game in (SEVENS, SEDMA)}
 
 
 def get_game(name: str) -> Game:
@@ -25,5 +16,5 @@ def get_game(name: str) -> Game:
         return GAMES[name]
     except KeyError:
         raise InvalidRulesError(
-            f"unknown game {name!r}: use one of {', '.join(sorted(GAMES)) or '(none yet)'}"
+            f"unknown game {name!r}: use one of {', '.join(sorted(GAMES))}"
         ) from None
