@@ -19,7 +19,8 @@ COMMAND_MODULES = (
     "referee.cli.referee_cmd",  # referee
     "referee.cli.bots",  # bot register/list/revoke/rotate-token
     "referee.cli.workers_cmd",  # worker, up, replay, match
-    "referee.cli.seasons",  # season ..., standings, demo
+    "referee.cli.seasons",  # season ..., standings
+    "referee.cli.demo",  # demo
     "referee.cli.polyglot",  # bridge, bot check
 )
 

@@ -1,4 +1,4 @@
-"""``arena season ...``, ``arena standings`` and ``arena demo``.
+"""``arena season ...`` and ``arena standings`` (``arena demo`` is in :mod:`referee.cli.demo`).
 
 Season commands act on Redis directly through :mod:`referee.seasons.store`; a running
 referee's season driver (``run_driver``) does the rest: it enqueues the matches, counts
@@ -108,20 +108,6 @@ def register(commands: Commands) -> None:
     p.add_argument("season")
     p.add_argument("--top", type=int, default=8, help="rows of the table shown (8)")
     add_redis_options(p)
-
-    p = commands.add(
-        "demo",
-        _demo,
-        help="run a short season on a local platform (Redis, referee, workers, six bots)",
-    )
-    p.add_argument("--game", choices=("sevens", "sedma"), default="sevens")
-    p.add_argument(
-        "--keep-running",
-        action="store_true",
-        help="leave the platform up afterwards (Ctrl-C stops it)",
-    )
-    p.add_argument("--data-dir", help="data folder (default: a temporary one; ./.arena with -k)")
-    p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
 
 
 def console() -> Console:
@@ -511,21 +497,3 @@ def _watch(args: argparse.Namespace) -> int:
         out.print(standings_table(standings))
     print(f"season {args.season}: {info['state']}")
     return 0
-
-
-# --- demo ---------------------------------------------------------------------------------
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from referee.seasons.demo import run_demo
-
-    try:
-        return run_demo(
-            game=args.game,
-            keep_running=args.keep_running,
-            data_dir=args.data_dir,
-            seed=args.seed,
-            console=console(),
-        )
-    except ArenaError as exc:
-        return fail(str(exc))

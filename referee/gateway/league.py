@@ -1,6 +1,6 @@
 """The League API servicer: bot registry (admin) and the spectator feed.
 
-Season and match methods come from ``referee.seasons.grpc_api.SeasonsServicerMixin`` (it
+Season and match methods come from ``referee.gateway.seasons_api.SeasonsServicerMixin`` (it
 relies on ``self.redis`` and ``self.require_admin``, which :class:`LeagueCore` provides).
 Build the servicer with :func:`make_league_servicer`.
 """
@@ -24,7 +24,7 @@ from referee import bots, keys
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
 from referee.gateway.auth import bearer_token
-from referee.seasons.grpc_api import SeasonsServicerMixin
+from referee.gateway.seasons_api import SeasonsServicerMixin
 
 log = logging.getLogger(__name__)
 

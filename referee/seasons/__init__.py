@@ -1,6 +1,7 @@
 """League seasons: the season spec, the schedule, the Redis store, the driver that runs
-seasons inside the referee, the standings and ratings, seed verification and the League
-API's season methods.
+seasons inside the referee, the standings and ratings, and seed verification. (The League
+API's season methods are in ``referee.gateway.seasons_api``; the demo and the policy bot
+are in ``referee.cli``.)
 
 Module map::
 
@@ -11,5 +12,4 @@ Module map::
     store.py      the season in Redis: create / start / pause / resume / cancel, counters
     driver.py     ``run_driver``: enqueues matches, consumes results, finishes seasons
     verify.py     re-deal every match from the revealed seed and compare with the records
-    grpc_api.py   SeasonsServicerMixin (League API season methods)
 """

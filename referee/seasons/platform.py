@@ -28,12 +28,12 @@ from workers.pool import die_with_parent
 BOT_MODULES = {
     "random": ["-m", "sample_bots.random_bot"],
     "first-legal": ["-m", "sample_bots.first_legal"],
-    "hold-sevens": ["-m", "referee.seasons.policy_bot", "--policy", "hold-sevens"],
+    "hold-sevens": ["-m", "referee.cli.policy_bot", "--policy", "hold-sevens"],
     # deterministic per turn: the same match is played the same way on every run
-    "det-random": ["-m", "referee.seasons.policy_bot", "--policy", "random", "--per-turn-seed"],
+    "det-random": ["-m", "referee.cli.policy_bot", "--policy", "random", "--per-turn-seed"],
     "det-hold-sevens": [
         "-m",
-        "referee.seasons.policy_bot",
+        "referee.cli.policy_bot",
         "--policy",
         "hold-sevens",
         "--per-turn-seed",

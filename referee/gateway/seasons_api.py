@@ -20,6 +20,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from arena.v1 import league_pb2
 from referee.errors import ArenaError, ConfigError, NotFoundError
+from referee.gateway import status
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 
@@ -205,8 +206,6 @@ class SeasonsServicerMixin:
         return made
 
     async def _run(self, context: Context, fn: Callable[[SyncRedis], T]) -> T:
-        from referee.gateway import status
-
         conn = self._seasons_sync()
         try:
             return await asyncio.to_thread(fn, conn)

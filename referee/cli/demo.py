@@ -9,6 +9,7 @@ check, and everything stopped again (unless ``--keep-running``).
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import signal
 import tempfile
@@ -19,7 +20,8 @@ from typing import Any
 
 from rich.console import Console
 
-from referee.cli.common import REDIS_URL_FILE
+from referee.cli.common import REDIS_URL_FILE, Commands, fail
+from referee.cli.seasons import console, standings_table, watch_season
 from referee.errors import ArenaError
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
@@ -63,8 +65,6 @@ def run_demo(
     timeout_s: float = 170.0,
 ) -> int:
     """Run the demo; 0 when the season finished and verified."""
-    from referee.cli.seasons import standings_table, watch_season
-
     console = console or Console()
     tmp: str | None = None
     if data_dir is None:
@@ -152,3 +152,32 @@ def _serve_until_interrupted(platform: Platform, url: str, season: str, console:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "demo",
+        _demo,
+        help="run a short season on a local platform (Redis, referee, workers, six bots)",
+    )
+    p.add_argument("--game", choices=("sevens", "sedma"), default="sevens")
+    p.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="leave the platform up afterwards (Ctrl-C stops it)",
+    )
+    p.add_argument("--data-dir", help="data folder (default: a temporary one; ./.arena with -k)")
+    p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        return run_demo(
+            game=args.game,
+            keep_running=args.keep_running,
+            data_dir=args.data_dir,
+            seed=args.seed,
+            console=console(),
+        )
+    except ArenaError as exc:
+        return fail(str(exc))

@@ -1,6 +1,6 @@
 """An SDK bot process that plays one of the in-engine sample policies over gRPC.
 
-``python -m referee.seasons.policy_bot --policy hold-sevens --server HOST:PORT --token T``
+``python -m referee.cli.policy_bot --policy hold-sevens --server HOST:PORT --token T``
 
 The demo seats it beside the SDK's own random and first-legal bots. It sees only what any
 bot sees: the observation and the legal actions of its turn. With ``--per-turn-seed`` its
