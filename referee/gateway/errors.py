@@ -9,6 +9,7 @@ Hierarchy (beside ``referee.errors``)::
         ├── MalformedMessage            INVALID_ARGUMENT
         ├── ProtocolError               FAILED_PRECONDITION (order, version)
         ├── TooManyStreams              RESOURCE_EXHAUSTED (ALREADY_EXISTS when the limit is 1)
+        ├── SlowReader                  RESOURCE_EXHAUSTED (a write did not complete in time)
         └── Draining                    UNAVAILABLE (so is redis.RedisError: storage down)
 """
 
@@ -35,6 +36,11 @@ class TooManyStreams(GatewayError):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class SlowReader(GatewayError):
+    """A write to the bot did not complete within the write bound: the bot does not read
+    its stream (or reads it with a tiny flow-control window). Only its own stream ends."""
 
 
 class Draining(GatewayError):

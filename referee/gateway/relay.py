@@ -47,6 +47,7 @@ from referee.gateway.errors import (
     Draining,
     MalformedMessage,
     ProtocolError,
+    SlowReader,
     TooManyStreams,
 )
 
@@ -57,6 +58,11 @@ POP_WAIT_S = 5.0
 """BLPOP wait. A closing stream does not wait for it: it unblocks its popper's connection
 (``CLIENT UNBLOCK``, which makes the BLPOP return empty, never losing a popped entry)."""
 HELLO_TIMEOUT_S = 10.0
+WRITE_TIMEOUT_S = 5.0
+"""The longest one write to a bot may take, waiting for the stream's write lock included
+(PITFALLS 16: ``context.write`` waits on HTTP/2 flow control, so a bot that does not read
+would hold it forever). A write that does not complete in time ends that bot's stream
+(RESOURCE_EXHAUSTED) and only that one; a turn it held goes back to the inbox."""
 HOUSEKEEPING_S = 5.0
 """How often a session refreshes its ``bot_streams`` entry, expires requests and checks
 that its bot was not revoked."""
@@ -171,6 +177,7 @@ class HubConfig:
     housekeeping_s: float = HOUSEKEEPING_S
     max_message_bytes: int = 64 * 1024
     hello_timeout_s: float = HELLO_TIMEOUT_S
+    write_timeout_s: float = WRITE_TIMEOUT_S
 
 
 class Hub:
@@ -516,9 +523,29 @@ class BotSession:
             log.error("could not push %d request(s) back to %s: %s", len(entries), self.inbox, exc)
 
     # --- writing to the bot ----------------------------------------------------------
-    async def _write(self, message: Any) -> None:
-        async with self._write_lock:
-            await self.context.write(message)
+    async def _write(self, message: Any) -> float:
+        """Write one message; returns when the write began (after any wait for the lock).
+
+        Bounded by ``write_timeout_s``, the wait for the lock included: a bot that does not
+        read its stream gets :class:`SlowReader` (its stream ends, and only its own)."""
+        limit = self.hub.config.write_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                async with self._write_lock:
+                    began_ms = mailbox.now_ms()
+                    await self.context.write(message)
+                    return began_ms
+        except TimeoutError:
+            error = SlowReader(
+                f"a message to bot {self.bot!r} could not be written within {limit:g} s: "
+                "the bot does not read its stream (or its flow-control window is too small); "
+                "read every message the referee sends, as it comes"
+            )
+            log.warning(
+                "ending the stream of %s (session %s): %s", self.bot, self.session_id, error
+            )
+            self.request_stop(error)
+            raise error from None
 
     def _update_slot(self) -> None:
         if self._stopping or len(self.open) < self.concurrency:
@@ -691,9 +718,7 @@ class BotSession:
         self._update_slot()
         self._arm_timer(request)
         try:
-            async with self._write_lock:
-                write_ms = mailbox.now_ms()  # the send stamp: after any wait for the lock
-                await self.context.write(proto)
+            write_ms = await self._write(proto)  # the send stamp: after any wait for the lock
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -11,6 +11,11 @@ Keepalive (PITFALLS 6), the same numbers as ``sample_bots/sdk.py``:
 Shutdown (SIGTERM/SIGINT or :meth:`RefereeServer.stop`): health NOT_SERVING, new streams
 UNAVAILABLE, sessions stop popping and send a ``Notice``, open requests get ``drain_grace_s``
 to be answered, the rest are pushed back to their inboxes, then the server stops.
+
+Every step of it is bounded (PITFALLS 16): each write to a bot (lock wait included) takes at
+most ``write_timeout_s``, else that bot's stream alone ends with RESOURCE_EXHAUSTED; the
+wait for sessions to close and the server's own grace are fixed, so a bot that never reads
+cannot hold SIGTERM or stall the other bots' streams.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from referee.gateway.relay import (
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
     POP_WAIT_S,
+    WRITE_TIMEOUT_S,
     BotGatewayServicer,
     Hub,
     HubConfig,
@@ -76,6 +82,10 @@ def server_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str
         ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
         ("grpc.http2.min_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
         ("grpc.http2.max_ping_strikes", 2),
+        # Keep pinging a connection that carries no data (an idle bot between matches, a
+        # frozen transport): gRPC's default stops after 2 pings, so a peer that vanished
+        # without a FIN would never be noticed (issue 14 item 3).
+        ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
@@ -98,6 +108,7 @@ class RefereeConfig:
     drain_grace_s: float = 5.0
     housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
     hello_timeout_s: float = HELLO_TIMEOUT_S
+    write_timeout_s: float = WRITE_TIMEOUT_S  # one write to a bot, lock wait included
     hooks: bool = True  # run referee.web (HTTP) and referee.seasons.driver (seasons)
 
     def resolved_referee_id(self) -> str:
@@ -142,6 +153,7 @@ class RefereeServer:
                 housekeeping_s=config.housekeeping_s,
                 max_message_bytes=config.max_message_bytes,
                 hello_timeout_s=config.hello_timeout_s,
+                write_timeout_s=config.write_timeout_s,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
             pop_client,

@@ -13,6 +13,7 @@ from referee.gateway.errors import (
     Draining,
     MalformedMessage,
     ProtocolError,
+    SlowReader,
     TooManyStreams,
 )
 
@@ -27,6 +28,8 @@ def status_of(exc: BaseException) -> grpc.StatusCode:
         return grpc.StatusCode.INVALID_ARGUMENT
     if isinstance(exc, ProtocolError):
         return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(exc, SlowReader):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED
     if isinstance(exc, TooManyStreams):
         if exc.limit <= 1:
             return grpc.StatusCode.ALREADY_EXISTS
