@@ -6,6 +6,11 @@ random legal actions: ``legal_actions()`` then ``apply()`` until ``is_over()``, 
 a worker drives the engine. Beside them, in the same run, a minimal single-function
 Sevens loop (plain lists, no API, no events) gives the baseline the ratios refer to.
 
+A second table measures the search API (referee/games/search.py, docs/ladder.md): from
+one mid-deal position (12 random decisions into a 4-player deal), playouts per second of
+``determinize`` + play to the end of the deal, with the heuristic for every seat (what
+the mc and ismcts bots do) beside uniformly random legal play.
+
     .venv/bin/python bench/engine.py            # about 1 s per row
     .venv/bin/python bench/engine.py --seconds 3 --json
 """
@@ -24,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from referee.games.base import DealSpec, Game
 from referee.games.registry import GAMES
+from referee.games.search import Position, position
 
 
 def minimal_sevens_deal(rng: random.Random) -> int:
@@ -71,6 +77,34 @@ def api_deal(game: Game, preset: str, players: int) -> Callable[[random.Random],
         while not match.is_over():
             legal = match.legal_actions()
             match.apply(legal[rng.randrange(len(legal))])
+            decisions += 1
+        return decisions
+
+    return play
+
+
+def mid_deal_position(game: Game, preset: str, players: int, seed: int) -> Position:
+    """The position of the seat to act after 12 random decisions of a deal."""
+    rng = random.Random(seed)
+    match = game.new_match(game.preset(preset), players, seed, [DealSpec(seed)])
+    for _ in range(12):
+        legal = match.legal_actions()
+        match.apply(legal[rng.randrange(len(legal))])
+    return position(match.observation(match.to_act()))
+
+
+def playouts(pos: Position, heuristic: bool) -> Callable[[random.Random], int]:
+    """Determinize ``pos`` and play to the end of the deal (heuristic or random play)."""
+
+    def play(rng: random.Random) -> int:
+        state = pos.determinize(rng)
+        decisions = 0
+        while not state.is_terminal():
+            if heuristic:
+                state.apply(state.rollout_action(rng))
+            else:
+                legal = state.legal_actions()
+                state.apply(legal[rng.randrange(len(legal))])
             decisions += 1
         return decisions
 
@@ -153,8 +187,25 @@ def main(argv: list[str] | None = None) -> int:
             "ratio": 1.0,
         },
     )
+    search_rows: list[dict[str, object]] = []
+    for name, preset in (("sevens", "sevens"), ("sevens", "fan-tan"), ("sedma", "sedma")):
+        pos = mid_deal_position(GAMES[name], preset, 4, args.seed)
+        (heur, heur_dec), (rand, rand_dec) = measure_beside(
+            playouts(pos, heuristic=True), playouts(pos, heuristic=False), args.seconds, args.seed
+        )
+        search_rows.append(
+            {
+                "game": name,
+                "preset": preset,
+                "players": 4,
+                "heuristic_playouts_per_s": heur,
+                "random_playouts_per_s": rand,
+                "heuristic_decisions_per_s": heur_dec,
+                "random_decisions_per_s": rand_dec,
+            }
+        )
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"engine": rows, "search": search_rows}, indent=2))
         return 0
     print(f"engine benchmark: random legal play, one core, {args.seconds:g} s per row")
     print(f"{'game':<9} {'preset':<15} {'players':>7} {'deals/s':>9} {'decisions/s':>12} ratio")
@@ -168,6 +219,14 @@ def main(argv: list[str] | None = None) -> int:
         "ratio = deals/s of the row / deals/s of the minimal 4-player Sevens loop, "
         "measured in alternating slices beside it (best slice of each)"
     )
+    print()
+    print("search API: determinize a mid-deal position, then play to the end of the deal")
+    print(f"{'game':<9} {'preset':<15} {'heuristic playouts/s':>21} {'random playouts/s':>18}")
+    for row in search_rows:
+        print(
+            f"{row['game']:<9} {row['preset']:<15} {row['heuristic_playouts_per_s']:>21,.0f} "
+            f"{row['random_playouts_per_s']:>18,.0f}"
+        )
     return 0
 
 

@@ -8,6 +8,10 @@ random choices are seeded from ``(seed, match index, seq)`` (the match index is 
 ``m0007`` part of a season's match id), so it plays a match the same way however many
 matches it plays at once, however often the match is retried, and in two seasons of one
 seed (the end-to-end tests compare a disturbed season with an undisturbed one).
+
+The search policies of the ladder (``mc``, ``ismcts``: referee/games/ladder.py) think
+for at most ``--budget-ms`` per move (200 by default), and never more than a third of the
+move clock the referee sends with the turn.
 """
 
 from __future__ import annotations
@@ -27,23 +31,42 @@ class PolicyBot(Bot):
     version = "1.0"
 
     def __init__(
-        self, policy_name: str, seed: int | None = None, per_turn_seed: bool = False
+        self,
+        policy_name: str,
+        seed: int | None = None,
+        per_turn_seed: bool = False,
+        budget_ms: int | None = None,
     ) -> None:
         self.name = policy_name
         self._policy: Policy = POLICIES[policy_name]
+        self._budget_ms = budget_ms
         self._seed = seed
         self._per_turn = per_turn_seed
         self._rng = random.Random(seed)
         self._lock = threading.Lock()  # choose runs in a thread pool
 
+    def _policy_for(self, turn: Turn) -> Policy:
+        """The policy, its time budget (if it has one) capped at a third of the clock."""
+        with_budget = getattr(self._policy, "with_budget", None)
+        if with_budget is None:
+            return self._policy
+        budget = int(getattr(self._policy, "budget_ms", 0))
+        if self._budget_ms is not None:
+            budget = self._budget_ms
+        if turn.clock.move_ms > 0:
+            budget = min(budget, turn.clock.move_ms // 3)
+        policy: Policy = with_budget(max(1, budget))
+        return policy
+
     def choose(self, turn: Turn) -> str:
+        policy = self._policy_for(turn)
         if self._per_turn:
             index = turn.match_id.rsplit("-", 1)[-1]
             text = f"{self._seed}:{index}:{turn.seq}".encode()
             rng = random.Random(int.from_bytes(hashlib.sha256(text).digest()[:8], "big"))
-            return self._policy(turn.observation, turn.legal_actions, rng)
+            return policy(turn.observation, turn.legal_actions, rng)
         with self._lock:
-            return self._policy(turn.observation, turn.legal_actions, self._rng)
+            return policy(turn.observation, turn.legal_actions, self._rng)
 
 
 def run(argv: Sequence[str] | None = None) -> None:
@@ -51,8 +74,11 @@ def run(argv: Sequence[str] | None = None) -> None:
     pre.add_argument("--policy", default="hold-sevens", choices=sorted(POLICIES))
     pre.add_argument("--seed", type=int, default=None)
     pre.add_argument("--per-turn-seed", action="store_true")
+    pre.add_argument(
+        "--budget-ms", type=int, default=None, help="think time per move of mc and ismcts"
+    )
     known, rest = pre.parse_known_args(argv)
-    main(PolicyBot(known.policy, known.seed, known.per_turn_seed), rest)
+    main(PolicyBot(known.policy, known.seed, known.per_turn_seed, known.budget_ms), rest)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ them. Every policy is deterministic given its ``random.Random``.
   wild cards in Sedma) as long as it can, and otherwise plays the card whose rank is
   farthest from 7 (in Sevens that extends rows towards its own cards last, so it opens
   the way for others as little as possible).
+* ``heuristic``, ``mc``, ``ismcts``: the reference bots of the strength ladder
+  (``referee/games/ladder.py``): rules of thumb, determinized Monte Carlo and
+  Information Set MCTS, with a time budget per move.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from referee.games import ladder
 from referee.games.base import PASS, RUN_SEPARATOR
 from referee.games.cards import Card, Rank
 from referee.games.errors import CardParseError, RulesError
@@ -62,6 +66,10 @@ POLICIES: dict[str, Policy] = {
     "random": random_policy,
     "first-legal": first_legal,
     "hold-sevens": hold_sevens,
+    # The reference bots of the strength ladder (referee/games/ladder.py, docs/ladder.md).
+    "heuristic": ladder.heuristic_policy,
+    "mc": ladder.MONTE_CARLO,
+    "ismcts": ladder.ISMCTS,
 }
 
 

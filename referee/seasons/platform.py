@@ -38,6 +38,11 @@ BOT_MODULES = {
         "hold-sevens",
         "--per-turn-seed",
     ],
+    # the reference bots of the strength ladder (docs/ladder.md)
+    **{
+        name: ["-m", "referee.seasons.policy_bot", "--policy", name, "--per-turn-seed"]
+        for name in ("heuristic", "mc", "ismcts")
+    },
 }
 
 

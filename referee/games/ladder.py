@@ -1,0 +1,188 @@
+"""The reference bots of the strength ladder, as in-process policies (docs/ladder.md).
+
+Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
+
+* ``heuristic``: the rules-of-thumb player of the game (``sevens/heuristic.py``,
+  ``sedma/heuristic.py``), microseconds per move;
+* ``mc``: determinized Monte Carlo (Perfect Information Monte Carlo): for each of
+  ``worlds`` determinizations of the unseen cards (``referee/games/search.py``, which
+  respects what the seat has observed) every legal action is played and the deal is
+  played out by the heuristic for every seat; the action with the best mean return
+  wins. The same world and playout seed serve every action (common random numbers);
+* ``ismcts``: single-observer Information Set MCTS: each iteration determinizes, walks
+  one tree of the seat's information set with UCB1 over the actions legal in that
+  world (counting each child's availability), expands one node, plays out by the
+  heuristic and backs up each seat's return into the nodes where that seat chose.
+
+The search bots stop at the first of two limits: their work limit (``worlds`` or
+``iterations``, which makes them deterministic given their ``random.Random``) and their
+time budget per move (``budget_ms``, 200 ms by default, a fifth of the platform's default
+1000 ms move clock). ``with_budget`` gives a copy with another budget; the gRPC bot
+(``referee/seasons/policy_bot.py``) caps it at a third of the move clock it is given.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from referee.games.cards import Card
+from referee.games.search import SearchState, position
+from referee.games.sedma import heuristic as sedma_heuristic
+from referee.games.sedma.rules import rules_from_dict
+from referee.games.sevens import heuristic as sevens_heuristic
+from referee.games.sevens.rules import SevensRules
+from referee.games.sevens.tables import tables_for
+
+DEFAULT_BUDGET_MS = 200
+
+
+def heuristic_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
+    """The rules-of-thumb player of the observation's game."""
+    if len(legal) == 1:
+        return legal[0]
+    seat = int(obs["seat"])
+    if obs["game"] == "sevens":
+        rules = SevensRules.from_dict(obs["rules"])
+        t = tables_for(rules)
+        hand = sevens_heuristic.row_mask_of({"hand": list(obs["hand"])})
+        table = sevens_heuristic.row_mask_of(obs["table"])
+        return sevens_heuristic.choose(
+            rules,
+            t,
+            hand,
+            table,
+            legal,
+            int(obs["passes"][seat]),
+            int(obs["free_passes_left"][seat]),
+            rng,
+        )
+    sedma = rules_from_dict(obs["rules"])
+    trick = [(int(t["seat"]), Card.parse(t["card"])) for t in obs["trick"]]
+    last = sum(int(x) for x in obs["tricks_won"]) == sedma.num_tricks - 1
+    hand_cards = [Card.parse(c) for c in obs["hand"]]
+    return sedma_heuristic.choose(sedma, seat, hand_cards, trick, legal, last, rng)
+
+
+def playout(state: SearchState, rng: random.Random) -> None:
+    """Play ``state`` to the end of its deal with the heuristic for every seat."""
+    while not state.is_terminal():
+        state.apply(state.rollout_action(rng))
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    """Determinized Monte Carlo with heuristic playouts (the ``mc`` rung)."""
+
+    worlds: int = 40
+    budget_ms: int = DEFAULT_BUDGET_MS
+
+    def with_budget(self, budget_ms: int) -> MonteCarlo:
+        return replace(self, budget_ms=budget_ms)
+
+    def __call__(self, obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
+        if len(legal) == 1:
+            return legal[0]
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        seat = int(obs["seat"])
+        pos = position(obs)
+        totals = [0.0] * len(legal)
+        for _ in range(self.worlds):
+            world = pos.determinize(rng)
+            seed = rng.getrandbits(32)
+            values = []
+            for action in legal:
+                state = world.clone()
+                state.apply(action)
+                playout(state, random.Random(seed))
+                values.append(state.returns()[seat])
+                if time.perf_counter() > deadline:
+                    break
+            if len(values) < len(legal):
+                break  # out of time: only whole worlds count
+            totals = [t + v for t, v in zip(totals, values, strict=True)]
+        best = max(totals)
+        ties = [a for a, t in zip(legal, totals, strict=True) if t == best]
+        return ties[0] if len(ties) == 1 else heuristic_policy(obs, ties, rng)
+
+
+class _Node:
+    __slots__ = ("avail", "children", "player", "total", "visits")
+
+    def __init__(self, player: int) -> None:
+        self.player = player  # the seat whose choice led here
+        self.children: dict[str, _Node] = {}
+        self.visits = 0
+        self.avail = 0
+        self.total = 0.0
+
+
+@dataclass(frozen=True)
+class Ismcts:
+    """Single-observer Information Set MCTS with heuristic playouts (``ismcts``)."""
+
+    iterations: int = 600
+    budget_ms: int = DEFAULT_BUDGET_MS
+    exploration: float = 0.7
+
+    def with_budget(self, budget_ms: int) -> Ismcts:
+        return replace(self, budget_ms=budget_ms)
+
+    def __call__(self, obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
+        if len(legal) == 1:
+            return legal[0]
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        pos = position(obs)
+        root = _Node(-1)
+        c = self.exploration
+        for _ in range(self.iterations):
+            state = pos.determinize(rng)
+            node = root
+            path = []
+            while not state.is_terminal():
+                actions = state.legal_actions()
+                player = state.to_act()
+                untried = [a for a in actions if a not in node.children]
+                for a in actions:
+                    child = node.children.get(a)
+                    if child is not None:
+                        child.avail += 1
+                if untried:
+                    action = untried[rng.randrange(len(untried))]
+                    child = _Node(player)
+                    child.avail = 1
+                    node.children[action] = child
+                    state.apply(action)
+                    path.append(child)
+                    break
+                best_value = -math.inf
+                action = actions[0]
+                for a in actions:
+                    ch = node.children[a]
+                    value = ch.total / ch.visits + c * math.sqrt(math.log(ch.avail) / ch.visits)
+                    if value > best_value:
+                        best_value, action = value, a
+                node = node.children[action]
+                state.apply(action)
+                path.append(node)
+            playout(state, rng)
+            returns = state.returns()
+            for n in path:
+                n.visits += 1
+                n.total += returns[n.player]
+            if time.perf_counter() > deadline:
+                break
+        scored = [(root.children[a].visits, a) for a in legal if a in root.children]
+        if not scored:
+            return heuristic_policy(obs, legal, rng)
+        most = max(v for v, _ in scored)
+        ties = [a for v, a in scored if v == most]
+        return ties[0] if len(ties) == 1 else heuristic_policy(obs, ties, rng)
+
+
+MONTE_CARLO = MonteCarlo()
+ISMCTS = Ismcts()

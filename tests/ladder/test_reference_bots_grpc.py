@@ -1,0 +1,101 @@
+"""Every reference bot of the ladder (referee/games/ladder.py) plays every preset of its
+game family through the real path: SDK bots over gRPC to a referee process, matches run by
+real worker processes, without an invalid action, an illegal pass or a timeout.
+
+Short matches (one deal) and small think budgets keep it quick; the long ladder runs are
+in bench/strength.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from referee.embedded_redis import EmbeddedRedis
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from referee.seasons.policy_bot import PolicyBot
+from sample_bots.sdk import Bot
+from tests.platform_fixtures import Platform, bots_in_threads, running_platform
+from workers import queue
+from workers.spec import MatchSpec
+
+pytestmark = pytest.mark.slow
+
+BUDGET_MS = 15  # think time per move of the search bots here (200 by default)
+
+
+@pytest.fixture(scope="module")
+def platform(embedded_redis: EmbeddedRedis) -> Iterator[Platform]:
+    with running_platform(embedded_redis.url) as running:
+        yield running
+
+
+def _matches() -> list[tuple[str, str, int]]:
+    out = []
+    for game_name in ("sevens", "sedma"):
+        game = get_game(game_name)
+        for preset, rules in game.presets().items():
+            counts = list(game.player_counts(rules))
+            players = 4 if 4 in counts else max(counts)
+            out.append((game_name, preset, players))
+    return out
+
+
+def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
+    named: dict[str, Bot] = {
+        "ref-heuristic": PolicyBot("heuristic", seed=1),
+        "ref-mc": PolicyBot("mc", seed=2, budget_ms=BUDGET_MS),
+        "ref-ismcts": PolicyBot("ismcts", seed=3, budget_ms=BUDGET_MS),
+        "ref-heuristic-2": PolicyBot("heuristic", seed=4),
+    }
+    names = list(named)
+    matches = _matches()
+    assert {p for g, p, _ in matches if g == "sevens"} == set(get_game("sevens").presets())
+    assert {n for g, _, n in matches if g == "sedma"} == {2, 3, 4}
+    ids = []
+    with bots_in_threads(platform, named):
+        for i, (game, preset, players) in enumerate(matches):
+            # rotate the seats from match to match; mc and ismcts play every match
+            seats = [names[(i + k) % 4] for k in range(players)]
+            if players <= 3:
+                seats = ["ref-mc", "ref-ismcts", "ref-heuristic"][:players]
+            spec = MatchSpec(
+                match_id=f"ladder-{i:02d}-{preset}",
+                game=game,
+                rules=get_game(game).preset(preset).to_dict(),
+                seats=tuple(seats),
+                seed=100 + i,
+                deals=(DealSpec(seed=4000 + i),),
+                season="ladder",
+            )
+            assert queue.enqueue_match(platform.conn, spec)
+            ids.append((spec.match_id, seats))
+        _wait(platform, [m for m, _ in ids])
+    seen: set[str] = set()
+    for match_id, seats in ids:
+        result = queue.get_result(platform.conn, match_id)
+        assert result is not None, match_id
+        for seat, stats in enumerate(result["stats"]):
+            assert stats["decisions"] > 0, (match_id, seats[seat])
+            assert stats["timeouts"] == 0, (match_id, seats[seat], stats)
+            assert stats["invalid_actions"] == 0, (match_id, seats[seat], stats)
+            assert stats["illegal_passes"] == 0, (match_id, seats[seat], stats)
+            assert not stats["autopilot"], (match_id, seats[seat], stats)
+            seen.add(seats[seat])
+    assert {"ref-heuristic", "ref-mc", "ref-ismcts"} <= seen
+
+
+def _wait(platform: Platform, match_ids: list[str], timeout: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(match_ids)
+    while pending and time.monotonic() < deadline:
+        for m in list(pending):
+            state = queue.match_status(platform.conn, m)
+            assert state["state"] != "failed", state
+            if state["state"] == "done":
+                pending.discard(m)
+        time.sleep(0.1)
+    assert not pending, {m: queue.match_status(platform.conn, m) for m in pending}
