@@ -18,7 +18,7 @@ The search bots stop at the first of two limits: their work limit (``worlds`` or
 ``iterations``, which makes them deterministic given their ``random.Random``) and their
 time budget per move (``budget_ms``, 200 ms by default, a fifth of the platform's default
 1000 ms move clock). ``with_budget`` gives a copy with another budget; the gRPC bot
-(``referee/seasons/policy_bot.py``) caps it at a third of the move clock it is given.
+(``referee/cli/policy_bot.py``) caps it at a third of the move clock it is given.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ BOT_MODULES = {
     ],
     # the reference bots of the strength ladder (docs/ladder.md)
     **{
-        name: ["-m", "referee.seasons.policy_bot", "--policy", name, "--per-turn-seed"]
+        name: ["-m", "referee.cli.policy_bot", "--policy", name, "--per-turn-seed"]
         for name in ("heuristic", "mc", "ismcts")
     },
 }

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from referee.cli.policy_bot import PolicyBot
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from referee.seasons.policy_bot import PolicyBot
 from sample_bots.sdk import Bot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from workers import queue
