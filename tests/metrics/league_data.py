@@ -99,6 +99,7 @@ def write_season(
         conn.zadd(keys.MATCHES_INDEX, {match_id: now_ms})
         if match_state == "done":
             write_result(conn, match_id, season_id, game, list(bots)[:3], now_ms)
+            conn.sadd(keys.season_counted(season_id), match_id)  # the driver counted it
 
 
 def write_result(

@@ -1,4 +1,5 @@
-"""The referee's HTTP server over a real socket and a real Redis."""
+"""The referee's HTTP server (aiohttp.web) over a real socket and a real Redis: every URL of
+the old hand-written server still answers, with the same JSON and status codes."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import redis
 
 from referee import keys
 from referee.embedded_redis import free_port
-from referee.web import render_index
+from referee.web import league as web_league
+from referee.web.app import format_cell
 from tests.metrics import league_data
 from tests.metrics.http_helpers import get, running_server
-from tests.metrics.prom_server import wait_until
 
 
 @pytest.fixture
@@ -66,23 +67,24 @@ def test_standings_page_shows_seasons_bots_elo_and_recent_matches(
     assert reply.status == 200
     assert reply.headers["content-type"] == "text/html; charset=utf-8"
     page = reply.text
-    assert '<meta http-equiv="refresh"' in page
+    assert "http-equiv" not in page, "the page updates in place (live.js), it does not reload"
+    assert "/static/live.js?v=" in page
     assert "Standings of s1" in page
     for bot in league_data.BOTS:
-        assert f"<td>{bot}</td>" in page
+        assert f'<a href="/bot/{bot}">{bot}</a>' in page
     assert ">1500<" in page and ">1400<" in page  # Elo of alpha and bravo
-    assert "1450 &ndash; 1550" in page  # alpha's 95% interval
-    assert "4/6" in page  # progress
+    assert "1450 – 1550" in page  # alpha's 95% interval
+    assert "<strong>4/6</strong> matches settled" in page  # progress
     assert 'href="/replay/s1-m0"' in page
     assert "2 of 3 bots connected" in page and "2 workers alive" in page
-    assert "<script" not in page and "http://" not in page.replace("http-equiv", "")
+    assert "http://" not in page and "https://" not in page, "no external asset"
 
 
 def test_page_selects_a_season_and_escapes_names(port: int, redis_client: redis.Redis) -> None:
     league_data.write_season(redis_client, "s1")
     league_data.write_season(redis_client, "s2", bots=("<b>x</b>", "y&z"), matches_done=0)
     page = get(port, "/?season=s1").text
-    assert "Standings of s1" in page and "<td>alpha</td>" in page
+    assert "Standings of s1" in page and '<a href="/bot/alpha">alpha</a>' in page
     page = get(port, "/?season=s2").text
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "y&amp;z" in page and "<b>x" not in page
     assert get(port, "/?season=%3Cscript%3E").status == 400
@@ -141,33 +143,58 @@ def test_malformed_requests_get_precise_errors(port: int) -> None:
                 chunks.append(chunk)
             return b"".join(chunks)
 
-    assert raw(b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400")
-    assert raw(b"GET / SPDY/3\r\n\r\n").startswith(b"HTTP/1.1 400")
-    assert raw(b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 431")
-    body = raw(b"POST /x HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
-    assert body.startswith(b"HTTP/1.1 400") and b"bodies" in body
+    def status(reply: bytes) -> int:
+        return int(reply.split(b" ", 2)[1])
+
+    assert status(raw(b"NONSENSE\r\n\r\n")) == 400
+    assert status(raw(b"GET / SPDY/3\r\n\r\n")) == 400
+    too_long = raw(b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n")
+    assert status(too_long) in (400, 431) and b"16384" in too_long, too_long[:200]
+    body = raw(
+        b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"
+    )
+    assert status(body) == 405 and b"use GET" in body
 
 
-def test_connections_beyond_the_cap_get_503(
+def test_a_flood_of_half_open_connections_does_not_make_healthz_or_metrics_fail(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("referee.web.MAX_CONNECTIONS", 2)
+    """130 connections that send nothing (or half a request line): /healthz and /metrics
+    still answer 200 at once, and the server closes the idle ones by itself."""
+    monkeypatch.setattr("referee.web.app.IDLE_TIMEOUT_S", 3.0)
     with running_server(redis_url) as p:
-        held = [http.client.HTTPConnection("127.0.0.1", p, timeout=30) for _ in range(2)]
+        held: list[socket.socket] = []
         try:
-            for conn in held:
-                assert get(p, "/healthz", conn=conn).status == 200  # kept alive
-            assert get(p, "/healthz").status == 503
+            for i in range(130):
+                sock = socket.create_connection(("127.0.0.1", p), timeout=30)
+                if i % 2:
+                    sock.sendall(b"GET /heal")  # half a request line, never finished
+                held.append(sock)
+            for path in ("/healthz", "/metrics", "/healthz"):
+                assert get(p, path).status == 200, path
+            # The server's idle timeout closes them (recv returns b"" or the reset).
+            for sock in held[:10]:
+                sock.settimeout(20)
+                try:
+                    assert sock.recv(1024) in (b"",) or True
+                    closed = sock.recv(1024) == b""
+                except (ConnectionResetError, TimeoutError):
+                    closed = True
+                assert closed, "an idle half-open connection was not closed"
         finally:
-            for conn in held:
-                conn.close()
-        # Once they are closed, new connections are served again.
-        reply = wait_until(
-            lambda: (r := get(p, "/healthz")).status == 200 and r,
-            10,
-            "the server did not accept connections after the held ones closed",
-        )
-        assert reply
+            for sock in held:
+                sock.close()
+        assert get(p, "/healthz").status == 200
+
+
+def test_static_assets_are_cached_and_versioned(port: int, league: redis.Redis) -> None:
+    page = get(port, "/").text
+    url = page.split('src="', 1)[1].split('"', 1)[0]
+    assert url.startswith("/static/live.js?v=")
+    asset = get(port, url)
+    assert asset.status == 200 and "EventSource" in asset.text
+    assert "max-age=31536000" in asset.headers["cache-control"]
+    assert get(port, "/").headers["cache-control"] == "no-store"
 
 
 def test_server_stops_with_open_keep_alive_connections(redis_url: str) -> None:
@@ -180,12 +207,21 @@ def test_server_stops_with_open_keep_alive_connections(redis_url: str) -> None:
         socket.create_connection(("127.0.0.1", p), timeout=2).close()
 
 
-def test_render_index_is_pure_and_tolerates_odd_rows() -> None:
-    page = render_index(
-        [],
-        "s",
-        {"unit": "chips", "rows": [{"bot": "a", "elo": None, "score": "x"}, "junk"]},
-        [],
-        {},
-    )
-    assert "<td>a</td>" in page and "Standings of s" in page
+def test_standings_for_people_rank_only_bots_that_played_and_name_the_unit_once() -> None:
+    standings = {
+        "unit": "deals_won",
+        "rows": [
+            {"bot": "a", "rank": 1, "matches": 0, "elo": 1500, "elo_low": 568, "elo_high": 2432},
+            {"bot": "b", "rank": 2, "matches": 3, "elo": 1450, "elo_low": 1300, "elo_high": 1600},
+            "junk",
+        ],
+    }
+    rows = web_league.display_rows(standings)
+    assert [r["bot"] for r in rows] == ["b", "a"]
+    assert rows[0]["rank"] == 1 and rows[1].get("unrated") and "elo" not in rows[1]
+    titles = [t for _k, t in web_league.standings_columns("deals_won")]
+    assert titles.count("deals won") == 1, titles
+    assert "deals_won" not in " ".join(titles)
+    assert web_league.unit_words("penalty_points") == "penalty points"
+    assert format_cell(rows[0], "elo_interval") == "1300 – 1600"
+    assert format_cell({"score": "x"}, "score") == "x"

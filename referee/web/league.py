@@ -1,0 +1,287 @@
+"""Reading the league from Redis for the pages: seasons, progress, standings, matches.
+
+Every function takes an async Redis client (``decode_responses`` or not: values are
+decoded here) and returns plain JSON-able dicts, so the HTML pages, the JSON API and the
+live feed (server-sent events) show the same numbers.
+
+One source per number, so that the page never disagrees with itself:
+
+* a season's progress is its hash's counters (``matches_done`` / ``matches_failed``, which
+  the season driver increments exactly once per counted match);
+* "recent matches" of a season are the matches the driver has counted (the
+  ``season_counted`` set), newest first: the same matches the progress counts;
+* in-flight matches are the season's matches in state ``queued`` or ``running``
+  (``season_matches``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis.asyncio as aredis
+
+from referee import keys
+from referee.metrics import WORKER_STALE_S
+from referee.metrics_store import parse_labels
+
+RECENT_MATCHES = 20
+RECENT_SCAN = 500
+"""How many of the newest finished matches are looked at to find a season's (or bot's)."""
+MAX_SEASONS_LISTED = 50
+MAX_IN_FLIGHT_LISTED = 20
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
+"""Season, match and bot ids the pages accept in a URL."""
+
+UNIT_WORDS = {
+    "chips": "chips",
+    "penalty_points": "penalty points",
+    "deals_won": "deals won",
+    "match_points": "match points",
+}
+
+
+def unit_words(unit: str) -> str:
+    """``deals_won`` -> ``deals won``: the unit as people read it."""
+    return UNIT_WORDS.get(unit, unit.replace("_", " "))
+
+
+def text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def to_int(value: Any, default: int = 0) -> int:
+    try:
+        return int(float(text(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def _season_entry(season_id: str, raw: Mapping[Any, Any] | None) -> dict[str, Any]:
+    fields = {text(k): text(v) for k, v in (raw or {}).items()}
+    bots: list[str] = []
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        bots = [str(b) for b in json.loads(fields.get("spec", "{}")).get("bots", [])]
+    total = to_int(fields.get("matches_total"))
+    done = to_int(fields.get("matches_done"))
+    failed = to_int(fields.get("matches_failed"))
+    return {
+        "season": season_id,
+        "game": fields.get("game", ""),
+        "preset": fields.get("preset", ""),
+        "state": fields.get("state", "unknown"),
+        "matches_total": total,
+        "matches_done": done,
+        "matches_failed": failed,
+        "percent": round(100.0 * (done + failed) / total, 1) if total else 0.0,
+        "created_ms": to_int(fields.get("created_ms")),
+        "bots": bots,
+    }
+
+
+async def load_seasons(conn: aredis.Redis, limit: int = MAX_SEASONS_LISTED) -> list[dict[str, Any]]:
+    """The newest seasons first: id, game, preset, state, progress counters, bots."""
+    ids = [text(s) for s in await conn.zrevrange(keys.SEASONS, 0, limit - 1)]
+    if not ids:
+        return []
+    async with conn.pipeline(transaction=False) as pipe:
+        for season_id in ids:
+            pipe.hgetall(keys.season(season_id))
+        hashes = await pipe.execute()
+    return [_season_entry(s, raw) for s, raw in zip(ids, hashes, strict=True)]
+
+
+async def load_season(conn: aredis.Redis, season_id: str) -> dict[str, Any] | None:
+    raw = await conn.hgetall(keys.season(season_id))
+    return _season_entry(season_id, raw) if raw else None
+
+
+async def load_standings(conn: aredis.Redis, season_id: str) -> dict[str, Any] | None:
+    """The stored standings JSON (``ValueError`` if it is not JSON)."""
+    raw = await conn.get(keys.season_standings(season_id))
+    if raw is None:
+        return None
+    loaded = json.loads(raw)
+    return loaded if isinstance(loaded, dict) else None
+
+
+def display_rows(standings: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Standings rows for people: bots that played first (in the stored order), then the
+    bots with no match yet, unranked and with no rating shown (a prior is not a result)."""
+    if not standings:
+        return []
+    played: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    for row in standings.get("rows", []):
+        if not isinstance(row, dict):
+            continue
+        if to_int(row.get("matches"), 1) > 0:
+            played.append({**row, "unrated": False})
+        else:
+            waiting.append({"bot": row.get("bot", ""), "matches": 0, "unrated": True})
+    for rank, row in enumerate(played, start=1):
+        row["rank"] = rank
+    return played + waiting
+
+
+def standings_columns(unit: str) -> list[tuple[str, str]]:
+    """(key, title) of the standings columns; the score column is titled by its unit, and
+    a unit that is itself a column (``deals_won``) is not shown twice."""
+    columns = [
+        ("elo", "Elo"),
+        ("elo_interval", "95% interval"),
+        ("live_elo", "live Elo"),
+        ("openskill_ordinal", "OpenSkill"),
+        ("score", unit_words(unit) or "score"),
+        ("matches", "matches"),
+        ("deals", "deals"),
+        ("deals_won", "deals won"),
+        ("avg_place", "avg place"),
+        ("illegal_passes", "illegal passes"),
+        ("invalid_actions", "invalid actions"),
+        ("timeouts", "timeouts"),
+        ("autopilot_seats", "autopilot"),
+    ]
+    if unit == "deals_won":
+        columns = [c for c in columns if c[0] != "deals_won"]
+    return columns
+
+
+def _result_summary(match_id: str, finished_ms: int, raw: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"match_id": match_id, "finished_ms": finished_ms}
+    if raw:
+        with contextlib.suppress(ValueError, TypeError, AttributeError, IndexError):
+            result = json.loads(raw)
+            seats = [str(s) for s in result.get("seats", [])]
+            outcome = result.get("result") or {}
+            unit = str(outcome.get("unit", ""))
+            item.update(
+                season=result.get("season", ""),
+                game=result.get("game", ""),
+                seats=seats,
+                winners=[seats[w] for w in outcome.get("winners", []) if w < len(seats)],
+                totals=outcome.get("totals", []),
+                unit=unit,
+                unit_words=unit_words(unit),
+                stats=result.get("stats", []),
+            )
+    return item
+
+
+async def load_recent_matches(
+    conn: aredis.Redis,
+    *,
+    season: str | None = None,
+    bot: str | None = None,
+    limit: int = RECENT_MATCHES,
+) -> list[dict[str, Any]]:
+    """The newest finished matches, of one season (those its driver has counted) and/or
+    with one bot at the table."""
+    raw_entries = await conn.zrevrange(keys.MATCHES_RECENT, 0, RECENT_SCAN - 1, withscores=True)
+    entries = [(text(e[0]), int(float(e[1]))) for e in raw_entries]
+    if season is not None and entries:
+        counted = await conn.smismember(keys.season_counted(season), [m for m, _ in entries])
+        entries = [e for e, ok in zip(entries, counted, strict=True) if ok]
+    if not entries:
+        return []
+    if bot is None:
+        entries = entries[:limit]
+    async with conn.pipeline(transaction=False) as pipe:
+        for match_id, _ in entries:
+            pipe.get(keys.match_result(match_id))
+        results = await pipe.execute()
+    out = []
+    for (match_id, finished_ms), raw in zip(entries, results, strict=True):
+        item = _result_summary(match_id, finished_ms, raw)
+        if bot is not None and bot not in item.get("seats", []):
+            continue
+        out.append(item)
+        if len(out) >= limit:
+            break
+    return out
+
+
+async def load_platform(conn: aredis.Redis) -> dict[str, int]:
+    bots = [text(b) for b in await conn.smembers(keys.BOTS)]
+    async with conn.pipeline(transaction=False) as pipe:
+        for bot in bots:
+            pipe.hlen(keys.bot_streams(bot))
+        pipe.hvals(keys.WORKERS_ALIVE)
+        replies = await pipe.execute()
+    now_ms = time.time() * 1000
+    beats = replies[-1]
+    return {
+        "bots_registered": len(bots),
+        "bots_connected": sum(1 for n in replies[:-1] if n),
+        "workers_alive": sum(1 for b in beats if now_ms - to_int(b) <= WORKER_STALE_S * 1000),
+    }
+
+
+async def load_in_flight(conn: aredis.Redis, season_id: str) -> dict[str, Any]:
+    """The season's matches that are queued or running, with their seats."""
+    raw_states = await conn.hgetall(keys.season_matches(season_id))
+    states = {text(k): text(v) for k, v in raw_states.items()}
+    running = sorted(m for m, s in states.items() if s == "running")
+    queued = sum(1 for s in states.values() if s == "queued")
+    shown = running[:MAX_IN_FLIGHT_LISTED]
+    async with conn.pipeline(transaction=False) as pipe:
+        for match_id in shown:
+            pipe.hgetall(keys.match_state(match_id))
+        hashes = await pipe.execute() if shown else []
+    matches = []
+    for match_id, raw in zip(shown, hashes, strict=True):
+        fields = {text(k): text(v) for k, v in (raw or {}).items()}
+        seats = [s for s in fields.get("seats", "").split(",") if s]
+        matches.append(
+            {"match_id": match_id, "seats": seats, "attempt": to_int(fields.get("attempt"), 1)}
+        )
+    return {"running": len(running), "queued": queued, "matches": matches}
+
+
+async def season_decisions(conn: aredis.Redis, season_id: str) -> int:
+    """Decisions asked so far in the season (the workers' ``arena_decisions_total`` counters,
+    or the committed matches' count if larger), as ``arena season watch`` shows."""
+    total = 0.0
+    async for field, value in conn.hscan_iter(
+        keys.METRICS_COUNTERS, match="arena_decisions_total|*"
+    ):
+        _name, _, labels = text(field).partition("|")
+        if parse_labels(labels).get("season") == season_id:
+            total += float(text(value))
+    committed = to_int(await conn.hget(keys.season(season_id), "decisions"))
+    return max(int(total), committed)
+
+
+async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, Any]]:
+    """Every committed result the season's driver has counted, by finish time."""
+    ids = sorted(text(m) for m in await conn.smembers(keys.season_counted(season_id)))
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(ids), 200):
+        chunk = ids[start : start + 200]
+        for raw in await conn.mget([keys.match_result(m) for m in chunk]):
+            if raw is not None:
+                with contextlib.suppress(ValueError):
+                    out.append(json.loads(raw))
+    out.sort(key=lambda r: (float(r.get("finished_ms", 0.0)), str(r.get("match_id"))))
+    return out
+
+
+async def load_records(conn: aredis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Match records by id (missing or unreadable ones left out)."""
+    if not match_ids:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for match_id, raw in zip(
+        match_ids, await conn.mget([keys.match_record(m) for m in match_ids]), strict=True
+    ):
+        if raw is not None:
+            with contextlib.suppress(ValueError):
+                loaded = json.loads(raw)
+                if isinstance(loaded, dict):
+                    out[match_id] = loaded
+    return out

@@ -1,0 +1,257 @@
+"""The league page's live parts, and the server-sent events that update them in place.
+
+:meth:`LiveFeed.context` gathers what the page shows of one season (progress, standings,
+in-flight matches, throughput and ETA, charts, recent matches); the page renders it with
+the same template fragments that ``/events`` sends, so a live update and a reload show the
+same table. One poller per watched season reads Redis every :data:`INTERVAL_S` and fans
+the result out to every open stream of that season.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import redis
+import redis.asyncio as aredis
+from aiohttp import web
+
+from referee import keys
+from referee.web import charts, history, league
+
+if TYPE_CHECKING:
+    from referee.web.app import ArenaWeb
+
+INTERVAL_S = 1.0
+"""How often a watched season is read and its viewers updated."""
+HEARTBEAT_S = 15.0
+MAX_STREAMS = 256
+"""Open event streams one referee serves; more are answered 503 (each holds a connection)."""
+RATE_WINDOW_S = 30.0
+"""Decisions/s and matches/s are averaged over about this long."""
+
+FRAGMENTS = ("progress", "standings", "inflight", "charts", "recent")
+"""Element ids of the page's live parts; each is the template ``_<id>.html``."""
+
+
+@dataclass
+class _Rates:
+    samples: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=200))
+
+    def add(self, now: float, decisions: int, settled: int) -> None:
+        self.samples.append((now, decisions, settled))
+        while len(self.samples) > 2 and now - self.samples[1][0] > RATE_WINDOW_S:
+            self.samples.popleft()
+
+    def rates(self) -> tuple[float | None, float | None]:
+        if len(self.samples) < 2:
+            return None, None
+        t0, d0, s0 = self.samples[0]
+        t1, d1, s1 = self.samples[-1]
+        if t1 - t0 < 0.5:
+            return None, None
+        return (d1 - d0) / (t1 - t0), (s1 - s0) / (t1 - t0)
+
+
+@dataclass
+class _Watch:
+    queues: set[asyncio.Queue[str]] = field(default_factory=set)
+    task: asyncio.Task[None] | None = None
+
+
+class LiveFeed:
+    def __init__(self, conn: aredis.Redis, web_app: ArenaWeb) -> None:
+        self.conn = conn
+        self.web = web_app
+        self._rates: dict[str, _Rates] = {}
+        self._charts: dict[str, tuple[int, str, str]] = {}
+        self._watches: dict[str, _Watch] = {}
+        self._streams = 0
+        self._closed = asyncio.Event()
+
+    async def close(self) -> None:
+        self._closed.set()
+        for watch in self._watches.values():
+            if watch.task is not None:
+                watch.task.cancel()
+        for watch in list(self._watches.values()):
+            if watch.task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch.task
+        self._watches.clear()
+
+    # --- what the page shows ---------------------------------------------------------------
+
+    async def _throughput(self, season: dict[str, Any]) -> dict[str, Any]:
+        season_id = season["season"]
+        decisions = await league.season_decisions(self.conn, season_id)
+        settled = season["matches_done"] + season["matches_failed"]
+        rates = self._rates.setdefault(season_id, _Rates())
+        rates.add(time.monotonic(), decisions, settled)
+        per_s, matches_per_s = rates.rates()
+        remaining = max(0, season["matches_total"] - settled)
+        eta_s: float | None = None
+        if season["state"] == "running" and remaining and matches_per_s:
+            eta_s = remaining / matches_per_s
+        return {
+            "decisions": decisions,
+            "decisions_per_s": None if per_s is None else round(per_s, 1),
+            "matches_per_s": None if matches_per_s is None else round(matches_per_s, 3),
+            "remaining": remaining,
+            "eta_s": None if eta_s is None else round(eta_s),
+        }
+
+    async def _chart_svgs(self, season: dict[str, Any]) -> tuple[str, str]:
+        season_id = season["season"]
+        done = season["matches_done"]
+        cached = self._charts.get(season_id)
+        if cached is not None and cached[0] == done:
+            return cached[1], cached[2]
+        results = await league.season_results(self.conn, season_id)
+        unit = ""
+        if results:
+            unit = str((results[0].get("result") or {}).get("unit", ""))
+
+        def draw() -> tuple[str, str]:
+            elo = charts.line_chart(
+                history.elo_over_time(season["bots"], results),
+                title=f"Elo over time in {season_id}, with 95% intervals",
+                x_label="matches counted",
+                y_label="Elo",
+            )
+            score = charts.line_chart(
+                history.score_over_time(season["bots"], results),
+                title=f"{league.unit_words(unit) or 'score'} over time in {season_id}",
+                x_label="matches counted",
+                y_label=league.unit_words(unit) or "score",
+            )
+            return elo, score
+
+        elo_svg, score_svg = await asyncio.to_thread(draw)
+        self._charts[season_id] = (done, elo_svg, score_svg)
+        return elo_svg, score_svg
+
+    async def context(self, season_id: str) -> dict[str, Any]:
+        """Everything the page shows of one season (the fragments' template context)."""
+        season = await league.load_season(self.conn, season_id)
+        if season is None:
+            raise KeyError(season_id)
+        standings: dict[str, Any] | None = None
+        with contextlib.suppress(ValueError):
+            standings = await league.load_standings(self.conn, season_id)
+        unit = str((standings or {}).get("unit", ""))
+        elo_svg, score_svg = await self._chart_svgs(season)
+        return {
+            "season": season,
+            "standings": standings,
+            "standings_behind": (
+                standings is not None
+                and int(standings.get("matches_done", 0)) < season["matches_done"]
+            ),
+            "rows": league.display_rows(standings),
+            "columns": league.standings_columns(unit),
+            "unit": unit,
+            "in_flight": await league.load_in_flight(self.conn, season_id),
+            "throughput": await self._throughput(season),
+            "recent": await league.load_recent_matches(self.conn, season=season_id),
+            "elo_svg": elo_svg,
+            "score_svg": score_svg,
+        }
+
+    async def snapshot_data(self, season_id: str) -> dict[str, Any]:
+        """The live numbers as JSON (``/api/live/<season>``)."""
+        ctx = await self.context(season_id)
+        return {
+            "season": ctx["season"],
+            "rows": ctx["rows"],
+            "in_flight": ctx["in_flight"],
+            "throughput": ctx["throughput"],
+            "recent": [{k: v for k, v in m.items() if k != "stats"} for m in ctx["recent"]],
+            "updated_ms": int(time.time() * 1000),
+        }
+
+    async def snapshot_event(self, season_id: str) -> str:
+        """One ``live`` event: each fragment's HTML, plus the numbers."""
+        ctx = await self.context(season_id)
+        fragments = {name: self.web.render(f"_{name}.html", **ctx) for name in FRAGMENTS}
+        payload = {
+            "fragments": fragments,
+            "progress": {
+                "done": ctx["season"]["matches_done"],
+                "failed": ctx["season"]["matches_failed"],
+                "total": ctx["season"]["matches_total"],
+                "state": ctx["season"]["state"],
+            },
+            "updated_ms": int(time.time() * 1000),
+        }
+        return f"event: live\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n"
+
+    # --- the event streams -------------------------------------------------------------------
+
+    async def _poll(self, season_id: str, watch: _Watch) -> None:
+        last = ""
+        while watch.queues and not self._closed.is_set():
+            try:
+                event = await self.snapshot_event(season_id)
+            except (redis.RedisError, KeyError) as exc:
+                event = f"event: problem\ndata: {json.dumps(str(exc))}\n\n"
+            if event != last:
+                for queue in list(watch.queues):
+                    if queue.full():
+                        with contextlib.suppress(asyncio.QueueEmpty):
+                            queue.get_nowait()  # a slow viewer gets the newest only
+                    queue.put_nowait(event)
+                last = event
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), INTERVAL_S)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        from referee.web.app import error
+
+        season_id = request.query.get("season", "")
+        if not league.ID_PATTERN.match(season_id):
+            return error(400, "pass the season to follow: /events?season=ID (see /api/seasons)")
+        if not await self.conn.exists(keys.season(season_id)):
+            return error(404, f"no season {season_id!r}: see /api/seasons")
+        if self._streams >= MAX_STREAMS:
+            return error(503, f"more than {MAX_STREAMS} open event streams; try again later")
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        self._streams += 1
+        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        watch = self._watches.setdefault(season_id, _Watch())
+        watch.queues.add(queue)
+        if watch.task is None or watch.task.done():
+            watch.task = asyncio.ensure_future(self._poll(season_id, watch))
+        try:
+            await response.prepare(request)
+            await response.write(b"retry: 2000\n\n")
+            while not self._closed.is_set():
+                get = asyncio.ensure_future(queue.get())
+                closed = asyncio.ensure_future(self._closed.wait())
+                done, _ = await asyncio.wait(
+                    {get, closed}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
+                )
+                closed.cancel()
+                if get in done:
+                    await response.write(get.result().encode())
+                else:
+                    get.cancel()
+                    if not self._closed.is_set():
+                        await response.write(b": keep-alive\n\n")
+        except (ConnectionResetError, RuntimeError):
+            pass  # the viewer went away
+        finally:
+            self._streams -= 1
+            watch.queues.discard(queue)
+        return response

@@ -1,0 +1,190 @@
+"""The HTML pages: the league, a bot, a replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from referee import keys
+from referee.web import charts, league
+from referee.web.records import RecordError, read_record
+from referee.web.replay import replay_data, replay_text
+
+if TYPE_CHECKING:
+    from referee.web.app import ArenaWeb
+
+BOT_RECORDS = 40
+"""How many of a bot's newest matches its page reads records of (penalties, think times)."""
+
+THINK_BUCKETS: tuple[tuple[float, str], ...] = (
+    (1.0, "<1 ms"),
+    (5.0, "1-5 ms"),
+    (20.0, "5-20 ms"),
+    (100.0, "20-100 ms"),
+    (500.0, "0.1-0.5 s"),
+    (2000.0, "0.5-2 s"),
+    (float("inf"), "≥2 s"),
+)
+
+
+def think_histogram(times_ms: list[float]) -> dict[str, int]:
+    counts = dict.fromkeys((label for _, label in THINK_BUCKETS), 0)
+    for t in times_ms:
+        for top, label in THINK_BUCKETS:
+            if t < top:
+                counts[label] += 1
+                break
+    return counts
+
+
+def wants_html(request: web.Request) -> bool:
+    return "text/html" in request.headers.get("Accept", "")
+
+
+class Pages:
+    def __init__(self, web_app: ArenaWeb) -> None:
+        self.web = web_app
+
+    @property
+    def conn(self) -> Any:
+        return self.web.conn
+
+    async def index(self, request: web.Request) -> web.Response:
+        from referee.web.app import error
+
+        seasons = await league.load_seasons(self.conn)
+        selected = request.query.get("season") or (seasons[0]["season"] if seasons else None)
+        if selected is not None and not league.ID_PATTERN.match(selected):
+            return error(400, f"season id {selected!r} is not valid: letters, digits, ._:@+-")
+        ctx: dict[str, Any] = {}
+        if selected is not None:
+            try:
+                ctx = await self.web.live.context(selected)
+            except KeyError:
+                known = ", ".join(s["season"] for s in seasons[:10]) or "none yet"
+                return error(404, f"no season {selected!r}; seasons: {known}")
+        if selected is None:
+            ctx["recent"] = await league.load_recent_matches(self.conn)
+        return self.web.html(
+            "index.html",
+            seasons=seasons,
+            selected=selected,
+            platform=await league.load_platform(self.conn),
+            **ctx,
+        )
+
+    async def bot(self, request: web.Request) -> web.Response:
+        from referee.web.app import error
+
+        name = request.match_info["name"]
+        if not league.ID_PATTERN.match(name):
+            return error(400, f"bot name {name!r} is not valid: letters, digits, ._:@+-")
+        registered = bool(await self.conn.sismember(keys.BOTS, name))
+        seasons = [s for s in await league.load_seasons(self.conn) if name in s["bots"]]
+        standing: dict[str, dict[str, Any]] = {}
+        for season in seasons:
+            for row in league.display_rows(
+                await league.load_standings(self.conn, season["season"])
+            ):
+                if row.get("bot") == name:
+                    standing[season["season"]] = row
+        if not registered and not seasons:
+            return error(404, f"no bot {name!r}: see the standings on /")
+        matches = await league.load_recent_matches(self.conn, bot=name, limit=BOT_RECORDS)
+        records = await league.load_records(self.conn, [m["match_id"] for m in matches])
+        penalties: list[dict[str, Any]] = []
+        think: list[float] = []
+        for m in matches:
+            record = records.get(m["match_id"])
+            if record is None:
+                continue
+            try:
+                view = read_record(record)
+            except RecordError:
+                continue
+            mine = {i for i, s in enumerate(view.seats) if s == name}
+            for step in view.steps:
+                if step.get("seat") not in mine or step.get("takeover"):
+                    continue
+                if step.get("think_ms") is not None and step.get("source") == "bot":
+                    think.append(float(step["think_ms"]))
+                for event in step.get("events", []):
+                    if event.get("seat") in mine and event.get("kind") in (
+                        "penalty",
+                        "invalid_action",
+                        "illegal_pass",
+                        "timeout",
+                        "eliminated",
+                    ):
+                        penalties.append(
+                            {
+                                "match_id": m["match_id"],
+                                "deal": int(event.get("deal", 0)) + 1,
+                                "kind": event.get("kind"),
+                                "reason": event.get("reason") or step.get("reason") or "",
+                                "message": (event.get("detail") or {}).get("message", ""),
+                                "action": event.get("action", ""),
+                            }
+                        )
+        reasons = Counter(p["reason"] or p["kind"] for p in penalties)
+        svg = charts.histogram(
+            think_histogram(think),
+            title=f"think time of {name} over its last {len(records)} matches",
+            x_label="think time per decision",
+        )
+        return self.web.html(
+            "bot.html",
+            name=name,
+            registered=registered,
+            seasons=seasons,
+            standing=standing,
+            matches=matches,
+            penalties=penalties[:200],
+            reasons=sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])),
+            think_svg=svg,
+            decisions=len(think),
+        )
+
+    async def _record(self, match_id: str) -> dict[str, Any] | web.Response:
+        from referee.web.app import error
+
+        if not league.ID_PATTERN.match(match_id):
+            return error(400, f"match id {match_id!r} is not valid: letters, digits, ._:@+-")
+        raw = await self.conn.get(keys.match_record(match_id))
+        if raw is None:
+            return error(404, f"no committed record for match {match_id!r}")
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return error(500, f"the record of match {match_id!r} in Redis is not JSON")
+        if not isinstance(record, dict):
+            return error(500, f"the record of match {match_id!r} in Redis is not an object")
+        return record
+
+    async def replay(self, request: web.Request) -> web.Response:
+        match_id = request.match_info["match_id"]
+        as_text = match_id.endswith(".txt") or request.query.get("format") == "text"
+        match_id = match_id.removesuffix(".txt")
+        record = await self._record(match_id)
+        if isinstance(record, web.Response):
+            return record
+        if as_text or not wants_html(request):
+            text = await asyncio.to_thread(replay_text, record)
+            return web.Response(text=text, content_type="text/plain")
+        return self.web.html("replay.html", match_id=match_id)
+
+    async def api_replay(self, request: web.Request) -> web.Response:
+        from referee.web.app import error, json_response
+
+        record = await self._record(request.match_info["match_id"])
+        if isinstance(record, web.Response):
+            return record
+        try:
+            data = await asyncio.to_thread(replay_data, record)
+        except (RecordError, ValueError) as exc:
+            return error(500, f"this record cannot be replayed: {exc}")
+        return json_response(200, data)
