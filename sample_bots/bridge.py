@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from sample_bots.sdk import ActionOutcome, Bot, BotRefused, Turn
+from sample_bots.sdk import SEASON_NOTICES, ActionOutcome, Bot, BotRefused, Turn
 
 STDERR_TAIL_LINES = 20
 """How many of the program's last stderr lines a crash report quotes."""
@@ -414,7 +414,8 @@ class BridgeOptions:
     use_bank: bool = False
     report_file: str | None = None
     games: list[str] = field(default_factory=list)
-    notify: bool = False  # also send result / match_start / deal_end / match_end lines
+    notify: bool = False  # also send result / match_start / deal_end / match_end / notice lines
+    exit_after_season: str | None = None  # stop the bridge when this season ends ('*': any)
 
 
 def turn_line(turn: Turn, budget_ms: int) -> str:
@@ -428,6 +429,7 @@ def turn_line(turn: Turn, budget_ms: int) -> str:
             "seat": turn.seat,
             "game": turn.game,
             "legal_actions": list(turn.legal_actions),
+            "action_info": [dataclasses.asdict(info) for info in turn.action_info],
             "clock": {
                 "move_ms": turn.clock.move_ms,
                 "bank_ms": turn.clock.bank_ms,
@@ -465,6 +467,7 @@ class BridgeBot(Bot):
         self._log = log
         if options.games:
             self.games = tuple(options.games)
+        self.exit_after_season = options.exit_after_season
         self.name = os.path.basename(program.argv[0]) or "bridge"
 
     def on_result(self, result: ActionOutcome) -> None:
@@ -483,6 +486,20 @@ class BridgeBot(Bot):
     def on_match_end(self, msg: dict[str, Any]) -> None:
         if self.options.notify:
             self.program.tell(notice_line("match_end", msg))
+
+    def on_notice(self, code: str, message: str) -> None:
+        super().on_notice(code, message)
+        if self.options.notify and code not in SEASON_NOTICES:
+            self.program.tell(notice_line("notice", {"code": code, "message": message}))
+
+    def on_season_start(self, notice: dict[str, Any]) -> None:
+        if self.options.notify:
+            self.program.tell(notice_line("notice", notice))
+
+    def on_season_end(self, notice: dict[str, Any]) -> None:
+        super().on_season_end(notice)
+        if self.options.notify:
+            self.program.tell(notice_line("notice", notice))
 
     def choose(self, turn: Turn) -> str:
         budget = budget_ms(turn, self.options)

@@ -32,7 +32,7 @@ import random
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -79,8 +79,24 @@ class Clock:
 
 
 @dataclass(frozen=True)
+class ActionInfo:
+    """What one legal action is and costs (``TurnRequest.action_info``, docs/PROTOCOL.md
+    section 4): ``kind`` is card, run, marriage, forced_pass, free_pass or voluntary_pass;
+    ``cost`` the chips (or penalty points) it pays; ``eliminates`` True when it puts the seat
+    out of the deal (SV-23)."""
+
+    action: str
+    kind: str
+    cost: int
+    eliminates: bool
+
+
+@dataclass(frozen=True)
 class Turn:
-    """One decision: what the seat sees (docs/OBSERVATIONS.md) and what it may do."""
+    """One decision: what the seat sees (docs/OBSERVATIONS.md) and what it may do.
+
+    ``action_info`` has one :class:`ActionInfo` per legal action, in the same order (empty
+    from a referee that predates it)."""
 
     match_id: str
     attempt: int
@@ -91,6 +107,14 @@ class Turn:
     legal_actions: list[str]
     clock: Clock
     season: str
+    action_info: list[ActionInfo] = field(default_factory=list)
+
+    def costly(self, action: str) -> bool:
+        """True when ``action`` (a legal one) costs chips or puts the seat out of the deal."""
+        return any(
+            info.action == action and (info.cost > 0 or info.eliminates)
+            for info in self.action_info
+        )
 
 
 @dataclass(frozen=True)
@@ -205,6 +229,10 @@ def turn_from_proto(request: Any) -> Turn:
         legal_actions=list(request.legal_actions),
         clock=Clock(request.clock.move_ms, request.clock.bank_ms, request.clock.grace_ms),
         season=request.season,
+        action_info=[
+            ActionInfo(info.action, info.kind, info.cost, info.eliminates)
+            for info in request.action_info
+        ],
     )
 
 
@@ -221,6 +249,26 @@ def outcome_from_proto(result: Any) -> ActionOutcome:
         think_ms=result.think_ms,
         autopilot=result.autopilot,
     )
+
+
+SEASON_NOTICES = ("season_start", "season_end")
+"""Notice codes that carry a season (docs/PROTOCOL.md section 2)."""
+
+
+def notice_to_dict(notice: Any) -> dict[str, Any]:
+    """A Notice -> ``{"code", "message"}``, plus for season notices ``season``, ``game``,
+    ``season_state`` and ``standing`` (the bot's final row as a dict; None when absent)."""
+    out: dict[str, Any] = {"code": notice.code, "message": notice.message}
+    if notice.code in SEASON_NOTICES:
+        out["season"] = notice.season
+        out["game"] = notice.game
+        out["season_state"] = notice.season_state
+        standing = None
+        if notice.HasField("standing"):
+            row = notice.standing
+            standing = {f.name: getattr(row, f.name) for f in row.DESCRIPTOR.fields}
+        out["standing"] = standing
+    return out
 
 
 def _json_or_empty(text: str) -> Any:
@@ -269,6 +317,10 @@ class Bot:
     version: str = "0.1"
     games: tuple[str, ...] = ("sevens", "sedma")
     max_concurrent_matches: int = 4
+    exit_after_season: str | None = None
+    """Stop :meth:`run` (it returns) once a ``season_end`` notice arrives for this season;
+    ``"*"`` means any season. None (the default) plays on."""
+    _season_over: bool = False
     choose_inline: bool = False
     """Call ``choose`` on the stream's own thread instead of the thread pool. Saves two
     thread hops per decision, but while ``choose`` runs nothing else is read or answered:
@@ -303,7 +355,29 @@ class Bot:
         """A match ended (dict of MatchEnd; ``result`` parsed)."""
 
     def on_notice(self, code: str, message: str) -> None:
+        """Every Notice (draining, season_start, season_end, ...); by default logged."""
         log.info("%s: referee notice %s: %s", self.name, code, message)
+
+    def on_season_start(self, notice: dict[str, Any]) -> None:
+        """A season this bot is entered in started (dict of :func:`notice_to_dict`)."""
+
+    def on_season_end(self, notice: dict[str, Any]) -> None:
+        """A season this bot is entered in ended; ``notice["standing"]`` is the bot's final
+        row (rank, of, elo, score, ...) or None. By default logged."""
+        row = notice.get("standing") or {}
+        log.info(
+            "%s: season %s %s: rank %s of %s, score %s",
+            self.name,
+            notice.get("season"),
+            notice.get("season_state"),
+            row.get("rank", "-"),
+            row.get("of", "-"),
+            row.get("score", "-"),
+        )
+
+    def _wants_exit(self, notice: dict[str, Any]) -> bool:
+        wanted = self.exit_after_season
+        return notice["code"] == "season_end" and wanted in ("*", notice.get("season"))
 
     # --- running -----------------------------------------------------------------------
     def run(
@@ -336,13 +410,14 @@ class Bot:
             raise ValueError("no server address: pass HOST:PORT (or several, comma-separated)")
         backoff = BACKOFF_START_S
         attempt = 0
-        while stop is None or not stop.is_set():
+        self._season_over = False
+        while (stop is None or not stop.is_set()) and not self._season_over:
             welcomed = False
             target = servers[attempt % len(servers)]
             attempt += 1
             try:
                 welcomed = await self._play_once(target, token, tls_ca, stop)
-                if stop is not None and stop.is_set():
+                if (stop is not None and stop.is_set()) or self._season_over:
                     return
                 log.info("%s: the referee closed the stream; reconnecting", self.name)
             except grpc.aio.AioRpcError as exc:
@@ -469,7 +544,17 @@ class Bot:
                     hook = getattr(self, f"on_{kind}")
                     self._hook(hook, notification_to_dict(kind, getattr(message, kind)))
                 elif kind == "notice":
-                    self._hook(self.on_notice, message.notice.code, message.notice.message)
+                    notice = notice_to_dict(message.notice)
+                    self._hook(self.on_notice, notice["code"], notice["message"])
+                    if notice["code"] == "season_start":
+                        self._hook(self.on_season_start, notice)
+                    elif notice["code"] == "season_end":
+                        self._hook(self.on_season_end, notice)
+                        if self._wants_exit(notice):
+                            log.info("%s: season %s is over; exiting", self.name, notice["season"])
+                            self._season_over = True
+                            call.cancel()
+                            return
         finally:
             for task in pending:
                 task.cancel()
@@ -537,6 +622,11 @@ def build_parser(bot: Bot) -> argparse.ArgumentParser:
     parser.add_argument("--tls-ca", help="PEM CA certificate: connect with TLS")
     parser.add_argument("--name", help="name shown in logs (default: the bot's)")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--exit-after-season",
+        metavar="SEASON",
+        help="exit (status 0) when this season ends ('*': any season the bot is in)",
+    )
     return parser
 
 
@@ -550,6 +640,8 @@ def main(bot: Bot, argv: Sequence[str] | None = None) -> None:
         raise SystemExit("no token: pass --token or set ARENA_TOKEN (arena bot register NAME)")
     if args.name:
         bot.name = args.name
+    if args.exit_after_season:
+        bot.exit_after_season = args.exit_after_season
     try:
         bot.run(args.server, args.token, tls_ca=args.tls_ca)
     except BotRefused as exc:

@@ -129,7 +129,10 @@ class Hello(_message.Message):
     """
     @_builtins.property
     def games(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Games the bot plays: "sevens", "sedma". Empty means every game."""
+        """Games the bot plays: "sevens", "sedma". Empty means every game. The platform remembers
+        the last non-empty list a stream declared: a season of another game refuses the bot
+        at creation (docs/PROTOCOL.md section 2).
+        """
 
     def __init__(
         self,
@@ -168,7 +171,9 @@ class Welcome(_message.Message):
     max_concurrent_matches: _builtins.int
     """The concurrency the referee granted (may be lower than asked)."""
     keepalive_time_ms: _builtins.int
-    """Keepalive the referee expects: the client should ping no more often than this."""
+    """The HTTP/2 keepalive ping interval to use: 30000 (30 s). The referee accepts pings
+    every 10 s or slower (docs/PROTOCOL.md section 7).
+    """
     referee_id: _builtins.str
     """Identifier of the referee process (several referees may share one platform)."""
     def __init__(
@@ -233,6 +238,7 @@ class TurnRequest(_message.Message):
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
     SEASON_FIELD_NUMBER: _builtins.int
+    ACTION_INFO_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     attempt: _builtins.int
     """Run number of the match; a retried match has a higher attempt."""
@@ -252,6 +258,12 @@ class TurnRequest(_message.Message):
 
     @_builtins.property
     def clock(self) -> Global___Clock: ...
+    @_builtins.property
+    def action_info(self) -> _containers.RepeatedCompositeFieldContainer[Global___ActionInfo]:
+        """What each legal action costs, one entry per legal_actions entry in the same order
+        (a later addition to protocol 1: an older referee leaves it empty).
+        """
+
     def __init__(
         self,
         *,
@@ -263,14 +275,59 @@ class TurnRequest(_message.Message):
         legal_actions: _abc.Iterable[_builtins.str] | None = ...,
         clock: Global___Clock | None = ...,
         season: _builtins.str = ...,
+        action_info: _abc.Iterable[Global___ActionInfo] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "observation", b"observation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "clock", b"clock", "legal_actions", b"legal_actions", "match_id", b"match_id", "observation", b"observation", "season", b"season", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_info", b"action_info", "attempt", b"attempt", "clock", b"clock", "legal_actions", b"legal_actions", "match_id", b"match_id", "observation", b"observation", "season", b"season", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TurnRequest: _TypeAlias = TurnRequest  # noqa: Y015
+
+@_typing.final
+class ActionInfo(_message.Message):
+    """What one legal action is and what applying it costs the seat (docs/PROTOCOL.md section 4).
+    A listed action is never refused; this says whether it still costs something.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    COST_FIELD_NUMBER: _builtins.int
+    ELIMINATES_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    """The action, as in legal_actions."""
+    kind: _builtins.str
+    """"card", "run" (a multi-card turn, SV-11), "marriage" (a Sedma marriage lead, SD-19),
+    "forced_pass" (no card fits, SV-17), "free_pass" (spends one of the seat's free
+    passes, SV-22), or "voluntary_pass" (a pass while able to play where must_play is off,
+    SV-20).
+    """
+    cost: _builtins.int
+    """Chips (or penalty points) the seat pays for it, in the match's unit: pass_chips for a
+    forced pass, voluntary_pass_chips for a voluntary pass, 0 otherwise.
+    """
+    eliminates: _builtins.bool
+    """True when taking it puts the seat out of the deal (more passes than pass_elimination,
+    SV-23), so the seat scores as last.
+    """
+    def __init__(
+        self,
+        *,
+        action: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        cost: _builtins.int = ...,
+        eliminates: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "cost", b"cost", "eliminates", b"eliminates", "kind", b"kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ActionInfo: _TypeAlias = ActionInfo  # noqa: Y015
 
 @_typing.final
 class Action(_message.Message):
@@ -572,24 +629,121 @@ Global___Pong: _TypeAlias = Pong  # noqa: Y015
 
 @_typing.final
 class Notice(_message.Message):
-    """Anything else the bot should know (e.g. the referee is draining)."""
+    """Anything else the bot should know. Codes (docs/PROTOCOL.md section 2 lists them):
+    "draining" (this referee is shutting down; reconnect when the stream ends),
+    "season_start" (a season the bot is entered in started), "season_end" (a season the bot
+    is entered in finished or was cancelled; `standing` is the bot's final row). Ignore codes
+    you do not know.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    SEASON_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    SEASON_STATE_FIELD_NUMBER: _builtins.int
+    STANDING_FIELD_NUMBER: _builtins.int
     code: _builtins.str
     message: _builtins.str
+    """The notice in words."""
+    season: _builtins.str
+    """season_start, season_end: the season id."""
+    game: _builtins.str
+    """season_start, season_end: the season's game ("sevens" or "sedma")."""
+    season_state: _builtins.str
+    """season_end: "finished" (every match played) or "cancelled" (stopped by an operator)."""
+    @_builtins.property
+    def standing(self) -> Global___SeasonStanding:
+        """season_end: the bot's row of the final standings (every entrant has one, even with
+        no match played: matches = 0).
+        """
+
     def __init__(
         self,
         *,
         code: _builtins.str = ...,
         message: _builtins.str = ...,
+        season: _builtins.str = ...,
+        game: _builtins.str = ...,
+        season_state: _builtins.str = ...,
+        standing: Global___SeasonStanding | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["standing", b"standing"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "game", b"game", "message", b"message", "season", b"season", "season_state", b"season_state", "standing", b"standing"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Notice: _TypeAlias = Notice  # noqa: Y015
+
+@_typing.final
+class SeasonStanding(_message.Message):
+    """One bot's row of a season's standings (docs/seasons.md describes every column)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_FIELD_NUMBER: _builtins.int
+    RANK_FIELD_NUMBER: _builtins.int
+    OF_FIELD_NUMBER: _builtins.int
+    MATCHES_FIELD_NUMBER: _builtins.int
+    DEALS_FIELD_NUMBER: _builtins.int
+    DEALS_WON_FIELD_NUMBER: _builtins.int
+    AVG_PLACE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    ELO_FIELD_NUMBER: _builtins.int
+    ELO_LOW_FIELD_NUMBER: _builtins.int
+    ELO_HIGH_FIELD_NUMBER: _builtins.int
+    ILLEGAL_PASSES_FIELD_NUMBER: _builtins.int
+    INVALID_ACTIONS_FIELD_NUMBER: _builtins.int
+    TIMEOUTS_FIELD_NUMBER: _builtins.int
+    AUTOPILOT_SEATS_FIELD_NUMBER: _builtins.int
+    UNIT_FIELD_NUMBER: _builtins.int
+    bot: _builtins.str
+    rank: _builtins.int
+    """1 = best; ranked by Elo, then average place."""
+    of: _builtins.int
+    """Bots in the standings."""
+    matches: _builtins.int
+    deals: _builtins.int
+    deals_won: _builtins.int
+    avg_place: _builtins.float
+    """Average finishing place per deal (1 = first)."""
+    score: _builtins.float
+    """Sum of the bot's match totals, in the season's unit."""
+    elo: _builtins.float
+    elo_low: _builtins.float
+    elo_high: _builtins.float
+    illegal_passes: _builtins.int
+    invalid_actions: _builtins.int
+    timeouts: _builtins.int
+    autopilot_seats: _builtins.int
+    unit: _builtins.str
+    """The season's unit ("chips", "deals_won", ...)."""
+    def __init__(
+        self,
+        *,
+        bot: _builtins.str = ...,
+        rank: _builtins.int = ...,
+        of: _builtins.int = ...,
+        matches: _builtins.int = ...,
+        deals: _builtins.int = ...,
+        deals_won: _builtins.int = ...,
+        avg_place: _builtins.float = ...,
+        score: _builtins.float = ...,
+        elo: _builtins.float = ...,
+        elo_low: _builtins.float = ...,
+        elo_high: _builtins.float = ...,
+        illegal_passes: _builtins.int = ...,
+        invalid_actions: _builtins.int = ...,
+        timeouts: _builtins.int = ...,
+        autopilot_seats: _builtins.int = ...,
+        unit: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["autopilot_seats", b"autopilot_seats", "avg_place", b"avg_place", "bot", b"bot", "deals", b"deals", "deals_won", b"deals_won", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "illegal_passes", b"illegal_passes", "invalid_actions", b"invalid_actions", "matches", b"matches", "of", b"of", "rank", b"rank", "score", b"score", "timeouts", b"timeouts", "unit", b"unit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeasonStanding: _TypeAlias = SeasonStanding  # noqa: Y015

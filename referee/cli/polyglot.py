@@ -50,6 +50,7 @@ def bridge(args: argparse.Namespace) -> int:
         report_file=args.report_file,
         games=_games(args),
         notify=args.notify,
+        exit_after_season=args.exit_after_season,
     )
     return run_bridge(args.server, args.token, command, options)
 
@@ -213,8 +214,13 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--notify",
         action="store_true",
-        help="also send the program result, match_start, deal_end and match_end lines "
+        help="also send the program result, match_start, deal_end, match_end and notice lines "
         "(they want no answer)",
+    )
+    parser.add_argument(
+        "--exit-after-season",
+        metavar="SEASON",
+        help="stop the bridge (exit 0) when this season ends ('*': any season the bot is in)",
     )
     parser.add_argument("--report-file", help="append one JSON line per incident to this file")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its args")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.v1 import bot_pb2, game_pb2
+from referee.games.action_info import action_info
 from referee.mailbox import (
     ActionResultMessage,
     DealEndMessage,
@@ -118,6 +119,8 @@ def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> 
     request.seat = int(turn["seat"])
     fill_observation(request.observation, turn["observation"])
     request.legal_actions.extend(str(a) for a in turn["legal_actions"])
+    for info in action_info(turn["observation"], request.legal_actions):
+        request.action_info.add(**info)
     request.clock.move_ms = max(0, int(c["move_ms"]))
     request.clock.bank_ms = max(0, int(c["bank_ms"]))
     request.clock.grace_ms = max(0, int(c["grace_ms"]))

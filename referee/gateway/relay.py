@@ -398,6 +398,10 @@ class BotSession:
                 limit=limit,
             )
         self._registered = True
+        # The games of the latest Hello, for season creation (store.create_season refuses a
+        # bot whose declared games leave out the season's game); [] means every game.
+        with contextlib.suppress(RedisError):
+            await self.redis.hset(keys.bot(self.bot), "games", json.dumps(self._record["games"]))
         self.hub.sessions.add(self)
         welcome = bot_pb2.Welcome(
             bot=self.bot,
@@ -546,6 +550,11 @@ class BotSession:
             )
             self.request_stop(error)
             raise error from None
+
+    async def send_notice(self, message: Any) -> None:
+        """Write a ``RefereeMessage(notice=...)`` between the other messages
+        (referee.gateway.notices); it takes no concurrency slot."""
+        await self._write(message)
 
     def _update_slot(self) -> None:
         if self._stopping or len(self.open) < self.concurrency:

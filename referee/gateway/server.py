@@ -42,6 +42,7 @@ from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee import web
 from referee.gateway.auth import BotAuthInterceptor
 from referee.gateway.league import LeagueCore, make_league_servicer
+from referee.gateway.notices import forward_season_notices
 from referee.gateway.relay import (
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
@@ -163,6 +164,7 @@ class RefereeServer:
         self.server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._sweeper: asyncio.Future[None] | None = None
+        self._notices: asyncio.Future[None] | None = None
         self._beater: asyncio.Future[None] | None = None
         self._beat_redis: redis.asyncio.Redis | None = None
         self._stopped = False
@@ -225,6 +227,10 @@ class RefereeServer:
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self._sweeper = asyncio.ensure_future(self.hub.sweep_forever())
+        # Season start/end notices on the bots' streams (best effort, pub/sub).
+        self._notices = asyncio.ensure_future(
+            forward_season_notices(self.hub, self.pop_redis, self.redis)
+        )
         if self.config.hooks:
             self._start_hooks()
         return self.port
@@ -284,10 +290,11 @@ class RefereeServer:
             await self.hub.mark_drained()
         if self.server is not None:
             await self.server.stop(grace=1.0)
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for task in (self._sweeper, self._notices):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 5.0)

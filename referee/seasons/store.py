@@ -258,6 +258,29 @@ def publish(
 # --- creating and changing state ----------------------------------------------------------
 
 
+def declared_games(conn: redis.Redis, bot: str) -> list[str]:
+    """The games the bot's latest stream declared in Hello ([] = every game, or never
+    connected); the referee records them in the bot's hash (``games``)."""
+    raw = conn.hget(keys.bot(bot), "games")
+    try:
+        games = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [str(g) for g in games] if isinstance(games, list) else []
+
+
+def bots_declining(
+    conn: redis.Redis, bots: Sequence[str], game: str
+) -> list[tuple[str, list[str]]]:
+    """The bots whose declared games leave out ``game``, with what they declared."""
+    out = []
+    for bot in bots:
+        games = declared_games(conn, bot)
+        if games and game not in games:
+            out.append((bot, games))
+    return out
+
+
 def _new_name(game: str) -> str:
     return f"{game}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
@@ -282,6 +305,14 @@ def create_season(
         owner = conn.hget(keys.bot(bot), "owner")
         if owner:
             owners[bot] = str(owner)
+    refused = bots_declining(conn, spec.bots, spec.game)
+    if refused:
+        listed = "; ".join(f"{bot} declared {', '.join(games)}" for bot, games in refused)
+        raise ConfigError(
+            f"{len(refused)} bot(s) do not play {spec.game}: {listed} (Hello.games of their "
+            f"latest stream). Leave them out of this {spec.game} season, or connect them "
+            f"declaring {spec.game} (an empty games list means every game)"
+        )
     seed = spec.seed or random_seed()
     schedule = build_schedule(spec, seed, owners)
     season_id = spec.name

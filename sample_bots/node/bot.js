@@ -5,9 +5,12 @@
 //
 // It loads the .proto files from the repository's proto/ folder at run time (no generated
 // code), opens one BotGateway.Play stream, says Hello, and answers every TurnRequest with a
-// simple legal action: in the Sevens family the longest run it may play (passing only when it
-// must), in Sedma the first legal card. It reconnects with backoff when the stream drops and
-// stops for good only on errors that a retry cannot fix (bad token, wrong protocol).
+// simple legal action: in the Sevens family the longest run it may play, avoiding actions
+// that cost chips when `action_info` says so (passing only when it must), in Sedma the first
+// legal card. It reconnects with backoff when the stream drops and stops for good only on
+// errors that a retry cannot fix (bad token, wrong protocol). With --exit-after-season
+// SEASON it exits (status 0) when the referee's `season_end` notice for SEASON arrives
+// ('*': any season).
 // Everything it logs goes to stderr. The protocol is described in docs/PROTOCOL.md.
 'use strict';
 
@@ -32,6 +35,7 @@ function usage(message) {
   process.stderr.write(
     'usage: node bot.js --server HOST:PORT --token TOKEN [--games sevens,sedma]\n' +
       '                   [--concurrency N] [--proto-dir DIR] [--max-retries N]\n' +
+      '                   [--exit-after-season SEASON]\n' +
       '  --server, --token default to $ARENA_SERVER and $ARENA_TOKEN\n',
   );
   process.exit(2);
@@ -45,6 +49,7 @@ function parseArgs(argv) {
     concurrency: 4,
     protoDir: path.resolve(__dirname, '..', '..', 'proto'),
     maxRetries: Infinity,
+    exitAfterSeason: '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
@@ -60,6 +65,7 @@ function parseArgs(argv) {
     else if (flag === '--concurrency') opts.concurrency = Number.parseInt(need(), 10);
     else if (flag === '--proto-dir') opts.protoDir = path.resolve(need());
     else if (flag === '--max-retries') opts.maxRetries = Number.parseInt(need(), 10);
+    else if (flag === '--exit-after-season') opts.exitAfterSeason = need();
     else if (flag === '-h' || flag === '--help') usage('');
     else usage(`unknown argument ${JSON.stringify(flag)}`);
   }
@@ -87,12 +93,23 @@ function cardCount(action) {
   return action === 'pass' ? 0 : action.split('+').length;
 }
 
-// Sevens family: play the longest run on offer (the first such in the sorted list); pass
-// only when passing is all that is legal or nothing else is offered.
-function chooseSevens(legal) {
+// What an action costs, from TurnRequest.action_info (docs/PROTOCOL.md section 4): chips
+// paid, plus a large number when it puts the seat out of the deal. 0 when unknown.
+function costOf(action, info) {
+  const entry = (info || []).find((i) => i.action === action);
+  if (!entry) return 0;
+  return entry.cost + (entry.eliminates ? 1000 : 0);
+}
+
+// Sevens family: the cheapest action, and among those the longest run (the first such in
+// the sorted list); a pass only when it is all that is legal or costs nothing while every
+// card would.
+function chooseSevens(legal, info) {
   let best = legal[0];
   for (const action of legal) {
-    if (cardCount(action) > cardCount(best)) best = action;
+    const cheaper = costOf(action, info) < costOf(best, info);
+    const same = costOf(action, info) === costOf(best, info);
+    if (cheaper || (same && cardCount(action) > cardCount(best))) best = action;
   }
   return best;
 }
@@ -106,7 +123,7 @@ function choose(turn) {
   const legal = turn.legal_actions;
   if (!legal || legal.length === 0) return 'pass';
   const game = turn.observation ? turn.observation.game : '';
-  return game === 'sedma' ? chooseSedma(legal) : chooseSevens(legal);
+  return game === 'sedma' ? chooseSedma(legal) : chooseSevens(legal, turn.action_info);
 }
 
 // ---- connection -----------------------------------------------------------------------
@@ -195,9 +212,20 @@ function run(opts) {
         case 'match_end':
           log(`match ${message.match_end.match_id} ended: totals ${message.match_end.totals}`);
           break;
-        case 'notice':
-          log(`notice ${message.notice.code}: ${message.notice.message}`);
+        case 'notice': {
+          // Codes: draining, season_start, season_end (docs/PROTOCOL.md section 2).
+          const n = message.notice;
+          log(`notice ${n.code}: ${n.message}`);
+          if (n.code === 'season_end') {
+            const row = n.standing;
+            if (row) log(`season ${n.season} ${n.season_state}: rank ${row.rank} of ${row.of}`);
+            if (opts.exitAfterSeason === '*' || opts.exitAfterSeason === n.season) {
+              log(`season ${n.season} is over; exiting`);
+              stop();
+            }
+          }
           break;
+        }
         default:
           break;
       }
