@@ -17,13 +17,13 @@ move clock the referee sends with the turn.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import random
 import sys
 import threading
 from collections.abc import Sequence
 
 from referee.games.policies import POLICIES, Policy
+from referee.seasons.inprocess import turn_rng
 from sample_bots.sdk import Bot, Turn, main
 
 
@@ -61,9 +61,7 @@ class PolicyBot(Bot):
     def choose(self, turn: Turn) -> str:
         policy = self._policy_for(turn)
         if self._per_turn:
-            index = turn.match_id.rsplit("-", 1)[-1]
-            text = f"{self._seed}:{index}:{turn.seq}".encode()
-            rng = random.Random(int.from_bytes(hashlib.sha256(text).digest()[:8], "big"))
+            rng = turn_rng(self._seed, turn.match_id, turn.seq)
             return policy(turn.observation, turn.legal_actions, rng)
         with self._lock:
             return policy(turn.observation, turn.legal_actions, self._rng)

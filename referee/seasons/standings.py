@@ -180,6 +180,13 @@ def compute_standings(
         "matches_total": matches_total,
         "updated_ms": int(time.time() * 1000) if now_ms is None else int(now_ms),
         "rows": rows,
+        # how the Elo intervals were made (docs/seasons.md): matches = clusters, the
+        # Student-t quantile on matches - 1 df, and a warning when they are too few
+        "elo_interval": {
+            "matches": fit.matches,
+            "quantile": round(fit.quantile, 4),
+            "warning": fit.warning,
+        },
     }
 
 

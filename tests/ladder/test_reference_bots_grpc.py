@@ -1,6 +1,8 @@
 """Every reference bot of the ladder (referee/games/ladder.py) plays every preset of its
 game family through the real path: SDK bots over gRPC to a referee process, matches run by
-real worker processes, without an invalid action, an illegal pass or a timeout.
+real worker processes, without an invalid action, an illegal pass or a timeout. And a
+season played in-process (referee/seasons/inprocess.py, what bench/strength.py uses) gives
+the same results as the same season played on the platform.
 
 Short matches (one deal) and small think budgets keep it quick; the long ladder runs are
 in bench/strength.py.
@@ -16,7 +18,12 @@ import pytest
 from referee.cli.policy_bot import PolicyBot
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.games.policies import POLICIES
 from referee.games.registry import get_game
+from referee.seasons.inprocess import play_season
+from referee.seasons.model import SeasonOptions, SeasonSpec
+from referee.seasons.schedule import build_schedule
+from referee.seasons.store import match_spec_of
 from sample_bots.sdk import Bot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from workers import queue
@@ -99,3 +106,43 @@ def _wait(platform: Platform, match_ids: list[str], timeout: float = 240.0) -> N
                 pending.discard(m)
         time.sleep(0.1)
     assert not pending, {m: queue.match_status(platform.conn, m) for m in pending}
+
+
+@pytest.mark.parametrize(
+    ("game", "preset", "table", "deals"),
+    [("sevens", "fan-tan", 3, 3), ("sedma", "sedma", 4, 2), ("sedma", "sedma-3", 3, 3)],
+)
+def test_a_season_in_process_equals_the_season_on_the_platform(
+    platform: Platform, game: str, preset: str, table: int, deals: int
+) -> None:
+    """The same schedule with deterministic per-turn-seeded bots: the in-process results
+    (bench/strength.py's) equal the platform's, match by match."""
+    policies = {f"eq-{game}-{preset}-{p}": p for p in ("random", "first-legal", "heuristic")}
+    spec = SeasonSpec(
+        name=f"eq-{preset}",
+        game=game,
+        preset=preset,
+        bots=tuple(policies),
+        table_size=table,
+        deals_per_match=deals,
+        options=SeasonOptions(duplicate=True),
+    )
+    rules = spec.validate_with_engine()
+    schedule = build_schedule(spec, 77)
+    assert len(schedule) >= 1
+    named: dict[str, Bot] = {
+        name: PolicyBot(policy, per_turn_seed=True) for name, policy in policies.items()
+    }
+    with bots_in_threads(platform, named):
+        for scheduled in schedule:
+            assert queue.enqueue_match(
+                platform.conn, match_spec_of(spec.name, spec, rules, scheduled)
+            )
+        _wait(platform, [m.match_id for m in schedule])
+    local = play_season(spec, 77, {name: POLICIES[p] for name, p in policies.items()})
+    assert [r["match_id"] for r in local] == [m.match_id for m in schedule]
+    for mine in local:
+        remote = queue.get_result(platform.conn, mine["match_id"])
+        assert remote is not None
+        assert remote["seats"] == mine["seats"]
+        assert remote["result"] == mine["result"], mine["match_id"]

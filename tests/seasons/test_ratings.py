@@ -7,10 +7,13 @@ import random
 
 from referee.seasons.ratings import (
     ELO_SCALE,
+    Z95,
     Placing,
     bradley_terry,
     live_elo,
     openskill_ratings,
+    student_t_cdf,
+    student_t_quantile,
 )
 
 BOTS = [f"b{i}" for i in range(6)]
@@ -104,3 +107,27 @@ def test_live_elo_and_openskill_move_the_winner_up() -> None:
     skill = openskill_ratings(["a", "b", "c", "d"], placings)
     assert skill["a"].mu > skill["b"].mu > skill["d"].mu
     assert skill["a"].ordinal > skill["d"].ordinal
+
+
+def test_student_t_quantile_matches_the_tables() -> None:
+    assert math.isclose(student_t_quantile(0.975, 1), 12.7062, abs_tol=1e-4)
+    assert math.isclose(student_t_quantile(0.975, 10), 2.2281, abs_tol=1e-4)
+    assert math.isclose(student_t_quantile(0.975, 29), 2.0452, abs_tol=1e-4)
+    assert math.isclose(student_t_quantile(0.025, 5), -2.5706, abs_tol=1e-4)
+    assert math.isclose(student_t_quantile(0.975, 1e7), 1.96, abs_tol=1e-3)
+    assert math.isclose(student_t_cdf(2.2281388519863867, 10), 0.975, abs_tol=1e-9)
+
+
+def test_interval_uses_t_on_matches_minus_one_and_warns_below_two_matches() -> None:
+    """G matches feed the clustered variance: the half-width is t(0.975, G - 1) standard
+    errors. One match gives no clustered variance: the fit says so."""
+    rng = random.Random(9)
+    strength = {b: 0.3 * i for i, b in enumerate(BOTS)}
+    placings = _league(rng, strength, 12)
+    fit = bradley_terry(BOTS, placings)
+    assert fit.matches == 12 and not fit.warning
+    assert math.isclose(fit.quantile, student_t_quantile(0.975, 11))
+    one = [p for p in placings if p.cluster == placings[0].cluster]
+    single = bradley_terry(BOTS, one)
+    assert single.matches == 1 and "fewer than two matches" in single.warning
+    assert single.quantile == Z95

@@ -117,6 +117,9 @@ def test_counters_places_and_scores() -> None:
     assert rows["bob"]["illegal_passes"] == 1 and rows["bob"]["invalid_actions"] == 3
     assert rows["cat"]["autopilot_seats"] == 1
     assert table["unit"] == "chips" and table["matches_total"] == 3
+    # one match: no clustered variance, and the standings say so
+    assert table["elo_interval"]["matches"] == 1
+    assert "fewer than two matches" in table["elo_interval"]["warning"]
 
 
 def test_head_to_head_order_is_side_against_side() -> None:

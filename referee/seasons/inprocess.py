@@ -1,0 +1,111 @@
+"""Play a season in-process: the platform's schedule, the policies instead of bots.
+
+The strength ladder (``bench/strength.py``, docs/ladder.md) plays thousands of deals; over
+the platform each decision would cost a gRPC round trip and a Redis hop for nothing. This
+module plays the *same* season in one process: the same :func:`build_schedule` (tables,
+seats, deal seeds, duplicate rotations), the same engine, and each seat's policy seeded per
+turn exactly as ``referee/cli/policy_bot.py --per-turn-seed`` seeds it on the platform
+(:func:`turn_rng`: from the match index and the turn's sequence number). So a season of
+deterministic policies (``random``, ``first-legal``, ``heuristic``, and the search bots
+while their work limit, not their clock, stops them) gives the same results in-process and
+on the platform; ``tests/ladder/test_inprocess.py`` checks it on a real platform.
+
+No Redis, no gRPC, no clocks: nobody times out and the autopilot never takes over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Mapping, Sequence
+
+from referee.games.base import EventKind
+from referee.games.policies import Policy
+from referee.games.registry import get_game
+from referee.seasons.model import SeasonSpec
+from referee.seasons.schedule import ScheduledMatch, build_schedule
+from workers.spec import CommittedResult, SeatStats
+
+
+def turn_rng(seed: int | None, match_id: str, seq: int) -> random.Random:
+    """The random generator of one turn: from the bot's seed, the match index (the
+    ``m0007`` of ``season-m0007``) and the turn's sequence number in the match (1, 2, ...:
+    the decisions the seat's bot was asked, counted over all seats)."""
+    index = match_id.rsplit("-", 1)[-1]
+    text = f"{seed}:{index}:{seq}".encode()
+    return random.Random(int.from_bytes(hashlib.sha256(text).digest()[:8], "big"))
+
+
+def play_scheduled(
+    spec: SeasonSpec,
+    rules: Mapping[str, object],
+    scheduled: ScheduledMatch,
+    policies: Mapping[str, Policy],
+    season_id: str = "",
+) -> CommittedResult:
+    """Play one scheduled match with ``policies[bot]`` in each seat."""
+    game = get_game(spec.game)
+    rules_obj = game.rules_from_dict(rules)
+    seats = scheduled.seats
+    match = game.new_match(rules_obj, len(seats), scheduled.seed, scheduled.deals)
+    stats: list[SeatStats] = [
+        {
+            "bot": name,
+            "decisions": 0,
+            "timeouts": 0,
+            "invalid_actions": 0,
+            "illegal_passes": 0,
+            "autopilot": False,
+            "think_ms_total": 0.0,
+        }
+        for name in seats
+    ]
+    seq = 0
+    while not match.is_over():
+        seat = match.to_act()
+        legal = match.legal_actions()
+        if spec.options.autoplay_forced and len(legal) == 1:
+            match.apply(legal[0], "forced")
+            continue
+        seq += 1
+        policy = policies[seats[seat]]
+        action = policy(match.observation(seat), legal, turn_rng(None, scheduled.match_id, seq))
+        events = match.apply(action)
+        stats[seat]["decisions"] += 1
+        for event in events:
+            if event.seat == seat and event.kind == EventKind.INVALID_ACTION:
+                stats[seat]["invalid_actions"] += 1
+            elif event.seat == seat and event.kind == EventKind.ILLEGAL_PASS:
+                stats[seat]["illegal_passes"] += 1
+    return {
+        "match_id": scheduled.match_id,
+        "season": season_id or spec.name,
+        "game": spec.game,
+        "seats": list(seats),
+        "attempt": 1,
+        "result": match.result().to_dict(),
+        "stats": stats,
+        "finished_ms": float(scheduled.index),
+    }
+
+
+def play_season(
+    spec: SeasonSpec,
+    seed: int,
+    policies: Mapping[str, Policy],
+    *,
+    matches: Sequence[ScheduledMatch] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[CommittedResult]:
+    """Every match of ``spec``'s schedule from ``seed`` (or the ``matches`` given)."""
+    rules = spec.validate_with_engine()
+    schedule = list(matches) if matches is not None else build_schedule(spec, seed)
+    missing = sorted({b for m in schedule for b in m.seats} - set(policies))
+    if missing:
+        raise ValueError(f"no policy for bot(s) {', '.join(missing)}")
+    out = []
+    for i, scheduled in enumerate(schedule):
+        out.append(play_scheduled(spec, rules, scheduled, policies))
+        if progress is not None:
+            progress(i + 1, len(schedule))
+    return out
