@@ -216,11 +216,15 @@ class MatchResult:
 class DealSpec:
     """How one deal of a match is dealt.
 
-    The deck is shuffled by ``seed``; hand ``i`` of that shuffle goes to seat
-    ``(i + rotation) % num_players``. For duplicate deals a season plays the same seed
-    with rotations ``0 .. n-1`` and ``dealer`` rotated along with the hands, so every
-    bot plays every hand from the same position. ``dealer=None`` means the match's
-    normal dealer rotation (SV-5, SD-5).
+    The deck is shuffled by ``seed``. In Sevens it is then dealt as a dealer deals it
+    (SV-4): one card at a time clockwise from the dealer's left, card ``k`` to seat
+    ``(dealer + 1 + k) % num_players``, so the seats left of the dealer get the extra
+    cards whatever the spec; ``rotation`` has no further effect there, the dealer carries
+    it. In Sedma (even hands) hand ``i`` goes to seat ``(i + rotation) % num_players``.
+    For duplicate deals a season plays the same seed with rotations ``0 .. n-1`` and
+    ``dealer`` rotated along with them, so every bot plays every hand from the same
+    position relative to the dealer. ``dealer=None`` means the match's normal dealer
+    rotation (SV-5, SD-5).
     """
 
     seed: int

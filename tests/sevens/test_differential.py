@@ -515,7 +515,7 @@ def _check_hand_sizes(match: Match, spec: DealSpec, n: int, context: str) -> Non
     extra = total % n
     want = [total // n] * n
     for k in range(extra):
-        want[(spec.rotation + k) % n] += 1
+        want[(spec.dealer + 1 + k) % n] += 1
     _check("hand sizes", sizes, want, context)
 
 
@@ -663,16 +663,16 @@ def test_random_rules_agree() -> None:  # SV-24 and every option, in random comb
         _run_full_matches(label, rules, 1)
 
 
-def _redeal(rules: SevensRules, n: int, seed: int, rotation: int) -> list[list[str]]:
+def _redeal(rules: SevensRules, n: int, seed: int, dealer: int) -> list[list[str]]:
     """D-10, written out: the sorted deck (less removed starters) shuffled by the seed,
-    card k to hand k % n, hand i to seat (i + rotation) % n; hands sorted."""
+    card k to seat (dealer + 1 + k) % n (SV-4); hands sorted."""
     deck = sorted(deck_cards(rules))
     if rules.starters == "removed_before_deal":
         deck = [card for card in deck if card.rank != Rank.parse(rules.starter_rank)]
     random.Random(seed).shuffle(deck)
     hands: list[list[str]] = [[] for _ in range(n)]
     for i in range(n):
-        hands[(i + rotation) % n] = [str(card) for card in sorted(deck[i::n])]
+        hands[(dealer + 1 + i) % n] = [str(card) for card in sorted(deck[i::n])]
     return hands
 
 
@@ -683,11 +683,11 @@ def test_engine_deals_as_documented() -> None:  # SV-4, SV-5, D-10, D-11
         for n in game.player_counts(rules):
             spec = DealSpec(seed=1000 + n, rotation=(n - 1) % n, dealer=n - 2)
             match = game.new_match(rules, n, seed=n, deals=[spec])
-            assert match.initial_hands()[0] == _redeal(rules, n, spec.seed, spec.rotation), name
+            assert match.initial_hands()[0] == _redeal(rules, n, spec.seed, n - 2), name
             own = game.new_match(rules, n, seed=4242 + n)  # the match derives its own specs
             digest = hashlib.sha256(f"{4242 + n}:0".encode()).digest()
             seed = int.from_bytes(digest[:8], "big") & ~(1 << 63)
-            assert own.initial_hands()[0] == _redeal(rules, n, seed, 1 % n), (name, n)
+            assert own.initial_hands()[0] == _redeal(rules, n, seed, 0), (name, n)
 
 
 def test_reference_deck_matches_engine_deal() -> None:  # SV-2, SV-4, SV-6

@@ -182,8 +182,11 @@ class SevensMatch:
             cards = list(t.dealt)
             random.Random(spec.seed).shuffle(cards)
             hands = [0] * n
-            for i in range(n):  # card k goes to hand k % n (D-10); distinct bits: sum == or
-                hands[(i + spec.rotation) % n] = sum(map(_BIT.__getitem__, cards[i::n]))
+            # SV-4, D-10: dealt one card at a time from the dealer's left, so card k goes to
+            # seat (dealer + 1 + k) % n and the seats left of the dealer get the extra cards.
+            # Distinct bits: sum == or.
+            for i in range(n):
+                hands[(dealer + 1 + i) % n] = sum(map(_BIT.__getitem__, cards[i::n]))
         # SV-6: a seeded deal cannot misdeal, but check the cards anyway.
         union = table
         total = table.bit_count()
