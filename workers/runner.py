@@ -92,16 +92,10 @@ def run_match(match_id: str, conn: redis.Redis | None = None) -> str:
     """Play match ``match_id`` and commit its result; returns what happened in one word:
     ``committed``, ``duplicate`` (another run committed first), ``superseded`` or
     ``already-done``. Failures are recorded in the match state, then re-raised."""
-    conn = conn if conn is not None else job_connection()
-    raw = conn.get(keys.match_spec(match_id))
-    if raw is None:
-        raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
-    spec = MatchSpec.from_json(raw)
-    if conn.exists(keys.match_result(match_id)):
-        log.info("match %s is already committed; nothing to do", match_id)
+    begun = _begin(match_id, conn)
+    if begun is None:
         return "already-done"
-    attempt = int(conn.incr(keys.match_attempt(match_id)))
-    _mark_running(conn, spec, attempt)
+    conn, spec, attempt = begun
     log.info("match %s attempt %d started (%s)", match_id, attempt, spec.game)
     try:
         run = MatchRun(conn, spec, attempt)
@@ -125,6 +119,45 @@ def run_match(match_id: str, conn: redis.Redis | None = None) -> str:
     run.notify_match_end()
     log.info("match %s attempt %d committed", match_id, attempt)
     return "committed"
+
+
+BEGIN_PATIENCE_S = 60.0
+"""How long a dequeued match waits for Redis before its attempt starts. Until the match is
+marked running, no heartbeat exists for the janitor to find lapsed: a job that failed
+here would leave the match queued with no job (seen in tests/multihost: a worker host
+whose link came back could not reach Redis for a moment, "No route to host")."""
+
+
+def _begin(match_id: str, conn: redis.Redis | None) -> tuple[redis.Redis, MatchSpec, int] | None:
+    """Connect, load the spec and take a new attempt number; None when the match is
+    already committed. Waits out a Redis outage of up to ``BEGIN_PATIENCE_S``."""
+    deadline = time.monotonic() + BEGIN_PATIENCE_S
+    delay = 0.2
+    while True:
+        client: redis.Redis | None = None
+        try:
+            client = conn if conn is not None else job_connection()
+            raw = client.get(keys.match_spec(match_id))
+            if raw is None:
+                raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
+            spec = MatchSpec.from_json(raw)
+            if client.exists(keys.match_result(match_id)):
+                log.info("match %s is already committed; nothing to do", match_id)
+                return None
+            # a retry after a lost INCR reply skips a number: attempts stay unique
+            attempt = int(client.incr(keys.match_attempt(match_id)))
+            _mark_running(client, spec, attempt)
+            return client, spec, attempt
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if conn is None and client is not None:
+                client.close()
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "match %s: cannot reach Redis (%s); retrying in %.1f s", match_id, exc, delay
+            )
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
 
 def _mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int) -> None:

@@ -1,0 +1,62 @@
+"""A dequeued match waits out a short Redis outage before its attempt starts, instead of
+failing its job and leaving the match queued with no job (found by tests/multihost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from referee import keys
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from workers import queue, runner
+from workers.spec import MatchSpec
+
+
+class Unreachable:
+    """The real client, except that its first ``failures`` commands raise as a client
+    does while Redis can't be reached."""
+
+    def __init__(self, conn: redis.Redis, failures: int) -> None:
+        self.conn = conn
+        self.failures = failures
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.conn, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kw: Any) -> Any:
+            if self.failures > 0:
+                self.failures -= 1
+                raise redis.ConnectionError("Error 113 connecting to 198.18.17.2:6379.")
+            return attr(*args, **kw)
+
+        return call
+
+
+def spec() -> MatchSpec:
+    rules = get_game("sevens").preset("fan-tan").to_dict()
+    return MatchSpec("br-1", "sevens", rules, ("a", "b", "c"), 1, (DealSpec(3),))
+
+
+def test_the_attempt_starts_once_redis_answers_again(redis_client: redis.Redis) -> None:
+    assert queue.enqueue_match(redis_client, spec())
+    flaky = Unreachable(redis_client, failures=3)
+    begun = runner._begin("br-1", flaky)  # type: ignore[arg-type]
+    assert begun is not None
+    _conn, loaded, attempt = begun
+    assert loaded.match_id == "br-1" and attempt == 1 and flaky.failures == 0
+    assert redis_client.hget(keys.match_state("br-1"), "state") == "running"
+
+
+def test_an_outage_longer_than_the_patience_still_raises(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "BEGIN_PATIENCE_S", 0.5)
+    assert queue.enqueue_match(redis_client, spec())
+    with pytest.raises(redis.ConnectionError):
+        runner._begin("br-1", Unreachable(redis_client, failures=100))  # type: ignore[arg-type]
+    assert redis_client.hget(keys.match_state("br-1"), "state") == "queued"
