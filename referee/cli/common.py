@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,21 @@ def resolve_redis_url(args: argparse.Namespace) -> str:
         "no Redis to talk to: start the platform with `arena up` (it writes "
         f"{url_file}), or pass --redis-url redis://HOST:PORT/0"
     )
+
+
+def redacted_url(url: str) -> str:
+    """``url`` fit for output and logs: a password in it (``:PASSWORD@`` or a ``password``
+    query parameter) is replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        hidden = [(k, "***" if k == "password" else v) for k, v in query]
+        parts = parts._replace(query=urllib.parse.urlencode(hidden, safe="/*"))
+    query_part = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{parts.path}{query_part}"
 
 
 def fail(message: str, code: int = 1) -> int:

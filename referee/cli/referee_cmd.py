@@ -9,7 +9,13 @@ import os
 
 import redis
 
-from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
+from referee.cli.common import (
+    Commands,
+    add_redis_options,
+    fail,
+    redacted_url,
+    resolve_redis_url,
+)
 from referee.errors import ConfigError
 from referee.gateway.server import RefereeConfig, run_referee
 
@@ -73,5 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(str(exc))
     except redis.RedisError as exc:
-        return fail(f"cannot talk to Redis at {url} ({exc}): start it, or pass --redis-url")
+        return fail(
+            f"cannot talk to Redis at {redacted_url(url)} ({exc}): start it, or pass --redis-url"
+        )
     return 0

@@ -25,6 +25,7 @@ from referee.cli.common import (
     Commands,
     add_redis_options,
     fail,
+    redacted_url,
     resolve_redis_url,
 )
 from referee.embedded_redis import EmbeddedRedis
@@ -152,7 +153,10 @@ def _worker(args: argparse.Namespace) -> int:
                 url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
             )
             _install_stop(pool)
-            print(f"{args.num_workers} worker(s) on {url}; Ctrl-C stops them", flush=True)
+            print(
+                f"{args.num_workers} worker(s) on {redacted_url(url)}; Ctrl-C stops them",
+                flush=True,
+            )
             pool.run()
     except ConfigError as exc:
         return fail(str(exc))

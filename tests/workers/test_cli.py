@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from referee import bots
+from referee.cli.common import redacted_url
 from referee.procs import stop_process
 from sample_bots.first_legal import FirstLegalBot
 
@@ -101,3 +102,19 @@ def test_arena_up_runs_a_match_and_stops_without_orphans(tmp_path: Path) -> None
         time.sleep(0.1)
     assert not [pid for pid in children if alive(pid)], "orphans left behind"
     assert not (data / "redis.url").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        (
+            "rediss://:s3cret@198.18.17.2:6379/0?ssl_ca_certs=/etc/arena/ca.pem",
+            "rediss://:***@198.18.17.2:6379/0?ssl_ca_certs=/etc/arena/ca.pem",
+        ),
+        ("redis://arena:s3cret@h:1/0", "redis://arena:***@h:1/0"),
+        ("unix:///run/redis.sock?password=s3cret&db=0", "unix:///run/redis.sock?password=***&db=0"),
+    ],
+)
+def test_printed_redis_urls_hide_the_password(url: str, shown: str) -> None:
+    assert redacted_url(url) == shown
