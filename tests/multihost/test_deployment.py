@@ -1,0 +1,256 @@
+"""Seasons across hosts (docs/DEPLOY.md "What the harness proved"): Redis, two referees,
+two worker hosts and a bots host, each in its own network namespace, with TLS and a
+password everywhere; the committed results equal the single-host run's byte for byte."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from referee import keys
+from referee.procs import arena_command
+from referee.seasons import store
+from referee.seasons.platform import Platform
+from tests.multihost.deployment import Deployment, tls_redis_server
+from tests.multihost.netns import Network
+
+pytestmark = pytest.mark.slow
+
+BOTS = [
+    ("mh-fl", "first-legal"),
+    ("mh-rnd-1", "det-random"),
+    ("mh-rnd-2", "det-random"),
+    ("mh-hs-1", "det-hold-sevens"),
+    ("mh-hs-2", "det-hold-sevens"),
+]
+SEED = 1717
+
+
+def season_toml(name: str) -> str:
+    bots = ", ".join(f'"{n}"' for n, _ in BOTS)
+    return f"""
+name = "{name}"
+game = "sevens"
+preset = "fan-tan"
+bots = [{bots}]
+table_size = 3
+deals_per_match = 3
+seed = {SEED}
+
+[time_control]
+move_ms = 3000
+bank_ms = 10000
+"""
+
+
+def fingerprint(conn: redis.Redis, season: str) -> dict[str, bytes]:
+    """Per match index, the committed result's bytes less what depends on when and where
+    it ran (attempt, finish time, think times): canonical JSON of seats, result and the
+    per-seat counters."""
+    out = {}
+    for r in store.committed_results(conn, season):
+        stats = [{k: v for k, v in s.items() if k != "think_ms_total"} for s in r["stats"]]
+        kept = {"seats": r["seats"], "game": r["game"], "result": r["result"], "stats": stats}
+        out[r["match_id"].rsplit("-", 1)[-1]] = json.dumps(kept, sort_keys=True).encode()
+    return out
+
+
+def wait_finished(conn: redis.Redis, season: str, timeout: float = 120.0) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = store.get_season(conn, season)
+        if info["state"] in store.ENDED:
+            return info
+        time.sleep(0.2)
+    raise AssertionError(f"season {season} not finished: {store.get_season(conn, season)}")
+
+
+@pytest.fixture(scope="module")
+def single_host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The reference: the same season on one machine (loopback, embedded Redis)."""
+    folder = tmp_path_factory.mktemp("single-host")
+    with Platform(folder) as p:
+        p.start_redis()
+        p.start_referee()
+        p.register_bots([n for n, _ in BOTS])
+        for i, (name, kind) in enumerate(BOTS):
+            p.start_bot(name, kind, seed=100 + i)
+        p.wait_bots_connected()
+        p.start_workers(processes=2, per_process=1)
+        toml = folder / "s.toml"
+        toml.write_text(season_toml("ref"))
+        created = subprocess.run(
+            arena_command("season", "create", str(toml), "--start", "--redis-url", p.redis_url),
+            capture_output=True,
+            text=True,
+        )
+        assert created.returncode == 0, created.stdout + created.stderr
+        with p.client() as conn:
+            info = wait_finished(conn, "ref")
+            assert info["state"] == "finished", info
+            return fingerprint(conn, "ref")
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    if tls_redis_server() is None:
+        pytest.skip("no redis-server built with TLS here (apt-get install redis-tools)")
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make the test certificates (apt-get install openssl)")
+    folder = tmp_path_factory.mktemp("multihost")
+    with Network() as net:
+        d = Deployment(net, folder)
+        try:
+            d.start_redis()
+            d.start_referee("referee-a")
+            d.start_referee("referee-b")
+            d.register_bots([n for n, _ in BOTS])
+            for i, (name, kind) in enumerate(BOTS):
+                # half the bots try referee A first, half B: both referees hold bots
+                order = ["referee-a", "referee-b"][:: 1 if i % 2 == 0 else -1]
+                d.start_bot(name, kind, order, seed=100 + i)
+            d.wait_bots_connected()
+            d.start_workers("worker-a")
+            d.start_workers("worker-b")
+            yield d
+        finally:
+            d.close()
+
+
+def run_season(d: Deployment, name: str) -> dict[str, str]:
+    start_season(d, name)
+    return d.query(lambda c: wait_finished(c, name))
+
+
+def test_a_season_across_hosts_equals_the_single_host_run(
+    deployment: Deployment, single_host: dict[str, bytes]
+) -> None:
+    info = run_season(deployment, "across")
+    assert info["state"] == "finished" and info["matches_failed"] == "0", info
+    across = deployment.query(lambda c: fingerprint(c, "across"))
+    assert across == single_host
+    # both referees held bots, both worker hosts ran matches
+    holders = {json.loads(r)["referee"] for n, _ in BOTS for r in deployment.streams(n).values()}
+    assert holders == {"referee-a", "referee-b"}
+    assert set(ran_on(deployment, "across").values()) == {"worker-a", "worker-b"}
+
+
+def test_a_worker_host_cut_off_its_matches_rerun_elsewhere_and_commit_once(
+    deployment: Deployment, single_host: dict[str, bytes]
+) -> None:
+    d = deployment
+    start_season(d, "wcut")
+    victim = d.query(lambda c: running_on(c, d, "wcut", "worker-a"))
+    with d.net.cut_off(d.host("worker-a")):
+        # worker-b's janitor sees the heartbeat go stale and re-runs the match there
+        d.query(lambda c: wait_state(c, victim, "done", timeout=60))
+        state = d.match_state(victim)
+        assert int(state["attempt"]) >= 2 and int(state["retries"]) >= 1, state
+        assert host_of(d, state["worker"]) == "worker-b", state
+    # back on the network: the stale attempt sees the newer one and commits nothing
+    stale = re.compile(rf"match {victim} attempt 1 (stopped: .*)?;? ?commits nothing")
+    d.wait_for(
+        "the cut-off worker's stale attempt to stop",
+        lambda: stale.search(d.log_tail("worker-a", 1_000_000)) is not None,
+        60,
+        "worker-a",
+    )
+    info = d.query(lambda c: wait_finished(c, "wcut"))
+    assert info["state"] == "finished" and info["matches_failed"] == "0", info
+    assert d.query(lambda c: fingerprint(c, "wcut")) == single_host
+    assert_committed_once(d, "wcut")
+
+
+def test_redis_unreachable_for_10_s_everything_waits_and_resumes(
+    deployment: Deployment, single_host: dict[str, bytes]
+) -> None:
+    d = deployment
+    start_season(d, "rcut")
+    d.query(lambda c: running_on(c, d, "rcut", None))
+    with d.net.cut_off(d.host("redis")):
+        time.sleep(10)
+        # every part is still there, waiting
+        for proc in [*d.referees.values(), *d.workers.values(), *d.bots.values()]:
+            assert proc.poll() is None, proc.args
+    info = d.query(lambda c: wait_finished(c, "rcut"))
+    assert info["state"] == "finished" and info["matches_failed"] == "0", info
+    assert d.query(lambda c: fingerprint(c, "rcut")) == single_host
+    assert_committed_once(d, "rcut")
+    for referee in d.referees:
+        assert d.http_get(referee, "/healthz")[0] == 200
+
+
+def test_no_output_or_log_holds_the_redis_password(deployment: Deployment) -> None:
+    """Every part was given the password (in its environment); none printed it."""
+    logs = sorted(deployment.logs.glob("*.log"))
+    assert len(logs) >= 9
+    leaked = [p.name for p in logs if deployment.password in p.read_text(errors="replace")]
+    assert not leaked
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def start_season(d: Deployment, name: str) -> None:
+    toml = d.folder / f"{name}.toml"
+    toml.write_text(season_toml(name))
+    done = d.arena("season", "create", str(toml), "--start")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def host_of(d: Deployment, worker: str) -> str:
+    """The worker host whose ``arena worker`` process runs the RQ worker ``worker``."""
+    for host, proc in d.workers.items():
+        if f"-{proc.pid}-w" in worker:
+            return host
+    raise AssertionError(f"worker {worker!r} is on no worker host")
+
+
+def ran_on(d: Deployment, season: str) -> dict[str, str]:
+    def workers(c: redis.Redis) -> dict[str, str]:
+        return {
+            m: str(c.hget(keys.match_state(m), "worker")) for m in store.match_states(c, season)
+        }
+
+    return {m: host_of(d, w) for m, w in d.query(workers).items()}
+
+
+def running_on(c: redis.Redis, d: Deployment, season: str, host: str | None) -> str:
+    """Wait for a match of ``season`` running on ``host`` (any host: None); its id."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for match_id, state in store.match_states(c, season).items():
+            if state != "running":
+                continue
+            worker = str(c.hget(keys.match_state(match_id), "worker") or "")
+            if host is None or host_of(d, worker) == host:
+                return match_id
+        time.sleep(0.02)
+    raise AssertionError(f"no match of {season} ran on {host or 'any host'}")
+
+
+def wait_state(c: redis.Redis, match_id: str, state: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while c.hget(keys.match_state(match_id), "state") != state:
+        assert time.monotonic() < deadline, c.hgetall(keys.match_state(match_id))
+        time.sleep(0.1)
+
+
+def assert_committed_once(d: Deployment, season: str) -> None:
+    """One entry per match in the results stream, and each match counted once."""
+
+    def check(c: redis.Redis) -> None:
+        entries: list[tuple[str, dict[str, str]]] = c.xrange(keys.RESULTS_STREAM)  # type: ignore[assignment]
+        ids = [f["match_id"] for _, f in entries if f["season"] == season]
+        total = int(store.get_season(c, season)["matches_total"])
+        assert len(ids) == len(set(ids)) == total, sorted(ids)
+        assert c.scard(store.counted_key(season)) == total
+
+    d.query(check)
