@@ -131,3 +131,4 @@ WORKERS_ALIVE = PREFIX + "workers"  # hash: worker name -> last heartbeat (ms)
 
 # --- spectator feed ----------------------------------------------------------------------
 EVENTS_CHANNEL = PREFIX + "events"  # pub/sub: best-effort league events (PITFALLS 8)
+BOT_NOTICES_CHANNEL = PREFIX + "bot-notices"  # pub/sub: {bot, notice} for that bot's streams

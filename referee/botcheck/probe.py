@@ -68,6 +68,13 @@ class Probe:
         """Push a notification (action result, deal end, ...) into the inbox."""
         self.client.rpush(keys.inbox(self.bot), mailbox.encode(message))
 
+    def notice(self, fields: dict[str, Any]) -> int:
+        """Send a ``Notice`` (its JSON form: code, message, season, ...) to the bot's streams
+        through ``keys.BOT_NOTICES_CHANNEL`` (referee.gateway.notices forwards it); returns
+        how many referees listened."""
+        payload = json.dumps({"bot": self.bot, "notice": fields}, separators=(",", ":"))
+        return int(self.client.publish(keys.BOT_NOTICES_CHANNEL, payload))
+
     def push_turn(
         self,
         *,

@@ -29,7 +29,8 @@ from referee.botcheck.states import (
     multi_card_rules,
     offers_run,
 )
-from referee.games.base import RUN_SEPARATOR, Match
+from referee.games.action_info import action_info
+from referee.games.base import PASS, RUN_SEPARATOR, Match
 from referee.games.registry import get_game
 from referee.mailbox import ActionResultMessage, ClockInfo, DealEndMessage
 
@@ -42,6 +43,21 @@ forking sed per turn passes on a loaded machine (PITFALLS 14)."""
 
 MAX_INCIDENT_LINES = 4
 """Bridge incidents quoted per scenario at most."""
+
+NOTICE_SETTLE_S = 0.3
+"""Pause after the season notices before the next question (they travel by pub/sub)."""
+
+COSTLY_PASS_RULES: dict[str, Any] = {
+    "name": "custom",
+    "opening": "any_seven",
+    "ante": 1,
+    "pass_chips": 1,
+    "scoring": "chips",
+    "must_play": False,
+    "voluntary_pass_chips": 2,
+    "max_voluntary_passes": 2,
+}
+"""Fan Tan with voluntary passes that cost 2 chips (SV-20): a pass listed beside cards."""
 
 MAX_DEAL_DECISIONS = 80
 """Questions per "plays a deal" scenario at most (a 4-player Sevens deal needs about 60)."""
@@ -232,9 +248,12 @@ def check_multi_card(ctx: CheckContext) -> CheckResult:
 def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     """After a timed-out decision and a match retry, the bot answers the new request.
 
-    The bot first gets notifications it must take in its stride (a refused action, a
-    timeout for a decision it answered, a deal end), then the same match again with a higher
-    attempt and a different state: the answer must fit the new request, not the old one.
+    The bot first gets what a late answer gets (docs/PROTOCOL.md section 3): the worker's
+    ``TIMED_OUT`` (reason ``timeout``) for a decision it answered; then a ``REFUSED``
+    (``not_legal``) and a deal end it must take in its stride; then the same match again
+    with a higher attempt and a different state: the answer must fit the new request, not
+    the old one. (The referee itself answers an ``Action`` that comes too late with
+    ``STALE``; that needs no scenario of its own.)
     """
     name = "stale request and retry"
     rules = default_rules(game)
@@ -253,6 +272,12 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     second = find_decision(game, rules, differs, seeds=range(30, 90))
     if second is None:
         return CheckResult.skip(name, f"no {game} retry state found where {old_answer} is wrong")
+    words = {
+        "timeout": "sent by arena bot check: no answer within the clock (a late answer gets "
+        "this TIMED_OUT, and the late Action itself a STALE)",
+        "not_legal": "sent by arena bot check: the answer was not legal (an answer that "
+        "arrives in time but is not among legal_actions is REFUSED)",
+    }
     for status, reason in (("timed_out", "timeout"), ("refused", "not_legal")):
         result: ActionResultMessage = {
             "type": "action_result",
@@ -262,7 +287,7 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
             "seq": 5,
             "status": status,  # type: ignore[typeddict-item]
             "reason": reason,
-            "message": "sent by arena bot check: the answer came too late",
+            "message": words[reason],
             "penalty": 0,
             "applied_action": "pass",
             "think_ms": 0.0,
@@ -287,6 +312,61 @@ def check_stale(ctx: CheckContext, game: str) -> CheckResult:
     if problem:
         return CheckResult.fail(name, f"retried match (attempt 2, seq 1): {problem}")
     return CheckResult.ok(name, "answered the retry after stale notifications")
+
+
+def _offers_costly_pass(match: Match) -> bool:
+    legal = match.legal_actions()
+    if PASS not in legal or len(legal) < 2:
+        return False
+    infos = action_info(match.observation(match.to_act()), legal)
+    return any(i["action"] == PASS and i["cost"] > 0 for i in infos)
+
+
+def check_costly_pass(ctx: CheckContext) -> CheckResult:
+    """A listed ``pass`` that costs chips (a voluntary pass, SV-20): the request's
+    ``action_info`` says so; any legal answer passes, the detail says which was chosen."""
+    name = "sevens: a listed pass that costs chips"
+    rules = get_game("sevens").rules_from_dict(COSTLY_PASS_RULES)
+    decision = find_decision("sevens", rules, _offers_costly_pass)
+    if decision is None:
+        return CheckResult.skip(name, "no costly voluntary pass found in the seeded games")
+    reply, problem = _ask(ctx, decision, ctx.match_id("cost"))
+    if problem:
+        return CheckResult.fail(name, problem)
+    infos = action_info(decision.observation, decision.legal_actions)
+    cost = next(i["cost"] for i in infos if i["action"] == PASS)
+    chosen = "passed, paying" if reply.action == PASS else f"played {reply.action}, avoiding"
+    return CheckResult.ok(name, f"{chosen} the {cost}-chip voluntary pass")
+
+
+def check_season_notices(ctx: CheckContext, game: str) -> CheckResult:
+    """``season_start`` and ``season_end`` notices (with a standing row) arrive on the
+    bot's stream; the bot must go on answering (unless it was asked to exit after that
+    very season)."""
+    name = "season notices"
+    decision = find_decision(game, default_rules(game), has_choice)
+    if decision is None:
+        return CheckResult.skip(name, f"no {game} decision with a choice found")
+    season = f"check-season-{uuid.uuid4().hex[:6]}"
+    base = {"season": season, "game": game}
+    listened = ctx.probe.notice({**base, "code": "season_start", "message": "sent by bot check"})
+    if not listened:
+        return CheckResult.skip(name, "no referee listens for bot notices on this platform")
+    standing = {"bot": ctx.probe.bot, "rank": 2, "of": 4, "matches": 6, "score": 3.0}
+    ctx.probe.notice(
+        {
+            **base,
+            "code": "season_end",
+            "message": "sent by arena bot check: a season you are not really in ended",
+            "season_state": "finished",
+            "standing": {**standing, "unit": "chips", "elo": 1510.5},
+        }
+    )
+    time.sleep(NOTICE_SETTLE_S)  # pub/sub and the inbox are separate paths
+    _reply, problem = _ask(ctx, decision, ctx.match_id("notice"))
+    if problem:
+        return CheckResult.fail(name, f"the request after two season notices: {problem}")
+    return CheckResult.ok(name, "answered on after season_start and season_end")
 
 
 def check_interleaved(ctx: CheckContext, game: str) -> CheckResult:
@@ -375,6 +455,9 @@ def run_all(ctx: CheckContext, report: Report) -> Report:
         steps.append(("sevens: forced pass", lambda: check_forced_pass(ctx)))
         steps.append(("sevens: multi-card turn", lambda: check_multi_card(ctx)))
     main_game = ctx.games[0]
+    if "sevens" in ctx.games:
+        steps.append(("sevens: costly pass", lambda: check_costly_pass(ctx)))
+    steps.append(("season notices", lambda: check_season_notices(ctx, main_game)))
     steps.append(("stale request and retry", lambda: check_stale(ctx, main_game)))
     steps.append(("interleaved requests", lambda: check_interleaved(ctx, main_game)))
     steps.append(("clock near its limit", lambda: check_clock(ctx, main_game)))

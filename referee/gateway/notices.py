@@ -6,6 +6,9 @@ season store publishes on ``keys.EVENTS_CHANNEL`` (``season_started``,
 stream on this referee, with :func:`notify_bot` ("notify the sessions of bot X"). The
 ``season_end`` notice carries the bot's row of the final standings.
 
+Any other process may notify one bot through ``keys.BOT_NOTICES_CHANNEL`` with
+:func:`bot_notice_payload` (``arena bot check`` sends its season-notice scenario this way).
+
 Pub/sub is best effort: a bot that was not connected when its season ended gets no
 notice; it can ask the League API (``GetSeason``/``GetStandings``, readable without the
 admin token) when it reconnects.
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import redis.asyncio
+from google.protobuf import json_format
 from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2
@@ -114,6 +118,25 @@ async def notify_bot(hub: Hub, bot: str, message: Any) -> int:
     return sent
 
 
+def bot_notice_payload(bot: str, notice: Mapping[str, Any]) -> str:
+    """The ``keys.BOT_NOTICES_CHANNEL`` message that sends ``notice`` (the JSON form of a
+    ``Notice``: code, message, season, game, season_state, standing) to ``bot``'s streams."""
+    return json.dumps({"bot": bot, "notice": dict(notice)}, separators=(",", ":"))
+
+
+async def _on_bot_notice(hub: Hub, data: Mapping[str, Any]) -> int:
+    bot = data.get("bot")
+    fields = data.get("notice")
+    if not isinstance(bot, str) or not isinstance(fields, Mapping):
+        return 0
+    try:
+        notice = json_format.ParseDict(dict(fields), bot_pb2.Notice(), ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        log.warning("dropped a malformed notice for %s: %s", bot, exc)
+        return 0
+    return await notify_bot(hub, bot, bot_pb2.RefereeMessage(notice=notice))
+
+
 async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, Any]) -> int:
     code_state = _EVENT_CODES.get(str(event.get("kind", "")))
     season = str(event.get("season", ""))
@@ -149,7 +172,7 @@ async def forward_season_notices(
     while True:
         pubsub = pubsub_client.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(keys.EVENTS_CHANNEL)
+            await pubsub.subscribe(keys.EVENTS_CHANNEL, keys.BOT_NOTICES_CHANNEL)
             while True:
                 message = await pubsub.get_message(timeout=1.0)
                 if message is None:
@@ -158,7 +181,11 @@ async def forward_season_notices(
                     event = json.loads(message.get("data") or "")
                 except (TypeError, ValueError):
                     continue
-                if isinstance(event, dict):
+                if not isinstance(event, dict):
+                    continue
+                if message.get("channel") == keys.BOT_NOTICES_CHANNEL:
+                    await _on_bot_notice(hub, event)
+                else:
                     await _on_event(hub, client, event)
         except RedisError as exc:
             log.warning("season notices: Redis unavailable (%s); retrying", exc)

@@ -11,8 +11,9 @@ import pytest
 import redis
 
 from arena.v1 import bot_pb2
+from referee import keys
 from referee.errors import ConfigError
-from referee.gateway.notices import NOTICE_CODES, season_notice
+from referee.gateway.notices import NOTICE_CODES, bot_notice_payload, season_notice
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from tests.gateway.helpers import RawBot, register, running_referee
@@ -116,5 +117,50 @@ def test_hello_games_are_honoured_at_season_creation(redis_url: str) -> None:
         assert store.bots_declining(client, ["only-sedma", "any1", "any2"], "sedma") == []
         store.create_season(client, spec("s-sedma", "sedma", ("only-sedma", "any1"), "sedma-2"))
         store.create_season(client, spec("s-ok", "sevens", ("any1", "any2", "any3"), "sevens"))
+    finally:
+        client.close()
+
+
+def test_a_notice_for_one_bot_reaches_only_its_streams(redis_url: str) -> None:
+    """keys.BOT_NOTICES_CHANNEL (what `arena bot check` sends): the named bot's streams get
+    the notice, another bot's do not; malformed payloads are dropped."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    tokens = {name: register(client, name) for name in ("target", "other")}
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as referee:
+            target, other = (
+                RawBot(referee.port, tokens["target"]),
+                RawBot(referee.port, tokens["other"]),
+            )
+            try:
+                await say_hello(target, [])
+                await say_hello(other, [])
+                await asyncio.sleep(0.3)
+                client.publish(keys.BOT_NOTICES_CHANNEL, "not json")
+                client.publish(keys.BOT_NOTICES_CHANNEL, bot_notice_payload("target", {"code": 5}))
+                fields = {
+                    "code": "season_end",
+                    "season": "s7",
+                    "season_state": "finished",
+                    "standing": {"bot": "target", "rank": 2, "of": 4, "elo": 1490.5},
+                }
+                assert client.publish(
+                    keys.BOT_NOTICES_CHANNEL, bot_notice_payload("target", fields)
+                )
+                notice = await target.read_kind("notice")
+                assert (notice.code, notice.standing.rank, notice.standing.elo) == (
+                    "season_end",
+                    2,
+                    1490.5,
+                )
+                with pytest.raises(asyncio.TimeoutError):
+                    await other.read_kind("notice", timeout=0.5)
+            finally:
+                await target.close()
+                await other.close()
+
+    try:
+        asyncio.run(scenario())
     finally:
         client.close()
