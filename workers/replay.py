@@ -118,8 +118,10 @@ def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
             return f"{who} {event.kind} {event.action or ''} {event.reason or ''}".strip()
 
 
-def render_replay(record: Mapping[str, Any]) -> str:
-    """The match as text, step by step, re-simulated through the engine."""
+def render_replay(record: Mapping[str, Any], seat: int | None = None) -> str:
+    """The match as text, step by step, re-simulated through the engine. With ``seat``,
+    only that seat's hands are shown (the others' as card counts) and its own decisions
+    are marked with ``>``."""
     spec = MatchSpec.from_dict(record["spec"])
     lines = [
         f"match {spec.match_id}  game {spec.game}  preset {record['rules'].get('name', '?')}"
@@ -142,8 +144,11 @@ def render_replay(record: Mapping[str, Any]) -> str:
             current_deal = deal
             lines.append(f"\n== deal {deal + 1}")
             if deal < len(hands):
-                for seat, hand in enumerate(hands[deal]):
-                    lines.append(f"   hand {seat} ({spec.seats[seat]}): {' '.join(hand)}")
+                for other, hand in enumerate(hands[deal]):
+                    shown = " ".join(hand)
+                    if seat is not None and other != seat:
+                        shown = f"({len(hand)} cards)"
+                    lines.append(f"   hand {other} ({spec.seats[other]}): {shown}")
         if step.get("takeover"):
             lines.append(f"   seat {step['seat']}: autopilot takes over (strikes)")
             continue
@@ -153,10 +158,11 @@ def render_replay(record: Mapping[str, Any]) -> str:
             if step.get("reason"):
                 extra += f", {step['reason']}"
             extra += "]"
+        mark = ">" if seat is not None and int(step.get("seat", -1)) == seat else " "
         for event in events:
             text = _describe(event, spec.seats)
             if text:
-                lines.append(f"   {text}{extra}")
+                lines.append(f"  {mark}{text}{extra}")
                 extra = ""
             if event.kind == EventKind.DEAL_END:
                 results = match.deal_results()

@@ -74,6 +74,11 @@ def register(commands: Commands) -> None:
     add_redis_options(p)
     p.add_argument("match_id")
     p.add_argument("--json", action="store_true", help="print the raw record instead")
+    p.add_argument(
+        "--seat",
+        help="a seat number or a bot name: show only that seat's hands (the others' as card "
+        "counts) and mark its own decisions with '>'",
+    )
 
     p = commands.add("run", _match_run, group="match", help="enqueue a one-off match")
     add_redis_options(p)
@@ -99,6 +104,7 @@ def register(commands: Commands) -> None:
     p = commands.add("list", _match_list, group="match", help="recent matches and their state")
     add_redis_options(p)
     p.add_argument("--season", help="only this season's matches")
+    p.add_argument("--bot", help="only matches this bot plays in")
     p.add_argument("--limit", type=int, default=20)
 
 
@@ -251,7 +257,19 @@ def _replay(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record, indent=1))
         return 0
-    print(render_replay(record))
+    seats = [str(s) for s in record.get("spec", {}).get("seats", [])]
+    seat = None
+    if args.seat is not None:
+        if args.seat.isdigit() and int(args.seat) < len(seats):
+            seat = int(args.seat)
+        elif args.seat in seats:
+            seat = seats.index(args.seat)
+        else:
+            listed = ", ".join(f"{i}={bot}" for i, bot in enumerate(seats))
+            return fail(
+                f"--seat {args.seat!r} is not a seat of {args.match_id}: use one of {listed}"
+            )
+    print(render_replay(record, seat=seat))
     try:
         verify_record(record)
     except ReplayMismatch as exc:
@@ -359,7 +377,16 @@ def _match_list(args: argparse.Namespace) -> int:
         conn = _client(args)
     except ConfigError as exc:
         return fail(str(exc))
-    for m in queue.list_matches(conn, args.season, args.limit):
+    if args.bot:  # look further back: only some matches are the bot's
+        wanted = [
+            m
+            for m in queue.list_matches(conn, args.season, max(args.limit * 50, 1000))
+            if args.bot in m.get("seats", "").split(",")
+        ]
+        matches = wanted[: args.limit]
+    else:
+        matches = queue.list_matches(conn, args.season, args.limit)
+    for m in matches:
         print(
             f"{m['match_id']:<32} {m.get('state', '?'):<8} {m.get('game', ''):<7} "
             f"attempt {m.get('attempt', '-'):<3} {m.get('seats', '')}"

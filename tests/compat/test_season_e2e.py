@@ -12,6 +12,8 @@ was before ActionInfo and the season notices) and the Node.js bot.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 
 from referee import bots, keys
+from referee.cli.main import main as arena_main
 from referee.embedded_redis import EmbeddedRedis
 from referee.procs import stop_process
 from referee.seasons import store
@@ -148,6 +151,29 @@ def test_old_bot_sdk_bots_and_season_notices(platform: Platform, tmp_path: Path)
     assert notices == ["season_start", "season_end"], notices
     row = next(r for r in standings["rows"] if r["bot"] == "old-v1")
     assert row["matches"] == 1 and row["invalid_actions"] == row["timeouts"] == 0, row
+    check_bot_views(platform, "old-v1")
+
+
+def arena(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert arena_main(list(argv)) == 0
+    return out.getvalue()
+
+
+def check_bot_views(platform: Platform, bot: str) -> None:
+    """`arena match list --bot` finds the bot's match; `arena replay --seat BOT` shows only
+    its hands and marks its decisions (README, "For bot authors")."""
+    listed = arena("match", "list", "--bot", bot, "--redis-url", platform.url).splitlines()
+    assert listed and all(bot in line.split()[-1].split(",") for line in listed), listed
+    assert not arena("match", "list", "--bot", "nobody", "--redis-url", platform.url).strip()
+    match_id = listed[0].split()[0]
+    text = arena("replay", match_id, "--seat", bot, "--redis-url", platform.url)
+    hands = [line for line in text.splitlines() if line.startswith("   hand ")]
+    mine = [line for line in hands if f"({bot}):" in line]
+    assert mine and all("cards)" not in line for line in mine), hands
+    assert all(line.endswith("cards)") for line in hands if line not in mine), hands
+    assert any(line.startswith("  >") for line in text.splitlines()), text[:2000]
 
 
 @pytest.mark.node
