@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "referee.cli.seasons",  # season ..., standings
     "referee.cli.demo",  # demo
     "referee.cli.polyglot",  # bridge, bot check
+    "referee.cli.ladder_cmd",  # ladder serve, ladder gauntlet
 )
 
 

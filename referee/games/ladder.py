@@ -78,7 +78,7 @@ def playout(state: SearchState, rng: random.Random) -> None:
 class MonteCarlo:
     """Determinized Monte Carlo with heuristic playouts (the ``mc`` rung)."""
 
-    worlds: int = 40
+    worlds: int = 24
     budget_ms: int = DEFAULT_BUDGET_MS
 
     def with_budget(self, budget_ms: int) -> MonteCarlo:
@@ -125,7 +125,7 @@ class _Node:
 class Ismcts:
     """Single-observer Information Set MCTS with heuristic playouts (``ismcts``)."""
 
-    iterations: int = 600
+    iterations: int = 200
     budget_ms: int = DEFAULT_BUDGET_MS
     exploration: float = 0.7
 
