@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit proto proto-check bench clean
+.PHONY: demo test lint types unit proto proto-check bench clean screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ proto: $(STAMP)
 
 proto-check: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py --check
+
+# The README's pictures of the web (league page, replay, a person's game): the browser
+# tests on a real platform, saving screenshots (needs chromium and chromium-driver).
+screenshots: $(STAMP)
+	ARENA_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q tests/web/test_browser.py
+	test -s docs/img/league.png && test -s docs/img/replay.png && test -s docs/img/play.png
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

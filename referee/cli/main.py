@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "referee.cli.demo",  # demo
     "referee.cli.polyglot",  # bridge, bot check
     "referee.cli.ladder_cmd",  # ladder serve, ladder gauntlet
+    "referee.cli.play",  # play (a person against bots, in the terminal)
 )
 
 

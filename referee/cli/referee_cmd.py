@@ -46,6 +46,12 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--drain-grace", type=float, default=5.0, help="seconds bots get to answer on shutdown"
     )
+    parser.add_argument(
+        "--human-move-s",
+        type=float,
+        default=60.0,
+        help="a person's seconds per decision in the web's casual matches (/play; 0 = off)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
 
@@ -73,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         max_streams_per_bot=args.max_streams_per_bot,
         referee_id=args.referee_id,
         drain_grace_s=args.drain_grace,
+        human_move_s=args.human_move_s,
     )
     try:
         asyncio.run(run_referee(config))

@@ -111,9 +111,15 @@ class RefereeConfig:
     hello_timeout_s: float = HELLO_TIMEOUT_S
     write_timeout_s: float = WRITE_TIMEOUT_S  # one write to a bot, lock wait included
     hooks: bool = True  # run referee.web (HTTP) and referee.seasons.driver (seasons)
+    human_move_s: float = 60.0  # a person's clock per decision in /play matches (0 = off)
 
     def resolved_referee_id(self) -> str:
         return self.referee_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+
+
+def _loopback(host: str) -> str:
+    """Where this process reaches its own gRPC port (the web's human seats connect there)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
 
 
 class RefereeServer:
@@ -253,7 +259,12 @@ class RefereeServer:
             self._run_guarded(
                 "referee.web.serve_http",
                 web.serve_http(
-                    self.config.redis_url, self.config.host, self.config.http_port, self.stop_event
+                    self.config.redis_url,
+                    self.config.host,
+                    self.config.http_port,
+                    self.stop_event,
+                    grpc_target=f"{_loopback(self.config.host)}:{self.port}",
+                    human_move_s=self.config.human_move_s,
                 ),
             )
         self._run_guarded(

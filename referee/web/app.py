@@ -48,6 +48,7 @@ from referee.metrics import make_registry
 from referee.web import league
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
+from referee.web.play import PlayRoutes
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +191,7 @@ class ArenaWeb:
         self.versions = static_versions()
         self.live = LiveFeed(self.conn, self)
         self.pages = Pages(self)
+        self.play = PlayRoutes(self)
         self.app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY_BYTES)
         self._routes()
 
@@ -217,9 +219,11 @@ class ArenaWeb:
         r.add_get("/api/live/{season}", self.api_live)
         r.add_get("/api/replay/{match_id}", self.pages.api_replay)
         r.add_static("/static/", STATIC_DIR, append_version=False)
+        self.play.add_routes(r)
 
     async def close(self) -> None:
         await self.live.close()
+        await self.play.close()
         await self.conn.aclose()
         self.sync_conn.close()
 
@@ -309,6 +313,7 @@ class HttpServer:
 
     async def close(self) -> None:
         await self.web.live.close()  # ends the event streams so the runner need not wait
+        await self.web.play.close()
         await self._runner.cleanup()
         await self.web.close()
 
@@ -322,13 +327,17 @@ async def serve_http(
     on_ready: Callable[[int], None] | None = None,
     grpc_target: str | None = None,
     human_move_s: float = WebConfig.human_move_s,
+    human_bank_s: float = WebConfig.human_bank_s,
 ) -> None:
     """Serve the referee's HTTP routes until ``stop_event`` is set.
 
     ``on_ready(port)`` is called once listening (useful with ``port=0``); ``grpc_target``
-    is the referee's own gRPC address, needed for people to play (``/play``).
+    is the referee's own gRPC address, needed for people to play (``/play``), with
+    ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off).
     """
-    config = WebConfig(redis_url, grpc_target=grpc_target, human_move_s=human_move_s)
+    config = WebConfig(
+        redis_url, grpc_target=grpc_target, human_move_s=human_move_s, human_bank_s=human_bank_s
+    )
     server = await HttpServer.start(config, host, port)
     log.info("HTTP on http://%s:%d/ (metrics at /metrics)", host, server.port)
     try:

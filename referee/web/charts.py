@@ -27,10 +27,12 @@ def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _ticks(low: float, high: float, count: int = 5) -> list[float]:
+def _ticks(low: float, high: float, count: int = 5, *, whole: bool = False) -> list[float]:
     if high <= low:
         return [low]
     raw = (high - low) / count
+    if whole:
+        raw = max(1.0, float(round(raw)))
     magnitude = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 1.0
     step = max(magnitude * round(raw / magnitude), 1e-9) if raw >= 1 else raw
     first = (low // step) * step
@@ -92,7 +94,8 @@ def line_chart(
             f'<text x="{pad_l - 4}" y="{y + 4:.1f}" text-anchor="end" class="tick">'
             f"{tick:g}</text>"
         )
-    for tick in _ticks(x0, x1):
+    whole_x = all(float(x).is_integer() for x in xs)
+    for tick in _ticks(x0, x1, whole=whole_x):
         x = sx(tick)
         out.append(
             f'<text x="{x:.1f}" y="{pad_t + plot_h + 14}" text-anchor="middle" class="tick">'

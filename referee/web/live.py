@@ -35,7 +35,7 @@ MAX_STREAMS = 256
 RATE_WINDOW_S = 30.0
 """Decisions/s and matches/s are averaged over about this long."""
 
-FRAGMENTS = ("progress", "standings", "inflight", "charts", "recent")
+FRAGMENTS = ("platform", "seasons", "progress", "standings", "inflight", "charts", "recent")
 """Element ids of the page's live parts; each is the template ``_<id>.html``."""
 
 
@@ -147,6 +147,9 @@ class LiveFeed:
         unit = str((standings or {}).get("unit", ""))
         elo_svg, score_svg = await self._chart_svgs(season)
         return {
+            "selected": season_id,
+            "seasons": await league.load_seasons(self.conn),
+            "platform": await league.load_platform(self.conn),
             "season": season,
             "standings": standings,
             "standings_behind": (

@@ -60,7 +60,11 @@ class Pages:
         selected = request.query.get("season") or (seasons[0]["season"] if seasons else None)
         if selected is not None and not league.ID_PATTERN.match(selected):
             return error(400, f"season id {selected!r} is not valid: letters, digits, ._:@+-")
-        ctx: dict[str, Any] = {}
+        ctx: dict[str, Any] = {
+            "seasons": seasons,
+            "selected": selected,
+            "platform": await league.load_platform(self.conn),
+        }
         if selected is not None:
             try:
                 ctx = await self.web.live.context(selected)
@@ -69,13 +73,7 @@ class Pages:
                 return error(404, f"no season {selected!r}; seasons: {known}")
         if selected is None:
             ctx["recent"] = await league.load_recent_matches(self.conn)
-        return self.web.html(
-            "index.html",
-            seasons=seasons,
-            selected=selected,
-            platform=await league.load_platform(self.conn),
-            **ctx,
-        )
+        return self.web.html("index.html", **ctx)
 
     async def bot(self, request: web.Request) -> web.Response:
         from referee.web.app import error

@@ -287,9 +287,13 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     from referee.seasons import driver
 
     calls: list[tuple[Any, ...]] = []
+    ports: list[int] = []
 
-    async def serve_http(url: str, host: str, port: int, stop: asyncio.Event) -> None:
+    async def serve_http(
+        url: str, host: str, port: int, stop: asyncio.Event, **options: Any
+    ) -> None:
         calls.append(("web", url, host, port))
+        calls.append(("web grpc", options.get("grpc_target")))
         await stop.wait()
         calls.append(("web stopped",))
 
@@ -304,7 +308,7 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
         server = RefereeServer(
             RefereeConfig(redis_url=redis_url, port=0, http_port=18080, drain_grace_s=0.1)
         )
-        await server.start()
+        ports.append(await server.start())
         try:
             await asyncio.sleep(0.2)
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
@@ -318,6 +322,7 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     with caplog.at_level("ERROR"):
         _run(scenario())
     assert ("web", redis_url, "127.0.0.1", 18080) in calls
+    assert ("web grpc", f"127.0.0.1:{ports[0]}") in calls  # people's seats connect there
     assert ("driver", redis_url) in calls
     assert ("web stopped",) in calls
     assert any("run_driver failed" in r.getMessage() for r in caplog.records)

@@ -55,7 +55,8 @@
         var cards = view.table[suit] || [];
         var row = el("div", "row");
         row.setAttribute("data-suit", suit);
-        var label = el("span", "suit", SUITS[suit][0] + " " + SUITS[suit][1]);
+        var label = el("span", "suit", SUITS[suit][0] + " ");
+        label.appendChild(el("span", "word", SUITS[suit][1]));
         row.appendChild(label);
         if (!cards.length) {
           row.appendChild(el("span", "card gap", "—"));

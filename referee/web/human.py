@@ -1,0 +1,188 @@
+"""People at the table: a human seat is a bot identity whose client is a person.
+
+:class:`HumanSeat` is an ordinary SDK bot (``sample_bots.sdk.Bot``): it connects to the
+referee over the public bot protocol (``arena.v1.BotGateway/Play``) with its own token,
+so the same referee, workers and clocks judge it as any bot. Its ``choose`` hands the
+turn to a person (the browser page of :mod:`referee.web.play`, or the terminal of
+``arena play``) and waits for their answer. What the person is shown is built only from
+what the protocol delivered to this seat (:func:`turn_payload`, the notifications): they
+see exactly what a bot in that seat would.
+
+:func:`human_identity` registers (or re-keys) the person's bot identity, always named
+``human-<name>`` and owned by :data:`OWNER`, so the web can never take over a real bot's
+identity; :func:`casual_match` enqueues a match that belongs to no season.
+"""
+
+from __future__ import annotations
+
+import queue
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+
+from referee import bots, keys
+from referee.errors import ConflictError
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from sample_bots.sdk import ActionOutcome, Bot, Turn
+from workers import queue as match_queue
+from workers.spec import MatchSpec, TimeControl
+
+OWNER = "arena-play"
+"""Owner field of the bot identities made for people."""
+PREFIX = "human-"
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+def turn_payload(turn: Turn) -> dict[str, Any]:
+    """What a person is shown of a turn: the TurnRequest's fields, nothing else."""
+    return {
+        "match_id": turn.match_id,
+        "attempt": turn.attempt,
+        "seq": turn.seq,
+        "seat": turn.seat,
+        "game": turn.game,
+        "season": turn.season,
+        "observation": turn.observation,
+        "legal_actions": list(turn.legal_actions),
+        "clock": {
+            "move_ms": turn.clock.move_ms,
+            "bank_ms": turn.clock.bank_ms,
+            "grace_ms": turn.clock.grace_ms,
+        },
+    }
+
+
+def outcome_payload(outcome: ActionOutcome) -> dict[str, Any]:
+    return {
+        "match_id": outcome.match_id,
+        "seq": outcome.seq,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "message": outcome.message,
+        "penalty": outcome.penalty,
+        "applied_action": outcome.applied_action,
+        "think_ms": outcome.think_ms,
+        "autopilot": outcome.autopilot,
+    }
+
+
+class HumanSeat(Bot):
+    """An SDK bot whose decisions a person makes (see the module docstring).
+
+    ``listener(kind, payload)`` is called for ``turn``, ``result``, ``match_start``,
+    ``deal_end``, ``match_end`` and ``notice`` (from the SDK's threads: make it thread
+    safe). :meth:`answer` gives the person's action for a turn's ``seq``.
+    """
+
+    games = ("sevens", "sedma")
+    max_concurrent_matches = 1
+
+    def __init__(self, name: str, listener: Listener) -> None:
+        self.name = name
+        self.listener = listener
+        self._answers: queue.Queue[tuple[int, str]] = queue.Queue()
+        self.stop = threading.Event()
+
+    def answer(self, seq: int, action: str) -> None:
+        self._answers.put((seq, action))
+
+    def choose(self, turn: Turn) -> str:
+        self.listener("turn", turn_payload(turn))
+        while not self.stop.is_set():
+            try:
+                seq, action = self._answers.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if seq == turn.seq:
+                return action
+        return turn.legal_actions[0] if turn.legal_actions else "pass"
+
+    def on_result(self, result: ActionOutcome) -> None:
+        self.listener("result", outcome_payload(result))
+
+    def on_match_start(self, msg: dict[str, Any]) -> None:
+        self.listener("match_start", msg)
+
+    def on_deal_end(self, msg: dict[str, Any]) -> None:
+        self.listener("deal_end", msg)
+
+    def on_match_end(self, msg: dict[str, Any]) -> None:
+        self.listener("match_end", msg)
+
+    def on_notice(self, code: str, message: str) -> None:
+        self.listener("notice", {"code": code, "message": message})
+
+
+def human_identity(conn: redis.Redis, name: str) -> tuple[str, str]:
+    """``(bot name, token)`` of the person called ``name``: ``human-<name>``, registered
+    now or given a new token if it was made for a person before. A bot of that name that
+    is not a person's is refused (ConflictError)."""
+    bot = name if name.startswith(PREFIX) else PREFIX + name
+    bots.validate_name(bot)
+    owner = conn.hget(keys.bot(bot), "owner")
+    if owner is None:
+        return bot, bots.register(conn, bot, owner=OWNER, description="a person at the table")
+    if (owner.decode() if isinstance(owner, bytes) else str(owner)) != OWNER:
+        raise ConflictError(f"{bot!r} is a bot's name, not a person's: choose another name")
+    return bot, bots.rotate_token(conn, bot)
+
+
+def casual_match(
+    conn: redis.Redis,
+    *,
+    human: str,
+    game: str,
+    preset: str,
+    against: Sequence[str],
+    move_ms: int,
+    bank_ms: int,
+    seat: int = 0,
+    deals: int | None = None,
+    seed: int | None = None,
+) -> MatchSpec:
+    """Enqueue a match of ``human`` against ``against`` that counts for no season (raises
+    InvalidRulesError / ValueError on a bad game, preset or table)."""
+    rules = get_game(game).preset(preset)
+    players = [*against]
+    if not 0 <= seat <= len(players):
+        raise ValueError(f"seat {seat} is not a seat of this table: use 0..{len(players)}")
+    players.insert(seat, human)
+    counts = list(get_game(game).player_counts(rules))
+    if len(players) not in counts:
+        raise ValueError(
+            f"{game} {preset} is played by {', '.join(map(str, counts))} players, "
+            f"not {len(players)}: name {counts[0] - 1} or more opponents"
+        )
+    seed = secrets.randbits(48) if seed is None else seed
+    deal_specs = None
+    if deals is not None:
+        deal_specs = tuple(DealSpec(seed=match_queue_seed(seed, i)) for i in range(deals))
+    spec = MatchSpec(
+        match_id=f"casual-{secrets.token_hex(5)}",
+        game=game,
+        rules=rules.to_dict(),
+        seats=tuple(players),
+        seed=seed,
+        deals=deal_specs,
+        time_control=TimeControl(move_ms=move_ms, bank_ms=bank_ms, queue_ms=max(30_000, move_ms)),
+    )
+    if not match_queue.enqueue_match(conn, spec):
+        raise ConflictError(f"match {spec.match_id} is already queued")
+    return spec
+
+
+def match_queue_seed(seed: int, index: int) -> int:
+    """The seed of deal ``index`` (the same derivation as ``arena match run``)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"arena-match:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def streams_open(conn: redis.Redis, bot: str) -> int:
+    return int(conn.hlen(keys.bot_streams(bot)))

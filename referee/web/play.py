@@ -1,0 +1,299 @@
+"""``/play``: a person plays a casual match against bots from the browser.
+
+``POST /play`` makes (or re-keys) the person's bot identity (:func:`human.human_identity`),
+connects a :class:`human.HumanSeat` to the referee's own gRPC address over the public bot
+protocol, enqueues a casual match (no season) and redirects to ``/play/<session>``. That
+page follows ``/play/<session>/events`` (server-sent events: exactly what the protocol
+delivered to the seat, plus the session's own status) and posts the person's choices to
+``/play/<session>/action``. The session id is the capability: only who started the game
+has it. The clock per decision is the operator's (``WebConfig.human_move_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from referee import keys
+from referee.errors import ArenaError
+from referee.games.errors import InvalidRulesError
+from referee.games.registry import GAMES
+from referee.web import human, league
+from sample_bots.sdk import BotRefused
+
+if TYPE_CHECKING:
+    from referee.web.app import ArenaWeb
+
+log = logging.getLogger(__name__)
+
+SESSION_TTL_S = 3 * 3600.0
+MAX_SESSIONS = 64
+CONNECT_WAIT_S = 10.0
+HEARTBEAT_S = 15.0
+
+
+@dataclass
+class PlaySession:
+    sid: str
+    bot: str
+    seat: human.HumanSeat
+    created: float = field(default_factory=time.monotonic)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    match_id: str = ""
+    legal: dict[int, list[str]] = field(default_factory=dict)
+    answered: set[int] = field(default_factory=set)
+    over: bool = False
+
+    def push(self, kind: str, payload: dict[str, Any]) -> None:
+        """Append an event (on the loop's thread) and wake the page's stream."""
+        self.events.append((kind, payload))
+        if kind == "turn":
+            self.legal[int(payload["seq"])] = list(payload["legal_actions"])
+        if kind == "match_end":
+            self.over = True
+            asyncio.get_running_loop().call_later(1.0, self.seat.stop.set)
+        self.changed.set()
+
+
+class PlayRoutes:
+    def __init__(self, web_app: ArenaWeb) -> None:
+        self.web = web_app
+        self.sessions: dict[str, PlaySession] = {}
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_get("/play", self.form)
+        router.add_post("/play", self.start)
+        router.add_get("/play/{sid}", self.page)
+        router.add_get("/play/{sid}/events", self.events)
+        router.add_post("/play/{sid}/action", self.action)
+
+    async def close(self) -> None:
+        for session in self.sessions.values():
+            session.seat.stop.set()
+            session.changed.set()
+        for session in list(self.sessions.values()):
+            if session.task is not None:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(session.task, 5.0)
+        self.sessions.clear()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.web.config.grpc_target) and self.web.config.human_move_s > 0
+
+    def _why_disabled(self) -> str:
+        return (
+            "people cannot play on this server: the web runs without the referee's gRPC "
+            "address (start it with `arena referee`, which serves both)"
+        )
+
+    # --- the form -------------------------------------------------------------------------
+
+    async def _opponents(self) -> list[dict[str, Any]]:
+        names = sorted(league.text(b) for b in await self.web.conn.smembers(keys.BOTS))
+        names = [n for n in names if not n.startswith(human.PREFIX)]
+        async with self.web.conn.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hlen(keys.bot_streams(name))
+            streams = await pipe.execute() if names else []
+        return [{"name": n, "connected": bool(s)} for n, s in zip(names, streams, strict=True)]
+
+    async def form(
+        self, request: web.Request, problem: str = "", status: int = 200
+    ) -> web.Response:
+        games = {name: sorted(game.presets()) for name, game in sorted(GAMES.items())}
+        return self.web.html(
+            "play.html",
+            status=status,
+            enabled=self.enabled,
+            why_disabled="" if self.enabled else self._why_disabled(),
+            games=games,
+            opponents=await self._opponents(),
+            move_s=self.web.config.human_move_s,
+            problem=problem,
+            form=dict(request.query),
+        )
+
+    async def start(self, request: web.Request) -> web.Response:
+        if not self.enabled:
+            return await self.form(request, self._why_disabled(), status=503)
+        data = await request.post()
+        name = str(data.get("name", "") or "guest").strip()
+        game = str(data.get("game", "sevens"))
+        preset = str(data.get("preset", "") or "")
+        against = [a.strip() for a in str(data.get("against", "")).split(",") if a.strip()]
+        against += [str(v) for k, v in data.items() if k == "bot" and str(v).strip()]
+        try:
+            seat_index = int(str(data.get("seat", "0") or 0))
+            deals = int(str(data["deals"])) if str(data.get("deals", "")).strip() else None
+        except ValueError:
+            return await self.form(request, "seat and deals are whole numbers", status=400)
+        if not against:
+            return await self.form(request, "choose the bots to play against", status=400)
+        for bot in against:
+            if not league.ID_PATTERN.match(bot) or not await self.web.conn.sismember(
+                keys.BOTS, bot
+            ):
+                return await self.form(request, f"no bot named {bot!r} is registered", status=400)
+        if game not in GAMES:
+            return await self.form(
+                request, f"unknown game {game!r}: use one of {', '.join(GAMES)}", status=400
+            )
+        preset = preset or next(iter(GAMES[game].presets()))
+        self._expire()
+        if len(self.sessions) >= MAX_SESSIONS:
+            return await self.form(request, "too many games in progress; try later", status=503)
+        try:
+            session = await self._open(name)
+        except (ArenaError, ValueError) as exc:
+            return await self.form(request, str(exc), status=400)
+        config = self.web.config
+        try:
+            spec = await asyncio.to_thread(
+                human.casual_match,
+                self.web.sync_conn,
+                human=session.bot,
+                game=game,
+                preset=preset,
+                against=against,
+                move_ms=int(config.human_move_s * 1000),
+                bank_ms=int(config.human_bank_s * 1000),
+                seat=seat_index,
+                deals=deals,
+            )
+        except (ArenaError, InvalidRulesError, ValueError) as exc:
+            await self._drop(session)
+            return await self.form(request, str(exc), status=400)
+        session.match_id = spec.match_id
+        session.push(
+            "session",
+            {"state": "queued", "match_id": spec.match_id, "bot": session.bot},
+        )
+        raise web.HTTPSeeOther(f"/play/{session.sid}")
+
+    async def _open(self, name: str) -> PlaySession:
+        bot, token = await asyncio.to_thread(human.human_identity, self.web.sync_conn, name)
+        for old in [s for s in self.sessions.values() if s.bot == bot]:
+            await self._drop(old)  # the new token ends the old page's stream anyway
+        loop = asyncio.get_running_loop()
+        holder: list[PlaySession] = []
+
+        def listener(kind: str, payload: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(holder[0].push, kind, payload)
+
+        seat = human.HumanSeat(bot, listener)
+        session = PlaySession(secrets.token_urlsafe(12), bot, seat)
+        holder.append(session)
+        self.sessions[session.sid] = session
+        session.task = asyncio.ensure_future(self._run(session, token))
+        deadline = time.monotonic() + CONNECT_WAIT_S
+        while time.monotonic() < deadline:
+            if await self.web.conn.hlen(keys.bot_streams(bot)):
+                return session
+            if session.task.done():
+                break
+            await asyncio.sleep(0.05)
+        await self._drop(session)
+        raise ValueError(f"the seat of {bot} could not connect to the referee in time")
+
+    async def _run(self, session: PlaySession, token: str) -> None:
+        target = self.web.config.grpc_target
+        assert target is not None
+        try:
+            await session.seat.run_async(target, token, stop=session.seat.stop)
+        except BotRefused as exc:
+            session.push("session", {"state": "refused", "message": str(exc)})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("the seat of %s failed", session.bot)
+            session.push("session", {"state": "failed", "message": repr(exc)})
+
+    async def _drop(self, session: PlaySession) -> None:
+        session.seat.stop.set()
+        session.changed.set()
+        self.sessions.pop(session.sid, None)
+        if session.task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(session.task, 5.0)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for sid, session in list(self.sessions.items()):
+            if now - session.created > SESSION_TTL_S or (
+                session.over
+                and session.task is not None
+                and session.task.done()
+                and now - session.created > 600
+            ):
+                session.seat.stop.set()
+                self.sessions.pop(sid, None)
+
+    # --- the table ------------------------------------------------------------------------
+
+    def _session(self, request: web.Request) -> PlaySession:
+        session = self.sessions.get(request.match_info["sid"])
+        if session is None:
+            raise web.HTTPNotFound()
+        return session
+
+    async def page(self, request: web.Request) -> web.Response:
+        session = self._session(request)
+        return self.web.html(
+            "play_table.html", sid=session.sid, bot=session.bot, match_id=session.match_id
+        )
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        session = self._session(request)
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+        )
+        await response.prepare(request)
+        sent = int(request.headers.get("Last-Event-ID", "-1")) + 1
+        try:
+            while True:
+                while sent < len(session.events):
+                    kind, payload = session.events[sent]
+                    data = json.dumps({"kind": kind, "payload": payload}, separators=(",", ":"))
+                    await response.write(f"id: {sent}\nevent: seat\ndata: {data}\n\n".encode())
+                    sent += 1
+                if session.seat.stop.is_set() and sent >= len(session.events):
+                    break
+                session.changed.clear()
+                try:
+                    await asyncio.wait_for(session.changed.wait(), HEARTBEAT_S)
+                except TimeoutError:
+                    await response.write(b": keep-alive\n\n")
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return response
+
+    async def action(self, request: web.Request) -> web.Response:
+        from referee.web.app import error, json_response
+
+        session = self._session(request)
+        try:
+            body = await request.json()
+            seq, action = int(body["seq"]), str(body["action"])
+        except (ValueError, KeyError, TypeError):
+            return error(400, 'send JSON {"seq": <the turn\'s seq>, "action": "<a legal action>"}')
+        legal = session.legal.get(seq)
+        if legal is None:
+            return error(409, f"no turn {seq} is waiting for you")
+        if seq in session.answered:
+            return error(409, f"turn {seq} was already answered")
+        if action not in legal:
+            return error(400, f"{action!r} is not legal now: choose one of {', '.join(legal)}")
+        session.answered.add(seq)
+        session.seat.answer(seq, action)
+        return json_response(200, {"seq": seq, "action": action, "status": "sent"})

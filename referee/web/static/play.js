@@ -1,0 +1,143 @@
+// A person's seat: what the referee sent this seat (from /play/<sid>/events), the legal
+// actions as buttons, a clock; a click posts the choice to /play/<sid>/action.
+(function () {
+  "use strict";
+  var root = document.getElementById("play");
+  if (!root) { return; }
+  var A = window.Arena, sid = root.getAttribute("data-sid");
+  var $ = function (id) { return document.getElementById(id); };
+  var seats = [], turn = null, clockTimer = null, received = [];
+  window.__seatEvents = received;
+
+  function log(text, cls) {
+    var line = A.el("div", cls || "", text);
+    $("log").insertBefore(line, $("log").firstChild);
+  }
+  function name(s) { return seats[s] !== undefined ? seats[s] : "seat " + s; }
+  function startClock(clock) {
+    if (clockTimer) { clearInterval(clockTimer); }
+    var started = Date.now();
+    function tick() {
+      var left = clock.move_ms - (Date.now() - started);
+      var bank = clock.bank_ms + Math.min(0, left);
+      var text = left > 0 ? (left / 1000).toFixed(0) + " s left for this move" :
+        "move time over: " + Math.max(0, bank / 1000).toFixed(0) + " s of reserve left";
+      $("clock").textContent = text + " (reserve " + (clock.bank_ms / 1000).toFixed(0) + " s)";
+      $("clock").className = "clock" + (left < 10000 ? " low" : "");
+    }
+    tick();
+    clockTimer = setInterval(tick, 250);
+  }
+  function stopClock(text) {
+    if (clockTimer) { clearInterval(clockTimer); clockTimer = null; }
+    $("clock").textContent = text;
+    $("clock").className = "clock";
+  }
+  function send(action) {
+    if (!turn) { return; }
+    var seq = turn.seq;
+    Array.prototype.forEach.call(document.querySelectorAll("#board button, #actions button"), function (b) { b.disabled = true; });
+    root.setAttribute("data-waiting", "false");
+    $("status").textContent = "You chose " + A.spoken(action) + "; waiting for the others.";
+    stopClock("–");
+    turn = null;
+    fetch("/play/" + encodeURIComponent(sid) + "/action", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ seq: seq, action: action })
+    }).then(function (r) { return r.json().then(function (j) { if (!r.ok) { log("not sent: " + j.error, "problem"); } }); });
+  }
+  function actionButton(action, label) {
+    var b = A.el("button", "card legal" + (action === "pass" ? "" : " " + A.parts(action.split("+")[0]).suit), label);
+    b.type = "button";
+    b.setAttribute("aria-label", "play " + A.spoken(action));
+    b.setAttribute("data-action", action);
+    b.onclick = function () { send(action); };
+    return b;
+  }
+  function render(payload) {
+    var obs = payload.observation, legal = payload.legal_actions;
+    var board = $("board");
+    board.textContent = "";
+    board.appendChild(A.el("p", "", "deal " + (obs.deal_index + 1) + (obs.num_deals ? " of " + obs.num_deals : "") +
+      " · you are " + name(payload.seat) + " (seat " + payload.seat + ")"));
+    board.appendChild(A.table(obs, seats));
+    var box = A.el("div", "seats");
+    for (var s = 0; s < obs.num_players; s++) {
+      var seatBox = A.seat(name(s), s, obs, s === payload.seat ? [] : null);
+      if (s === payload.seat) {
+        var hand = seatBox.querySelector(".hand");
+        hand.textContent = "";
+        hand.setAttribute("data-cards", obs.hand.join(" "));
+        obs.hand.forEach(function (c) {
+          if (legal.indexOf(c) >= 0) {
+            hand.appendChild(actionButton(c, A.parts(c).shown));
+          } else {
+            var b = A.el("button", "card " + A.parts(c).suit, A.parts(c).shown);
+            b.type = "button"; b.disabled = true;
+            b.setAttribute("aria-label", A.parts(c).spoken + ", not playable now");
+            hand.appendChild(b);
+          }
+        });
+        seatBox.classList.add("mine");
+      }
+      box.appendChild(seatBox);
+    }
+    board.appendChild(box);
+    var actions = $("actions");
+    actions.textContent = "";
+    legal.forEach(function (a) {
+      if (obs.hand.indexOf(a) < 0) { actions.appendChild(actionButton(a, A.shown(a))); }
+    });
+    var history = obs.history || [];
+    var mine = -1;
+    history.forEach(function (h, i) { if (h.seat === payload.seat) { mine = i; } });
+    var recent = history.slice(mine + 1).filter(function (h) { return h.kind === "play" || h.kind === "pass"; });
+    if (recent.length) {
+      $("status").textContent = "Your turn (" + legal.length + " legal). Since your last turn: " +
+        recent.map(function (h) { return name(h.seat) + (h.kind === "play" ? " played " + A.spoken(h.action) : " passed"); }).join("; ") + ".";
+    } else {
+      $("status").textContent = "Your turn: " + legal.length + " legal action" + (legal.length === 1 ? "" : "s") + " (highlighted, with a ✓).";
+    }
+  }
+  function handle(kind, p) {
+    received.push({ kind: kind, payload: p });
+    if (kind === "session") {
+      if (p.state === "queued") { $("status").textContent = "Match " + p.match_id + " queued: waiting for a worker to start it."; }
+      else { $("status").textContent = "Your seat stopped: " + (p.message || p.state); root.setAttribute("data-over", "true"); }
+    } else if (kind === "match_start") {
+      seats = p.players;
+      log("match " + p.match_id + " started: " + p.players.join(", ") + " (" + p.game + " " + p.preset + ")");
+    } else if (kind === "turn") {
+      turn = p;
+      root.setAttribute("data-seq", String(p.seq));
+      root.setAttribute("data-waiting", "true");
+      render(p);
+      startClock(p.clock);
+    } else if (kind === "result") {
+      if (p.status !== "accepted") { log("your answer to turn " + p.seq + " was " + p.status + ": " + p.message + (p.penalty ? " (penalty " + p.penalty + ")" : ""), "problem"); }
+      else { log("turn " + p.seq + ": " + A.spoken(p.applied_action) + " accepted (" + p.think_ms + " ms)"); }
+    } else if (kind === "deal_end") {
+      log("deal " + (p.deal_index + 1) + " over: " + p.deltas.map(function (d, s) { return name(s) + " " + (d > 0 ? "+" : "") + d; }).join(", ") +
+        " · totals " + p.totals.join("/"));
+    } else if (kind === "match_end") {
+      stopClock("match over");
+      var won = p.winners.map(name).join(", ");
+      $("status").textContent = "Match over: " + p.totals.map(function (t, s) { return name(s) + " " + t; }).join(", ") + " " + String(p.unit).replace(/_/g, " ") + ". Winner: " + won + ".";
+      var link = A.el("a", "", "watch the replay of this match");
+      link.href = "/replay/" + encodeURIComponent(p.match_id);
+      $("actions").textContent = "";
+      $("actions").appendChild(link);
+      root.setAttribute("data-over", "true");
+    } else if (kind === "notice") {
+      log("referee notice " + p.code + ": " + p.message);
+    }
+  }
+  var source = new EventSource("/play/" + encodeURIComponent(sid) + "/events");
+  source.addEventListener("seat", function (m) {
+    var d = JSON.parse(m.data);
+    handle(d.kind, d.payload);
+  });
+  source.onerror = function () {
+    if (root.getAttribute("data-over") === "true") { source.close(); }
+  };
+})();

@@ -1,0 +1,342 @@
+"""The pages in a real headless Chromium, on a real platform: ``arena referee`` (serving
+the web inside its event loop), an ``arena worker`` process and SDK bot processes.
+
+Few and fast on purpose (one platform, one browser for the module): the league page
+updates in place while a season runs; a replay steps through a deal showing the
+engine's state at each step; a person plays a whole match by clicks against SDK bots and
+nothing reaches their page that a bot in their seat would not get.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from referee import keys
+from referee.embedded_redis import EmbeddedRedis
+from referee.seasons import store
+from referee.seasons.model import SeasonSpec
+from referee.seasons.platform import Platform
+from referee.web.records import read_record
+from tests.web.browser import chromium, find_browser, screenshot, wait_for
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(isinstance(find_browser(), str), reason=str(find_browser())),
+]
+
+BOTS = {
+    "hold-1": "det-hold-sevens",
+    "rand-1": "det-random",
+    "first-1": "first-legal",
+    "hold-2": "det-hold-sevens",
+    "rand-2": "det-random",
+}
+CARD = re.compile(r"\b(?:[2-9TJQKA])[CDHS]\b")
+
+SEASON_TOML = """
+name = "live"
+game = "sevens"
+preset = "fan-tan"
+bots = ["hold-1", "rand-1", "first-1", "hold-2", "rand-2"]
+table_size = 4
+deals_per_match = 2
+seed = 77
+
+[time_control]
+move_ms = 3000
+bank_ms = 10000
+
+[options]
+window = 2
+duplicate = false
+"""
+
+
+@pytest.fixture(scope="module")
+def platform(
+    embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Platform]:
+    conn = redis.Redis.from_url(embedded_redis.url)
+    conn.flushall()
+    conn.close()
+    with Platform(tmp_path_factory.mktemp("web-platform"), redis_url=embedded_redis.url) as p:
+        p.admin_token = "web-" + p.admin_token  # argv: a token starting with '-' (PITFALLS 17)
+        p.start_referee()
+        p.register_bots(list(BOTS))
+        for i, (name, kind) in enumerate(BOTS.items()):
+            p.start_bot(name, kind, seed=10 + i)
+        p.start_workers(processes=1, per_process=2)
+        p.wait_bots_connected()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def conn(platform: Platform) -> Iterator[redis.Redis]:
+    client = platform.client()
+    yield client
+    client.close()
+
+
+def url(platform: Platform, path: str) -> str:
+    return f"http://127.0.0.1:{platform.http_port}{path}"
+
+
+def attr(browser: Any, element_id: str, name: str) -> str:
+    value = browser.execute_script(
+        "var e = document.getElementById(arguments[0]); return e && e.getAttribute(arguments[1]);",
+        element_id,
+        name,
+    )
+    return "" if value is None else str(value)
+
+
+@pytest.fixture(scope="module")
+def finished_season(platform: Platform, conn: redis.Redis, browser: Any) -> dict[str, str]:
+    """The season 'live', run to its end while the league page is open (checked in
+    test_league_page_updates_in_place_while_a_season_runs)."""
+    store.create_season(conn, SeasonSpec.from_toml(SEASON_TOML))
+    browser.get(url(platform, "/?season=live"))
+    wait_for(
+        lambda: "updated" in browser.find_element("id", "live-status").text,
+        30,
+        "the live feed never updated the page",
+    )
+    browser.execute_script("window.__samePage = 'not reloaded';")
+    first_updates = int(attr(browser, "season", "data-updates") or 0)
+    store.start_season(conn, "live")
+    total = int(store.get_season(conn, "live")["matches_total"])
+    wait_for(
+        lambda: attr(browser, "season", "data-settled") == str(total),
+        180,
+        f"the page did not show all {total} matches settled",
+    )
+    info = store.get_season(conn, "live")
+    info["first_updates"] = str(first_updates)
+    return info
+
+
+def test_league_page_updates_in_place_while_a_season_runs(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    total = int(finished_season["matches_total"])
+    assert browser.execute_script("return window.__samePage") == "not reloaded"
+    assert int(attr(browser, "season", "data-updates")) > int(finished_season["first_updates"])
+    progress = browser.find_element("id", "progress").text
+    assert f"{total}/{total} matches settled" in progress, progress
+    wait_for(
+        lambda: (
+            "finished" in (t := browser.find_element("id", "seasons").text)
+            and f"{total}/{total}" in t
+        ),
+        10,
+        "the seasons table disagrees with the season's progress",
+    )
+    wait_for(
+        lambda: (
+            "hold-1" in browser.find_element("id", "standings").text
+            and "No committed results" not in browser.find_element("id", "standings").text
+        ),
+        30,
+        "the standings were not filled in place",
+    )
+    rows = browser.find_elements("css selector", "#standings tbody tr")
+    assert len(rows) == len(BOTS)
+    recent = browser.find_elements("css selector", "#recent tbody tr")
+    assert recent and all("live-" in r.text for r in recent), [r.text for r in recent]
+    charts = browser.find_elements("css selector", "#charts svg polyline")
+    assert len(charts) >= len(BOTS), "Elo and score lines for every bot"
+    assert browser.find_elements("css selector", "#charts svg polygon"), "the Elo interval band"
+    browser.set_window_size(1280, 1900)
+    screenshot(browser, "league")
+    # A 420-px phone: no horizontal scrolling.
+    browser.set_window_size(420, 900)
+    try:
+        browser.get(url(platform, "/?season=live"))
+        wide = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth];"
+        )
+        assert wide[0] <= wide[1], f"the page is {wide[0]} px wide in a {wide[1]} px window"
+    finally:
+        browser.set_window_size(1280, 1000)
+
+
+def _expected_frames(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engine's state after each step of the record's first deal (table and hands)."""
+    view = read_record(record)
+    n = len(view.seats)
+
+    def state(match: Any) -> dict[str, Any]:
+        obs = [match.observation(s) for s in range(n)]
+        return {
+            "table": {suit: " ".join(cards) for suit, cards in obs[0]["table"].items()},
+            "hands": [" ".join(o["hand"]) for o in obs],
+            "deal": obs[0]["deal_index"],
+        }
+
+    frames = [state(view.new_match())]
+    for match, _step, _events in view.applied():
+        frames.append(state(match))
+        if frames[-1]["deal"] != 0:
+            break
+    return frames
+
+
+def test_a_replay_steps_through_a_deal_showing_the_engine_state(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    match_id = sorted(store.match_states(conn, "live"))[0]
+    raw = conn.get(keys.match_record(match_id))
+    assert raw is not None
+    expected = _expected_frames(json.loads(raw))
+    browser.get(url(platform, f"/replay/{match_id}?step=0&view=full"))
+    wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
+    read_board = """
+        var rows = {}, hands = [];
+        document.querySelectorAll('#board .table-view .row').forEach(function (r) {
+          rows[r.getAttribute('data-suit')] = r.getAttribute('data-cards'); });
+        document.querySelectorAll('#board .seat .hand').forEach(function (h) {
+          hands.push(h.getAttribute('data-cards')); });
+        return {step: document.getElementById('board').getAttribute('data-step'),
+                table: rows, hands: hands};
+    """
+    for k, want in enumerate(expected):
+        if k:
+            browser.find_element("id", "next").click()
+
+        def at_step(k: int = k) -> dict[str, Any] | None:
+            board: dict[str, Any] = browser.execute_script(read_board)
+            return board if board["step"] == str(k) else None
+
+        got = wait_for(
+            at_step,
+            10,
+            f"the replay did not reach step {k}",
+            poll=0.02,
+        )
+        assert got is not None
+        assert got["table"] == want["table"], f"step {k}: table"
+        assert got["hands"] == want["hands"], f"step {k}: hands (full view: face up)"
+        if k == len(expected) // 2:
+            screenshot(browser, "replay")
+    # Each seat's view: only that seat's hand face up, the others as counts.
+    Select = pytest.importorskip("selenium.webdriver.support.select").Select
+    Select(browser.find_element("id", "view")).select_by_value("seat1")
+    hidden = browser.find_elements("css selector", "#board .seat .hand[data-hidden]")
+    assert len(hidden) == 3
+    shown = browser.find_elements("css selector", "#board .seat .hand[data-cards]")
+    assert [h.get_attribute("data-cards") for h in shown] == [expected[-1]["hands"][1]]
+    assert "step=" in browser.current_url and "view=seat1" in browser.current_url  # permalink
+    # Cards are text for screen readers, suits have symbols.
+    label = browser.find_element(
+        "css selector", "#board .seat .hand .card[data-card]"
+    ).get_attribute("aria-label")
+    assert re.fullmatch(r"(ace|king|queen|jack|10|[2-9]) of (clubs|diamonds|hearts|spades)", label)
+
+
+def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    browser.get(url(platform, "/play"))
+    browser.find_element("name", "name").clear()
+    browser.find_element("name", "name").send_keys("alice")
+    Select = pytest.importorskip("selenium.webdriver.support.select").Select
+    Select(browser.find_element("name", "game")).select_by_value("sevens")
+    Select(browser.find_element("name", "preset")).select_by_value("fan-tan")
+    for bot in ("hold-1", "rand-1", "first-1"):
+        browser.find_element("css selector", f'input[name="bot"][value="{bot}"]').click()
+    browser.find_element("name", "deals").send_keys("1")
+    browser.find_element("id", "start").click()
+    wait_for(lambda: "/play/" in browser.current_url, 30, "the game did not start")
+    match_id = attr(browser, "play", "data-match")
+    assert match_id.startswith("casual-")
+    rng = random.Random(5)
+    answered = 0
+    last_seq = ""
+    deadline = time.monotonic() + 180
+    while attr(browser, "play", "data-over") != "true":
+        assert time.monotonic() < deadline, "the match did not end"
+        seq = attr(browser, "play", "data-seq")
+        if attr(browser, "play", "data-waiting") != "true" or seq == last_seq:
+            time.sleep(0.05)
+            continue
+        buttons = browser.find_elements("css selector", "button.legal:not([disabled])")
+        assert buttons, "a turn with no legal action offered"
+        if answered == 3:
+            screenshot(browser, "play")
+        rng.choice(buttons).click()
+        last_seq = seq
+        answered += 1
+    assert answered > 0
+    result = wait_for(lambda: conn.get(keys.match_result(match_id)), 30, "no committed result")
+    assert json.loads(str(result))["result"]["totals"]
+    record = json.loads(str(conn.get(keys.match_record(match_id)) or "{}"))
+    view = read_record(record)
+    assert view.seats[0] == "human-alice" and not view.season  # casual: no season
+    mine = [s for s in view.steps if s.get("seat") == 0 and s.get("source") == "bot"]
+    assert len(mine) == answered, "every turn of the person's seat was answered by a click"
+    assert all(s["status"] == "accepted" and not s["timeout"] for s in mine), [
+        (s["status"], s.get("reason")) for s in mine if s["status"] != "accepted"
+    ]
+    assert not store.get_season(conn, "live").get("casual"), "the season did not count it"
+    _nothing_hidden_reached_the_page(browser, record)
+
+
+def _nothing_hidden_reached_the_page(browser: Any, record: dict[str, Any]) -> None:
+    """Like the gateway's LeakChecker: no card another seat held at the time of a turn
+    appears in anything the page received up to that turn; each turn's observation is
+    the one the worker sent the seat (the record keeps it)."""
+    received = browser.execute_script("return window.__seatEvents;")
+    view = read_record(record)
+    requests = {int(s["seq"]): s for s in view.steps if s.get("seat") == 0 and "seq" in s}
+    others_at: dict[int, set[str]] = {}
+    match = view.new_match()
+    for step in view.steps:
+        if step.get("seat") == 0 and "seq" in step:
+            others_at[int(step["seq"])] = {
+                c for s in range(1, len(view.seats)) for c in match.observation(s)["hand"]
+            }
+        if step.get("takeover"):
+            continue
+        if step.get("source") == "bot":
+            if step.get("timeout"):
+                match.apply_timeout()
+            else:
+                match.apply(str(step["answer"]))
+        else:
+            match.apply(str(step["action"]), str(step["source"]))
+    seen_text = ""
+    turns = 0
+    for event in received:
+        seen_text += json.dumps(event)
+        if event["kind"] != "turn":
+            continue
+        payload = event["payload"]
+        seq = int(payload["seq"])
+        assert set(payload) == {
+            "match_id", "attempt", "seq", "seat", "game", "season", "observation",
+            "legal_actions", "clock",
+        }  # fmt: skip
+        sent = requests[seq]["request"]
+        assert payload["observation"]["hand"] == sent["observation"]["hand"]
+        assert payload["observation"]["table"] == sent["observation"]["table"]
+        assert payload["legal_actions"] == sent["legal_actions"]
+        leaked = set(CARD.findall(seen_text)) & others_at[seq]
+        assert not leaked, f"turn {seq}: other seats' cards reached the page: {sorted(leaked)}"
+        page_cards = set(CARD.findall(browser.page_source)) if seq == max(requests) else set()
+        assert not (page_cards & others_at[seq])
+        turns += 1
+    assert turns == len(requests)
