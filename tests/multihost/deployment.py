@@ -59,6 +59,8 @@ LAYOUT = {
     "bots": 31,
     "ops": 41,
 }
+THINKING = ["-m", "tests.multihost.thinking_bot", "--think-ms", "20"]
+"""Bot kind ``thinking``: first-legal, 20 ms per turn (it usually holds an open decision)."""
 REPO = Path(__file__).resolve().parents[2]
 DEBIAN_REDIS = "/usr/bin/redis-check-rdb"
 """Debian's ``redis-tools`` ships the server binary under this name (``redis-server`` is
@@ -297,11 +299,13 @@ class Deployment:
         self.tokens.update(self.query(register))
 
     def start_bot(self, name: str, kind: str, referees: list[str], seed: int) -> None:
-        """A bot process on the bots host that knows ``referees`` (tried in that order)."""
+        """A bot process on the bots host that knows ``referees`` (tried in that order);
+        ``kind`` is one of ``referee.seasons.platform.BOT_MODULES`` or ``thinking``."""
         servers = ",".join(self.address(r) for r in referees)
-        argv = [sys.executable, *BOT_MODULES[kind], "--server", servers, "--tls-ca", self.ca]
+        module = THINKING if kind == "thinking" else BOT_MODULES[kind]
+        argv = [sys.executable, *module, "--server", servers, "--tls-ca", self.ca]
         argv += ["--name", name, "--log-level", "INFO"]
-        if kind != "first-legal":
+        if kind not in ("first-legal", "thinking"):
             argv += ["--seed", str(seed)]
         self.bots[name] = self._spawn("bots", f"bot-{name}", argv, ARENA_TOKEN=self.tokens[name])
 

@@ -4,6 +4,7 @@ password everywhere; the committed results equal the single-host run's byte for 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -33,7 +34,7 @@ BOTS = [
 SEED = 1717
 
 
-def season_toml(name: str) -> str:
+def season_toml(name: str, queue_ms: int = 30_000) -> str:
     bots = ", ".join(f'"{n}"' for n, _ in BOTS)
     return f"""
 name = "{name}"
@@ -47,6 +48,7 @@ seed = {SEED}
 [time_control]
 move_ms = 3000
 bank_ms = 10000
+queue_ms = {queue_ms}
 """
 
 
@@ -115,7 +117,8 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             for i, (name, kind) in enumerate(BOTS):
                 # half the bots try referee A first, half B: both referees hold bots
                 order = ["referee-a", "referee-b"][:: 1 if i % 2 == 0 else -1]
-                d.start_bot(name, kind, order, seed=100 + i)
+                # mh-fl thinks 20 ms a turn (same moves): it holds open decisions on A
+                d.start_bot(name, "thinking" if name == "mh-fl" else kind, order, seed=100 + i)
             d.wait_bots_connected()
             d.start_workers("worker-a")
             d.start_workers("worker-b")
@@ -137,7 +140,7 @@ def test_a_season_across_hosts_equals_the_single_host_run(
     across = deployment.query(lambda c: fingerprint(c, "across"))
     assert across == single_host
     # both referees held bots, both worker hosts ran matches
-    holders = {json.loads(r)["referee"] for n, _ in BOTS for r in deployment.streams(n).values()}
+    holders = {r for n, _ in BOTS for r in referees_of(deployment, n)}
     assert holders == {"referee-a", "referee-b"}
     assert set(ran_on(deployment, "across").values()) == {"worker-a", "worker-b"}
 
@@ -187,6 +190,52 @@ def test_redis_unreachable_for_10_s_everything_waits_and_resumes(
         assert d.http_get(referee, "/healthz")[0] == 200
 
 
+MAILBOX_PATH = importlib.util.find_spec("referee.mailbox") is not None
+"""Decisions still go through Redis inboxes (before the match hosts' direct stream)."""
+
+
+@pytest.mark.skipif(
+    MAILBOX_PATH,
+    reason="on the Redis mailbox decision path a cut-off referee loses requests: its popper's "
+    "BLPOP, blocked in Redis when the link went down, is served a new request that goes into "
+    "the dead link, unstamped, so the match host waits out queue_ms and charges a timeout "
+    "(seen here: fcut-m0002 seq 60, 'disconnected'). The direct match-host stream replaces "
+    "that path; this test runs once referee.mailbox is gone",
+)
+def test_a_referee_host_cut_off_its_bots_fail_over_and_open_decisions_are_resent(
+    deployment: Deployment, single_host: dict[str, bytes]
+) -> None:
+    d = deployment
+    on_a = [n for n, _ in BOTS if referees_of(d, n) == {"referee-a"}]
+    assert "mh-fl" in on_a, on_a
+    # Bots notice a silent referee by keepalive: a ping after 30 s, 10 s to answer
+    # (docs/PROTOCOL.md). Turns of theirs wait in their inboxes meanwhile, uncharged for
+    # queue_ms: longer than that here (docs/DEPLOY.md).
+    start_season(d, "fcut", queue_ms=90_000)
+    d.query(lambda c: running_on(c, d, "fcut", None))
+    time.sleep(1.0)  # mh-fl is thinking on a turn that referee A sent
+    with d.net.cut_off(d.host("referee-a")):
+        d.wait_for(
+            "referee A's bots to fail over to B",
+            lambda: all(referees_of(d, n) == {"referee-b"} for n in on_a),
+            75,
+            "bot-mh-fl",
+        )
+        # A's own keepalive has given up on those connections too (30 + 10 s), so once
+        # back it sends nothing into them
+        time.sleep(3.0)
+    info = d.query(lambda c: wait_finished(c, "fcut"))
+    assert info["state"] == "finished" and info["matches_failed"] == "0", info
+    # no timeouts (the counters are in the fingerprint): the same results
+    assert d.query(lambda c: fingerprint(c, "fcut")) == single_host
+    assert_committed_once(d, "fcut")
+    resent = re.compile(r"match fcut-m\d+ seq \d+: referee referee-a died holding the request")
+    worker_logs = d.log_tail("worker-a", 10**7) + d.log_tail("worker-b", 10**7)
+    assert resent.search(worker_logs), "no open decision of referee A was sent again"
+    # referee A is back and ready for bots again
+    assert d.http_get("referee-a", "/healthz")[0] == 200
+
+
 def test_no_output_or_log_holds_the_redis_password(deployment: Deployment) -> None:
     """Every part was given the password (in its environment); none printed it."""
     logs = sorted(deployment.logs.glob("*.log"))
@@ -198,9 +247,13 @@ def test_no_output_or_log_holds_the_redis_password(deployment: Deployment) -> No
 # --- helpers ------------------------------------------------------------------------------
 
 
-def start_season(d: Deployment, name: str) -> None:
+def referees_of(d: Deployment, bot: str) -> set[str]:
+    return {json.loads(entry)["referee"] for entry in d.streams(bot).values()}
+
+
+def start_season(d: Deployment, name: str, queue_ms: int = 30_000) -> None:
     toml = d.folder / f"{name}.toml"
-    toml.write_text(season_toml(name))
+    toml.write_text(season_toml(name, queue_ms))
     done = d.arena("season", "create", str(toml), "--start")
     assert done.returncode == 0, done.stdout + done.stderr
 
