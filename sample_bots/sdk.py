@@ -44,11 +44,14 @@ from arena.v1 import bot_pb2, bot_pb2_grpc
 log = logging.getLogger("arena.sdk")
 
 PROTOCOL_VERSION = 1
-# Keepalive: the same numbers as the referee (referee/gateway/server.py, PITFALLS 6). The
-# referee accepts pings every 10 s or slower; the SDK pings an idle connection every 30 s.
+# Keepalive: the same numbers as the referee (referee/gateway/server.py, docs/PROTOCOL.md
+# section 7): ping an idle connection every 30 s; the referee tolerates down to every 10 s.
 KEEPALIVE_TIME_MS = 30_000
 KEEPALIVE_TIMEOUT_MS = 10_000
 MAX_MESSAGE_BYTES = 64 * 1024
+MAX_ACTION_CHARS = 200
+"""The referee ends the stream (INVALID_ARGUMENT) for a longer action; a message over
+MAX_MESSAGE_BYTES would end it RESOURCE_EXHAUSTED and fail again after every reconnect."""
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 15.0
 
@@ -61,6 +64,15 @@ FATAL_CODES = frozenset(
     }
 )
 """Statuses that reconnecting cannot fix (bad token, protocol error): :meth:`Bot.run` raises."""
+
+
+def is_fatal(code: grpc.StatusCode, details: str) -> bool:
+    """True when reconnecting cannot help: a :data:`FATAL_CODES` status, or
+    ``RESOURCE_EXHAUSTED`` for a message over the 64 KiB limit (sending it again fails the
+    same way; ``RESOURCE_EXHAUSTED`` for too many streams clears by itself)."""
+    too_large = code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
+    return code in FATAL_CODES or too_large
+
 
 _RESULT_STATUS = {
     bot_pb2.ActionResult.ACCEPTED: "accepted",
@@ -422,7 +434,7 @@ class Bot:
                 log.info("%s: the referee closed the stream; reconnecting", self.name)
             except grpc.aio.AioRpcError as exc:
                 code = exc.code()
-                if code in FATAL_CODES:
+                if is_fatal(code, exc.details() or ""):
                     log.error(
                         "%s: refused by the referee: %s %s", self.name, code.name, exc.details()
                     )
@@ -576,11 +588,22 @@ class Bot:
                 action = self.choose(turn)
             else:
                 action = await loop.run_in_executor(executor, self.choose, turn)
-            if isinstance(action, str):
+            if isinstance(action, str) and len(action) <= MAX_ACTION_CHARS:
                 return action
-            log.error(
-                "%s: choose returned %r, not a str; sent the first legal action", self.name, action
-            )
+            if isinstance(action, str):
+                log.error(
+                    "%s: choose returned an action of %d characters (at most %d); sent the "
+                    "first legal action",
+                    self.name,
+                    len(action),
+                    MAX_ACTION_CHARS,
+                )
+            else:
+                log.error(
+                    "%s: choose returned %r, not a str; sent the first legal action",
+                    self.name,
+                    action,
+                )
         except Exception:
             log.exception(
                 "%s: choose raised on %s seq %d; sent the first legal action",

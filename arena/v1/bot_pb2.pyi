@@ -379,7 +379,7 @@ class ActionResult(_message.Message):
         ACCEPTED: ActionResult._Status.ValueType  # 1
         """Applied as sent."""
         REFUSED: ActionResult._Status.ValueType  # 2
-        """Refused: not held, not legal, malformed (see reason). SV-21 / DESIGN section 4."""
+        """Refused: not held, not legal, malformed (see reason). SV-21; docs/PROTOCOL.md section 4."""
         TIMED_OUT: ActionResult._Status.ValueType  # 3
         """No answer in time; the rules' consequence was applied."""
         STALE: ActionResult._Status.ValueType  # 4
@@ -392,7 +392,7 @@ class ActionResult(_message.Message):
     ACCEPTED: ActionResult.Status.ValueType  # 1
     """Applied as sent."""
     REFUSED: ActionResult.Status.ValueType  # 2
-    """Refused: not held, not legal, malformed (see reason). SV-21 / DESIGN section 4."""
+    """Refused: not held, not legal, malformed (see reason). SV-21; docs/PROTOCOL.md section 4."""
     TIMED_OUT: ActionResult.Status.ValueType  # 3
     """No answer in time; the rules' consequence was applied."""
     STALE: ActionResult.Status.ValueType  # 4

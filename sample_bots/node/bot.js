@@ -159,7 +159,10 @@ function run(opts) {
       ended = true;
       if (pingTimer) clearInterval(pingTimer);
       if (stopping) return;
-      if (FATAL_CODES.has(code)) {
+      // A message over the 64 KiB limit would fail again after a reconnect (docs/PROTOCOL.md
+      // section 8); RESOURCE_EXHAUSTED for too many streams clears by itself.
+      const tooLarge = code === grpc.status.RESOURCE_EXHAUSTED && /larger than max/.test(reason);
+      if (FATAL_CODES.has(code) || tooLarge) {
         log(`stopped: ${reason}`);
         process.exitCode = 1;
         client.close();
