@@ -39,7 +39,7 @@ def test_each_family_has_a_worked_example_that_the_engine_reproduces() -> None:
             "action_info": action_info(observation, legal),
         }, f"docs/GAMES.md example {args} no longer matches the engine"
         games.add(spec["game"])
-    assert games == set(GAMES)
+    assert games == set(GAMES) and len(found) == len(GAMES)
 
 
 def test_every_history_kind_the_engines_emit_is_explained() -> None:
