@@ -132,11 +132,11 @@ def derive(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
-def first_dealer(seed: int, players: int) -> int:
-    """SD-5 as documented: draw j takes card derive(seed, "cut", j) % remaining; the lowest
-    rank deals, tied seats draw again."""
+def first_dealer(seed: int, players: int, ranks: str) -> int:
+    """SD-5 as documented: draw j takes card derive(seed, "cut", j) % remaining of the game's
+    own deck (``ranks``); the lowest rank deals, tied seats draw again."""
     order = "789TJQKA"
-    rest = sorted((r + s for s in SUITS for r in RANKS_32), key=lambda t: Card.parse(t).index)
+    rest = sorted((r + s for s in SUITS for r in ranks), key=lambda t: Card.parse(t).index)
     seats = list(range(players))
     j = 0
     while len(seats) > 1 and len(rest) >= len(seats):
@@ -161,7 +161,7 @@ class ReferenceSession:
         self.seed = seed
         self.target = target
         self.marriage_points = marriage_points
-        self.first = first_dealer(seed, players)
+        self.first = first_dealer(seed, players, ranks)
         self.slot = 0
         self.redeal = 0
         self.totals = [0] * (2 if partnerships else players)

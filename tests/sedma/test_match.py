@@ -14,7 +14,7 @@ from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
 from referee.games.sedma.hand import SEDMA_ORDER, deal_cards
 from referee.games.sedma.match import SedmaMatch, cut_for_dealer, derive_seed
-from referee.games.sedma.rules import preset, rules_from_dict
+from referee.games.sedma.rules import deck_cards, preset, rules_from_dict
 
 GAME = get_game("sedma")
 
@@ -35,7 +35,7 @@ def play_random(match: SedmaMatch, seed: int) -> None:
 def test_the_lowest_cut_deals_first_and_the_deal_passes_left() -> None:
     # SD-5
     for seed in range(30):
-        dealer, draws = cut_for_dealer(seed, 4)
+        dealer, draws = cut_for_dealer(seed, 4, "german32")
         candidates, rest = [0, 1, 2, 3], list(draws)
         while len(candidates) > 1:  # tied lowest seats draw again
             round_, rest = rest[: len(candidates)], rest[len(candidates) :]
@@ -47,8 +47,21 @@ def test_the_lowest_cut_deals_first_and_the_deal_passes_left() -> None:
     play_random(match, 11)
     starts = [e for e in match.events() if e.kind == EventKind.DEAL_START]
     first = starts[0].seat
-    assert first == cut_for_dealer(11, 4)[0]
+    assert first == cut_for_dealer(11, 4, "german32")[0]
     assert [e.seat for e in starts] == [(first + k) % 4 for k in range(len(starts))]
+
+
+def test_sedma3_cuts_for_dealer_from_its_own_24_card_deck() -> None:
+    # SD-5 with SD-18: the 8s and 9s are not in sedma-3's game, so they cannot decide the dealer
+    pack = {str(c) for c in deck_cards("sedma24")}
+    drawn: set[str] = set()
+    for seed in range(200):
+        match = new("sedma-3", seed)
+        start = next(e for e in match.events() if e.kind == EventKind.DEAL_START)
+        cut = start.detail["dealer_cut"]
+        drawn |= {card for _seat, card in cut}
+        assert start.seat == cut_for_dealer(seed, 3, "sedma24")[0]
+    assert drawn and drawn <= pack, sorted(drawn - pack)
 
 
 def test_session_ends_when_a_side_reaches_the_target() -> None:

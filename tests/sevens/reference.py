@@ -505,9 +505,16 @@ class RefMatch:
             )
             self._charge(seat, chips)
         else:
+            pass_chips = rules.pass_chips if rules.illegal_pass_also_pays_pass else 0
             self._emit(
-                EventKind.ILLEGAL_PASS, seat, action=PASS, reason="illegal_pass", source=source
+                EventKind.ILLEGAL_PASS,
+                seat,
+                action=PASS,
+                reason="illegal_pass",
+                source=source,
+                detail={"chips": pass_chips} if pass_chips else {},
             )
+            self._charge(seat, pass_chips)
             penalty = rules.illegal_pass_penalty
             if penalty == "lose_turn":
                 state.skip_next = True

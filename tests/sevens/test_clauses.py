@@ -74,6 +74,17 @@ def test_sv6_a_corrupt_deal_is_refused() -> None:  # SV-6
         SevensMatch(PRESETS["sevens"], 3, 1, hands=[[*deck[:18], "AC"], deck[18:35], deck[35:]])
 
 
+def test_sv6_a_stacked_deal_with_wrong_hand_sizes_is_refused() -> None:  # SV-6, SV-4
+    deck = [str(c) for c in make_deck("french52")]
+    with pytest.raises(MatchStateError, match=r"wrong hand sizes \(SV-6\).*\[13, 13, 13, 13\]"):
+        SevensMatch(PRESETS["sevens"], 4, 1, hands=[deck[:15], deck[15:26], deck[26:39], deck[39:]])
+    # 52 cards to 3 seats, dealer 0: seat 1 (left of the dealer) gets the 18th card.
+    with pytest.raises(MatchStateError, match=r"\[17, 18, 17\]"):
+        SevensMatch(PRESETS["sevens"], 3, 1, hands=[deck[:18], deck[18:35], deck[35:]])
+    match = SevensMatch(PRESETS["sevens"], 3, 1, hands=[deck[:17], deck[17:35], deck[35:]])
+    assert [len(h) for h in match.initial_hands()[0]] == [17, 18, 17]
+
+
 # -- layout and legal plays -----------------------------------------------------------------
 
 
@@ -255,7 +266,7 @@ def test_sv19_illegal_pass_chips_to_the_pot_or_the_winner() -> None:  # SV-19
             ("penalty", 0, None, "illegal_pass"),
         ]
         assert dict(events[1].detail) == {"chips": 5, "payee": payee}
-        assert match.observation(0)["pot"] == pot + (5 if payee == "pot" else 0)
+        assert match.observation(0)["pot"] == pot + 1 + (5 if payee == "pot" else 0)
         while not match.is_over():
             match.apply(match.legal_actions()[0])
         (deal,) = match.deal_results()
@@ -263,6 +274,28 @@ def test_sv19_illegal_pass_chips_to_the_pot_or_the_winner() -> None:  # SV-19
         assert next(p for p in deal.penalties if p.reason == "illegal_pass").amount == 5
         outcomes.append(deal.deltas)
     assert outcomes[0] == outcomes[1]  # the pot goes to the winner too
+
+
+def test_sv17_sv19_an_illegal_pass_pays_the_pass_chip_and_the_penalty() -> None:
+    """SV-17 (every pass pays pass_chips) with SV-19 (the penalty on top): fan-tan's illegal
+    pass costs 1 + 5 by default; illegal_pass_also_pays_pass=false is the penalty alone."""
+    for also, cost in ((None, 6), (True, 6), (False, 5)):
+        changes = {} if also is None else {"illegal_pass_also_pays_pass": also}
+        match = stacked(rules("fan-tan", **changes), CHAIN, dealer=2)
+        pot = match.observation(0)["pot"]
+        events = match.apply(PASS)
+        assert events[0].kind == "illegal_pass"
+        assert dict(events[0].detail) == ({"chips": 1} if cost == 6 else {})
+        assert match.observation(0)["pot"] == pot + cost, also
+    assert PRESETS["fan-tan"].illegal_pass_also_pays_pass
+    # penalty points (fan-tan-pips style): the pass point and the penalty points add up
+    points = rules("fan-tan", scoring="penalty_points", ante=0, card_penalty="pips")
+    match = stacked(points, CHAIN, dealer=2)
+    match.apply(PASS)
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    (deal,) = match.deal_results()
+    assert deal.deltas[0] >= 6
 
 
 def test_sv19_forfeit_the_deal() -> None:  # SV-19

@@ -52,13 +52,15 @@ def derive_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
-def cut_for_dealer(seed: int, players: int) -> tuple[int, list[list[Any]]]:
-    """SD-5: every seat draws a card, the lowest rank deals; tied seats draw again.
+def cut_for_dealer(seed: int, players: int, deck_kind: str) -> tuple[int, list[list[Any]]]:
+    """SD-5: every seat draws a card of the game's own deck (``deck_kind``: ``sedma-3``
+    cuts from its 24 cards, never the 8s and 9s it leaves out), the lowest rank deals;
+    tied seats draw again.
 
     Draw ``j`` takes card ``derive_seed(seed, "cut", j) % len(rest)`` of the cards not yet
     drawn (canonical order). Returns the dealer and the draws as ``[seat, card]`` pairs.
     """
-    deck = deck_cards("german32")
+    deck = deck_cards(deck_kind)
     candidates = list(range(players))
     draws: list[list[Any]] = []
     j = 0
@@ -114,7 +116,7 @@ class SedmaMatch:
         self.num_players = num_players
         self.seed = seed
         self._specs = specs
-        self._first_dealer, self._cut = cut_for_dealer(seed, num_players)
+        self._first_dealer, self._cut = cut_for_dealer(seed, num_players, rules.deck)
         self._slot = 0
         self._redeals = 0
         self._deal = -1

@@ -202,6 +202,19 @@ class SevensMatch:
                 f"{r.deck} deck exactly once; hand sizes {sizes}, missing {missing}, "
                 f"not in the deck {extra}, {total} cards for {t.deck_mask.bit_count()}"
             )
+        if d == 0 and self._stacked is not None and not self._stacked[1]:
+            # A stacked fresh deal (nothing on the table) must have the sizes of a real one.
+            small, extra = divmod(total - table.bit_count(), n)
+            want = [small] * n
+            for k in range(extra):
+                want[(dealer + 1 + k) % n] += 1
+            if sizes != want:
+                raise MatchStateError(
+                    f"deal {d}: wrong hand sizes (SV-6): hands of {sizes} cards, but "
+                    f"{total - table.bit_count()} cards dealt to {n} seats from the left of "
+                    f"dealer {dealer} make hands of {want} (SV-4); stack the cards already "
+                    "played as table=... for a position after the start"
+                )
         self._initial.append(list(hands))
         self._deal = d
         self._bot_plays = _bot_plays(d)
@@ -662,7 +675,21 @@ class SevensMatch:
         kind = self._pass_kind(seat, able)
         events = self._events
         if kind == "illegal":
-            events.append(Event(EventKind.ILLEGAL_PASS, seat, d, PASS, "illegal_pass", source, {}))
+            # SV-17: every pass pays pass_chips; SV-19's penalty comes on top (D-44).
+            cost = r.pass_chips if r.illegal_pass_also_pays_pass else 0
+            events.append(
+                Event(
+                    EventKind.ILLEGAL_PASS,
+                    seat,
+                    d,
+                    PASS,
+                    "illegal_pass",
+                    source,
+                    {"chips": cost} if cost else {},
+                )
+            )
+            if cost:
+                self._pay_pot(seat, cost)
             penalty = r.illegal_pass_penalty
             if penalty == "lose_turn":
                 self._skip[seat] = True

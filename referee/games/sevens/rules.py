@@ -64,6 +64,9 @@ class SevensRules:
     illegal_pass_penalty: str = "lose_turn"  # lose_turn | chips | forfeit_deal
     illegal_pass_chips: int = 0  # with illegal_pass_penalty = chips
     illegal_pass_payee: str = "pot"  # pot | winner
+    # An illegal pass is a pass too: it also pays pass_chips (SV-17 + SV-19, D-44); false:
+    # only the illegal-pass penalty.
+    illegal_pass_also_pays_pass: bool = True
     voluntary_pass_chips: int = 0  # cost of a voluntary pass when must_play is false
     free_passes: int = 0  # per seat per deal, no cost even when able to play (SV-22)
     pass_elimination: int = 0  # out of the deal after more than N passes; 0 = off (SV-23)
@@ -156,6 +159,7 @@ _FIELD_TYPES: dict[str, type] = {
     "illegal_pass_penalty": str,
     "illegal_pass_chips": int,
     "illegal_pass_payee": str,
+    "illegal_pass_also_pays_pass": bool,
     "voluntary_pass_chips": int,
     "free_passes": int,
     "pass_elimination": int,
