@@ -204,9 +204,9 @@ class SevensMatch:
             )
         if d == 0 and self._stacked is not None and not self._stacked[1]:
             # A stacked fresh deal (nothing on the table) must have the sizes of a real one.
-            small, extra = divmod(total - table.bit_count(), n)
+            small, bigger = divmod(total - table.bit_count(), n)
             want = [small] * n
-            for k in range(extra):
+            for k in range(bigger):
                 want[(dealer + 1 + k) % n] += 1
             if sizes != want:
                 raise MatchStateError(
