@@ -340,3 +340,17 @@ def _nothing_hidden_reached_the_page(browser: Any, record: dict[str, Any]) -> No
         assert not (page_cards & others_at[seq])
         turns += 1
     assert turns == len(requests)
+
+
+def test_bot_page_shows_its_seasons_matches_and_think_times(
+    platform: Platform, finished_season: dict[str, str]
+) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(url(platform, "/bot/rand-1"), timeout=30) as reply:
+        page = reply.read().decode()
+    assert 'href="/?season=live"' in page and 'href="/replay/live-m' in page
+    decisions = int(re.search(r"(\d+) decisions in their records", page).group(1))  # type: ignore[union-attr]
+    assert decisions > 0
+    bars = re.findall(r"<title>([^<]+): (\d+)</title></rect>", page)
+    assert sum(int(n) for _label, n in bars) == decisions, bars

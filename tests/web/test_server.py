@@ -8,6 +8,7 @@ import http.client
 import json
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -87,6 +88,7 @@ def test_page_selects_a_season_and_escapes_names(port: int, redis_client: redis.
     assert "Standings of s1" in page and '<a href="/bot/alpha">alpha</a>' in page
     page = get(port, "/?season=s2").text
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "y&amp;z" in page and "<b>x" not in page
+    assert 'href="/replay/s1-m0"' not in page, "recent matches are the selected season's"
     assert get(port, "/?season=%3Cscript%3E").status == 400
     missing = get(port, "/?season=nope")
     assert missing.status == 404 and "s2" in json.loads(missing.body)["error"]
@@ -225,3 +227,62 @@ def test_standings_for_people_rank_only_bots_that_played_and_name_the_unit_once(
     assert web_league.unit_words("penalty_points") == "penalty points"
     assert format_cell(rows[0], "elo_interval") == "1300 – 1600"
     assert format_cell({"score": "x"}, "score") == "x"
+
+
+def test_events_stream_sends_the_live_parts_and_updates_them(
+    port: int, league: redis.Redis
+) -> None:
+    """/events: a ``live`` event at once with every fragment, another when Redis changes."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/events?season=s1")
+        response = conn.getresponse()
+        assert response.status == 200
+        assert response.getheader("content-type") == "text/event-stream"
+
+        def next_live() -> dict[str, Any]:
+            while True:
+                line = response.fp.readline().decode()
+                if line.startswith("data: "):
+                    data: dict[str, Any] = json.loads(line[6:])
+                    return data
+
+        first = next_live()
+        assert set(first["fragments"]) >= {"progress", "standings", "inflight", "recent"}
+        assert "<strong>4/6</strong>" in first["fragments"]["progress"]
+        assert first["progress"] == {"done": 4, "failed": 0, "total": 6, "state": "running"}
+        league.hset(keys.season("s1"), mapping={"matches_done": 5})
+        second = next_live()
+        assert second["progress"]["done"] == 5
+        assert "<strong>5/6</strong>" in second["fragments"]["progress"]
+    finally:
+        conn.close()
+    assert get(port, "/events").status == 400
+    assert get(port, "/events?season=nope").status == 404
+
+
+def test_bot_page_and_live_api(port: int, league: redis.Redis) -> None:
+    page = get(port, "/bot/alpha")
+    assert page.status == 200
+    assert "Bot alpha" in page.text and 'href="/?season=s1"' in page.text
+    assert "think time" in page.text.lower() and "<svg" in page.text
+    assert get(port, "/bot/nobody").status == 404
+    live = json.loads(get(port, "/api/live/s1").body)
+    assert [r["bot"] for r in live["rows"]] == list(league_data.BOTS)
+    assert live["in_flight"] == {"running": 0, "queued": 2, "matches": []}
+    assert all(m["season"] == "s1" for m in live["recent"]) and len(live["recent"]) == 4
+
+
+def test_a_bot_with_no_match_is_listed_last_without_a_rating(
+    port: int, redis_client: redis.Redis
+) -> None:
+    rows = [
+        league_data.standings_row("new", 1, matches=0, deals=0, elo=1500.0, elo_low=568.0,
+                                  elo_high=2432.0, avg_place=0.0),
+        league_data.standings_row("old", 2),
+    ]  # fmt: skip
+    league_data.write_season(redis_client, "s3", bots=("new", "old"), unit="deals_won", rows=rows)
+    page = get(port, "/?season=s3").text
+    assert page.index("/bot/old") < page.index("/bot/new")
+    assert "568" not in page and "2432" not in page and "no matches yet" in page
+    assert page.count(">deals won</th>") == 1 and "deals_won" not in page
