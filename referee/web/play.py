@@ -53,13 +53,15 @@ class PlaySession:
     legal: dict[int, list[str]] = field(default_factory=dict)
     answered: set[int] = field(default_factory=set)
     over: bool = False
+    join: bool = False
+    """Seated for any match (a season's, or one an operator starts), not one casual match."""
 
     def push(self, kind: str, payload: dict[str, Any]) -> None:
         """Append an event (on the loop's thread) and wake the page's stream."""
         self.events.append((kind, payload))
         if kind == "turn":
             self.legal[int(payload["seq"])] = list(payload["legal_actions"])
-        if kind == "match_end":
+        if kind == "match_end" and not self.join:
             self.over = True
             asyncio.get_running_loop().call_later(1.0, self.seat.stop.set)
         self.changed.set()
@@ -129,6 +131,8 @@ class PlayRoutes:
             return await self.form(request, self._why_disabled(), status=503)
         data = await request.post()
         name = str(data.get("name", "") or "guest").strip()
+        if str(data.get("join", "")) == "1":
+            return await self._join(request, name)
         game = str(data.get("game", "sevens"))
         preset = str(data.get("preset", "") or "")
         against = [a.strip() for a in str(data.get("against", "")).split(",") if a.strip()]
@@ -179,6 +183,17 @@ class PlayRoutes:
             "session",
             {"state": "queued", "match_id": spec.match_id, "bot": session.bot},
         )
+        raise web.HTTPSeeOther(f"/play/{session.sid}")
+
+    async def _join(self, request: web.Request, name: str) -> web.Response:
+        """Seat the person for whatever match their identity is in (a season's too)."""
+        self._expire()
+        try:
+            session = await self._open(name)
+        except (ArenaError, ValueError) as exc:
+            return await self.form(request, str(exc), status=400)
+        session.join = True
+        session.push("session", {"state": "joined", "bot": session.bot})
         raise web.HTTPSeeOther(f"/play/{session.sid}")
 
     async def _open(self, name: str) -> PlaySession:
@@ -250,7 +265,11 @@ class PlayRoutes:
     async def page(self, request: web.Request) -> web.Response:
         session = self._session(request)
         return self.web.html(
-            "play_table.html", sid=session.sid, bot=session.bot, match_id=session.match_id
+            "play_table.html",
+            sid=session.sid,
+            bot=session.bot,
+            match_id=session.match_id,
+            join=session.join,
         )
 
     async def events(self, request: web.Request) -> web.StreamResponse:

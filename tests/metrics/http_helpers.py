@@ -8,6 +8,7 @@ import http.client
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from referee.web import serve_http
 
@@ -24,8 +25,9 @@ class Reply:
 
 
 @contextlib.contextmanager
-def running_server(redis_url: str) -> Iterator[int]:
-    """Yield the port of a live ``serve_http``; stop it (and check it stopped) on exit."""
+def running_server(redis_url: str, **options: Any) -> Iterator[int]:
+    """Yield the port of a live ``serve_http`` (``options`` are its keyword arguments:
+    ``grpc_target``, ``human_move_s``); stop it (and check it stopped) on exit."""
     ready = threading.Event()
     port: list[int] = []
     errors: list[BaseException] = []
@@ -38,7 +40,9 @@ def running_server(redis_url: str) -> Iterator[int]:
 
     def run() -> None:
         try:
-            loop.run_until_complete(serve_http(redis_url, "127.0.0.1", 0, stop, on_ready=on_ready))
+            loop.run_until_complete(
+                serve_http(redis_url, "127.0.0.1", 0, stop, on_ready=on_ready, **options)
+            )
         except BaseException as exc:
             errors.append(exc)
             ready.set()

@@ -103,6 +103,7 @@
     received.push({ kind: kind, payload: p });
     if (kind === "session") {
       if (p.state === "queued") { $("status").textContent = "Match " + p.match_id + " queued: waiting for a worker to start it."; }
+      else if (p.state === "joined") { $("status").textContent = "Seated as " + p.bot + ": waiting for a match you are in."; }
       else { $("status").textContent = "Your seat stopped: " + (p.message || p.state); root.setAttribute("data-over", "true"); }
     } else if (kind === "match_start") {
       seats = p.players;
@@ -127,7 +128,12 @@
       link.href = "/replay/" + encodeURIComponent(p.match_id);
       $("actions").textContent = "";
       $("actions").appendChild(link);
-      root.setAttribute("data-over", "true");
+      if (root.getAttribute("data-join") === "true") {
+        root.setAttribute("data-matches", String(parseInt(root.getAttribute("data-matches") || "0", 10) + 1));
+        log("waiting for your next match");
+      } else {
+        root.setAttribute("data-over", "true");
+      }
     } else if (kind === "notice") {
       log("referee notice " + p.code + ": " + p.message);
     }
