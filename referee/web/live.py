@@ -32,6 +32,9 @@ INTERVAL_S = 1.0
 HEARTBEAT_S = 15.0
 MAX_STREAMS = 256
 """Open event streams one referee serves; more are answered 503 (each holds a connection)."""
+CHART_MIN_INTERVAL_S = 10.0
+"""Charts are refitted at most this often per season while it runs (each refit is up to
+``history.CHECKPOINTS`` Bradley-Terry fits, on the referee's CPU)."""
 RATE_WINDOW_S = 30.0
 """Decisions/s and matches/s are averaged over about this long."""
 
@@ -69,7 +72,7 @@ class LiveFeed:
         self.conn = conn
         self.web = web_app
         self._rates: dict[str, _Rates] = {}
-        self._charts: dict[str, tuple[int, str, str]] = {}
+        self._charts: dict[str, tuple[int, float, str, str]] = {}
         self._watches: dict[str, _Watch] = {}
         self._streams = 0
         self._closed = asyncio.Event()
@@ -110,8 +113,12 @@ class LiveFeed:
         season_id = season["season"]
         done = season["matches_done"]
         cached = self._charts.get(season_id)
-        if cached is not None and cached[0] == done:
-            return cached[1], cached[2]
+        now = time.monotonic()
+        if cached is not None and (
+            cached[0] == done
+            or (season["state"] == "running" and now - cached[1] < CHART_MIN_INTERVAL_S)
+        ):
+            return cached[2], cached[3]
         results = await league.season_results(self.conn, season_id)
         unit = ""
         if results:
@@ -133,7 +140,7 @@ class LiveFeed:
             return elo, score
 
         elo_svg, score_svg = await asyncio.to_thread(draw)
-        self._charts[season_id] = (done, elo_svg, score_svg)
+        self._charts[season_id] = (done, now, elo_svg, score_svg)
         return elo_svg, score_svg
 
     async def context(self, season_id: str) -> dict[str, Any]:

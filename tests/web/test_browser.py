@@ -240,6 +240,18 @@ def test_a_replay_steps_through_a_deal_showing_the_engine_state(
     shown = browser.find_elements("css selector", "#board .seat .hand[data-cards]")
     assert [h.get_attribute("data-cards") for h in shown] == [expected[-1]["hands"][1]]
     assert "step=" in browser.current_url and "view=seat1" in browser.current_url  # permalink
+    permalink = browser.current_url
+    browser.set_window_size(420, 900)
+    try:
+        browser.get(permalink)  # the permalink opens the same move and view, at phone width
+        wait_for(lambda: attr(browser, "board", "data-view") == "seat1", 30, "permalink view")
+        assert attr(browser, "board", "data-step") == str(len(expected) - 1)
+        wide = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth];"
+        )
+        assert wide[0] <= wide[1], f"the replay is {wide[0]} px wide in a {wide[1]} px window"
+    finally:
+        browser.set_window_size(1280, 1000)
     # Cards are text for screen readers, suits have symbols.
     label = browser.find_element(
         "css selector", "#board .seat .hand .card[data-card]"
