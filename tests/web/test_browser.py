@@ -119,13 +119,22 @@ def finished_season(platform: Platform, conn: redis.Redis, browser: Any) -> dict
     first_updates = int(attr(browser, "season", "data-updates") or 0)
     store.start_season(conn, "live")
     total = int(store.get_season(conn, "live")["matches_total"])
-    wait_for(
-        lambda: attr(browser, "season", "data-settled") == str(total),
-        180,
-        f"the page did not show all {total} matches settled",
-    )
+    seen: dict[str, set[str]] = {"in_flight": set(), "rates": set()}
+
+    def settled() -> bool:
+        live = browser.execute_script(
+            "return [document.getElementById('inflight').innerText,"
+            " document.getElementById('progress').innerText];"
+        )
+        seen["in_flight"].update(re.findall(r"live-m\d+", live[0]))
+        seen["rates"].update(re.findall(r"([\d.]+) decisions/s", live[1]))
+        return attr(browser, "season", "data-settled") == str(total)
+
+    wait_for(settled, 180, f"the page did not show all {total} matches settled", poll=0.05)
     info = store.get_season(conn, "live")
     info["first_updates"] = str(first_updates)
+    info["seen_in_flight"] = " ".join(sorted(seen["in_flight"]))
+    info["seen_rates"] = " ".join(sorted(seen["rates"]))
     return info
 
 
@@ -135,6 +144,8 @@ def test_league_page_updates_in_place_while_a_season_runs(
     total = int(finished_season["matches_total"])
     assert browser.execute_script("return window.__samePage") == "not reloaded"
     assert int(attr(browser, "season", "data-updates")) > int(finished_season["first_updates"])
+    assert finished_season["seen_in_flight"], "no running match was shown while it ran"
+    assert any(float(r) > 0 for r in finished_season["seen_rates"].split()), "no decisions/s"
     progress = browser.find_element("id", "progress").text
     assert f"{total}/{total} matches settled" in progress, progress
     wait_for(
