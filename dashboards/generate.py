@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,39 @@ SCHEMA_VERSION = 39
 JSON = dict[str, Any]
 
 
+PER_INSTANCE = frozenset({"arena_redis_up", "arena_collector_duration_seconds"})
+"""Metrics about one referee process; every other ``arena_*`` metric is the league's, read
+from the one Redis by whichever referee is scraped."""
+_RANGE_CALL = re.compile(r"\b(?:rate|increase)\((arena_\w+)(?:\{[^}]*\})?\[[^\]]*\]\)")
+_SELECTOR = re.compile(r"\b(arena_\w+)(?:\{[^}]*\})?(?![\w{\[])")
+
+
+def across_referees(expr: str) -> str:
+    """``expr`` with each league metric taken once however many referees are scraped.
+
+    Every referee serves the same league numbers (docs/DEPLOY.md): Prometheus scraping
+    several keeps one copy per ``instance``, and a plain ``sum`` counts the league once per
+    referee. Each selector (or its ``rate``/``increase``) becomes ``max without
+    (instance) (...)``, which is the series itself when one referee is scraped."""
+    kept: list[str] = []
+
+    def wrap(found: re.Match[str]) -> str:
+        if found.group(1) in PER_INSTANCE:
+            return found.group(0)
+        return f"max without (instance) ({found.group(0)})"
+
+    def hold(found: re.Match[str]) -> str:
+        kept.append(wrap(found))
+        return f"\0{len(kept) - 1}\0"
+
+    out = _SELECTOR.sub(wrap, _RANGE_CALL.sub(hold, expr))
+    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], out)
+
+
 def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False) -> JSON:
     t: JSON = {
         "datasource": DATASOURCE,
-        "expr": expr,
+        "expr": across_referees(expr),
         "legendFormat": legend or "__auto",
         "refId": ref,
         "range": not instant,
