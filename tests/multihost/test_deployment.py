@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 import pytest
 import redis
@@ -19,6 +22,8 @@ from referee import keys
 from referee.procs import arena_command
 from referee.seasons import store
 from referee.seasons.platform import Platform
+from tests.metrics.dashboards import load_dashboards, queries, substitute
+from tests.metrics.prom_server import PROMETHEUS, PromClient
 from tests.multihost.deployment import Deployment, tls_redis_server
 from tests.multihost.netns import Network
 
@@ -234,6 +239,71 @@ def test_a_referee_host_cut_off_its_bots_fail_over_and_open_decisions_are_resent
     assert resent.search(worker_logs), "no open decision of referee A was sent again"
     # referee A is back and ready for bots again
     assert d.http_get("referee-a", "/healthz")[0] == 200
+
+
+PER_INSTANCE = ("arena_redis_up", "arena_collector_duration_seconds")
+"""Facts about one referee process, not the league: one series per referee is right."""
+
+
+def values(result: list[dict[str, Any]]) -> dict[str, float]:
+    out = {}
+    for series in result:
+        labels = {k: v for k, v in series["metric"].items() if k != "instance"}
+        key = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        value = float(series["value"][1])
+        if math.isfinite(value):
+            out[key] = value
+    return out
+
+
+def close(a: float, b: float) -> bool:
+    # the two servers scrape at different moments: rates may differ a little, never 2x
+    return abs(a - b) <= 0.2 * max(abs(a), abs(b)) + 1e-9
+
+
+@pytest.mark.prometheus
+@pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary (apt-get install prometheus)")
+def test_dashboard_queries_aggregate_across_referees(deployment: Deployment) -> None:
+    """Prometheus scraping both referees: every dashboard query gives what it gives with
+    one referee scraped (each referee serves the league's numbers from the one Redis, so a
+    query that does not collapse the ``instance`` label counts the league twice)."""
+    d = deployment
+    both = PromClient(d.start_prometheus("prometheus-both", ["referee-a", "referee-b"]), d.logs)
+    one = PromClient(d.start_prometheus("prometheus-one", ["referee-a"]), d.logs)
+    d.on_ops(lambda: both.wait_for_scrapes(2))
+    d.on_ops(lambda: one.wait_for_scrapes(2))
+    started = time.time()
+    start_season(d, "prom")
+    info = d.query(lambda c: wait_finished(c, "prom"))
+    assert info["state"] == "finished", info
+    time.sleep(2.5)  # both have scraped the final numbers: gauges hold still from here
+    end = time.time()
+    # rates over the whole season: not zero at its end, and comparable between the two
+    window = end - started + 1.0
+
+    compared = 0
+    differ = []
+    for dashboard in load_dashboards().values():
+        variables = {v["name"]: "prom" for v in dashboard["templating"]["list"]}
+        for q in queries({"d": dashboard}):
+            if any(m in q.expr for m in PER_INSTANCE):
+                continue
+            expr = substitute(
+                q.expr, variables, interval_s=1.0, rate_interval_s=window, range_s=window
+            )
+            raw = d.on_ops(partial(both.query, expr, end))
+            a = values(raw)
+            b = values(d.on_ops(partial(one.query, expr, end)))
+            compared += 1
+            per_referee = len({s["metric"].get("instance") for s in raw} - {None}) > 1
+            if per_referee or a.keys() != b.keys() or not all(close(a[k], b[k]) for k in a):
+                differ.append(f"{q.dashboard} / {q.panel}: {expr}\n  both: {a}\n  one:  {b}")
+            assert b, f"{q.dashboard} / {q.panel}: {expr} has no data"
+    assert compared >= 40
+    assert not differ, "queries that count the league once per referee:\n" + "\n".join(differ)
+    # and the two referees really were both scraped
+    targets = d.on_ops(lambda: both.get("/api/v1/targets")["activeTargets"])
+    assert sorted(t["health"] for t in targets) == ["up", "up"], targets
 
 
 def test_no_output_or_log_holds_the_redis_password(deployment: Deployment) -> None:
