@@ -1,32 +1,61 @@
-"""Exceptions of the referee service layer (rules errors live in ``referee.games.errors``).
+"""Exceptions of the referee service layer, and the one table that maps every error the
+platform raises to the status a caller sees (rules errors live in ``referee.games.errors``).
 
-Hierarchy::
+Hierarchy, with the gRPC status each answers with (``status``)::
 
-    ArenaError (Exception)
-    ├── EmbeddedRedisError     the embedded redis-server could not start or stop
-    ├── ConfigError (ValueError)  a bad flag, TOML file or season spec; says what to fix
-    ├── NotFoundError (KeyError)  an unknown bot, season or match
-    ├── AuthError              a bad, missing or revoked token; acting for another bot
-    └── ConflictError          a name already taken, a state change that does not apply
+    ArenaError (Exception)                         INTERNAL (never raised bare)
+    ├── EmbeddedRedisError                         UNAVAILABLE
+    ├── ConfigError (ValueError)                   INVALID_ARGUMENT: a bad flag, TOML file or spec
+    ├── NotFoundError (KeyError)                   NOT_FOUND: an unknown bot, season or match
+    ├── AuthError                                  UNAUTHENTICATED: bad, missing or revoked token
+    │   └── ActingForAnotherBot (gateway)          PERMISSION_DENIED
+    ├── ConflictError                              ALREADY_EXISTS: a name already taken
+    │   └── StateConflict                          FAILED_PRECONDITION: a state change that
+    │                                              does not apply to the current state
+    └── GatewayError (referee.gateway.errors)      the bot-stream errors, each with its own
 
-The gRPC layer maps these to status codes in one place (``referee.gateway.status``).
+    RulesError (ValueError, referee.games.errors)  INVALID_ARGUMENT
+    ├── InvalidRulesError, CardParseError          INVALID_ARGUMENT
+    └── MatchStateError                            FAILED_PRECONDITION
+    redis.RedisError                               UNAVAILABLE: storage down, try again
+
+:func:`status_name` is the mapping; ``referee.gateway.status`` turns the name into a gRPC
+code and the CLI prints the message. ``tests/foundation/test_errors.py`` walks every
+subclass and fails if one would come out as INTERNAL.
 """
+
+from __future__ import annotations
+
+from redis.exceptions import RedisError
+
+from referee.games.errors import MatchStateError, RulesError
+
+INTERNAL = "INTERNAL"
 
 
 class ArenaError(Exception):
-    """Base class of the referee's own errors."""
+    """Base class of the referee's own errors; ``status`` is the gRPC status name a call
+    ends with because of it (each subclass sets its own)."""
+
+    status: str = INTERNAL
 
 
 class EmbeddedRedisError(ArenaError):
     """The embedded redis-server could not be found, started or stopped."""
 
+    status = "UNAVAILABLE"
+
 
 class ConfigError(ArenaError, ValueError):
     """A configuration, flag or spec that is refused; the message says what would work."""
 
+    status = "INVALID_ARGUMENT"
+
 
 class NotFoundError(ArenaError, KeyError):
     """An unknown bot, season or match."""
+
+    status = "NOT_FOUND"
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
@@ -35,6 +64,31 @@ class NotFoundError(ArenaError, KeyError):
 class AuthError(ArenaError):
     """Authentication or authorization failed."""
 
+    status = "UNAUTHENTICATED"
+
 
 class ConflictError(ArenaError):
     """A name already taken or a state change that does not apply now."""
+
+    status = "ALREADY_EXISTS"
+
+
+class StateConflict(ConflictError):
+    """A state change that does not apply to the season's current state (starting a
+    finished season, pausing one that is not running)."""
+
+    status = "FAILED_PRECONDITION"
+
+
+def status_name(exc: BaseException) -> str:
+    """The name of the gRPC status (``grpc.StatusCode[name]``) that ``exc`` maps to:
+    ``INTERNAL`` only for errors that are not the platform's own (bugs)."""
+    if isinstance(exc, ArenaError):
+        return exc.status
+    if isinstance(exc, MatchStateError):
+        return "FAILED_PRECONDITION"
+    if isinstance(exc, RulesError):
+        return "INVALID_ARGUMENT"
+    if isinstance(exc, RedisError):
+        return "UNAVAILABLE"
+    return INTERNAL

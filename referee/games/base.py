@@ -23,9 +23,10 @@ that decides what a seat may see. Their schema is documented in
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, NotRequired, Protocol, Self, TypedDict, runtime_checkable
 
 from referee.games.cards import Card
 
@@ -54,7 +55,7 @@ class EventKind:
     PASS = "pass"  # a legal pass (forced, free, or a paid voluntary pass)
     ILLEGAL_PASS = "illegal_pass"  # a pass while able to play (SV-18/SV-19)
     INVALID_ACTION = "invalid_action"  # refused: not held, not legal, malformed (SV-21)
-    TIMEOUT = "timeout"  # the seat did not answer in time (DESIGN section 4)
+    TIMEOUT = "timeout"  # the seat did not answer in time (docs/workers.md)
     PENALTY = "penalty"  # chips or points paid because of a penalty
     ELIMINATED = "eliminated"  # out of the deal (SV-19 forfeit, SV-23)
     TRICK = "trick"  # Sedma: a trick was won
@@ -239,6 +240,115 @@ class DealSpec:
         return cls(seed=data["seed"], rotation=data.get("rotation", 0), dealer=data.get("dealer"))
 
 
+class HistoryItem(TypedDict):
+    """One public event of the current deal, as a seat sees it (docs/OBSERVATIONS.md)."""
+
+    seat: int
+    kind: str
+    action: NotRequired[str]
+    reason: NotRequired[str]
+
+
+class Observation(TypedDict):
+    """The fields every game's observation has (docs/OBSERVATIONS.md, "Common fields").
+
+    Each engine adds its own documented fields (Sevens: ``table``, ``pot`` …; Sedma:
+    ``trick``, ``talon_size`` …); :func:`build_observation` builds the common part.
+    """
+
+    game: str
+    preset: str
+    rules: JSON
+    seat: int
+    num_players: int
+    deal_index: int
+    num_deals: int
+    dealer: int
+    to_act: int
+    hand: list[str]
+    hand_sizes: list[int]
+    totals: list[int]
+    unit: str
+    history: list[HistoryItem]
+
+
+def history_view(events: Sequence[Event], seat: int) -> list[HistoryItem]:
+    """The events of the current deal as ``seat`` may see them.
+
+    A refused action's text is shown to the seat that sent it and to nobody else: it may
+    name cards that seat holds (``"7D"`` refused as ``not_legal`` says it holds the 7D).
+
+    >>> refused = Event(EventKind.INVALID_ACTION, 1, action="7D", reason="not_legal")
+    >>> history_view([refused], seat=1)
+    [{'seat': 1, 'kind': 'invalid_action', 'action': '7D', 'reason': 'not_legal'}]
+    >>> history_view([refused], seat=0)
+    [{'seat': 1, 'kind': 'invalid_action', 'reason': 'not_legal'}]
+    """
+    out: list[HistoryItem] = []
+    for event in events:
+        item: HistoryItem = {"seat": -1 if event.seat is None else event.seat, "kind": event.kind}
+        if event.action is not None and (
+            event.kind != EventKind.INVALID_ACTION or event.seat == seat
+        ):
+            item["action"] = event.action
+        if event.reason is not None:
+            item["reason"] = event.reason
+        out.append(item)
+    return out
+
+
+def build_observation(
+    *,
+    game: str,
+    preset: str,
+    rules: JSON,
+    seat: int,
+    num_players: int,
+    deal_index: int,
+    num_deals: int,
+    dealer: int,
+    to_act: int,
+    hand: list[str],
+    hand_sizes: list[int],
+    totals: list[int],
+    unit: str,
+    deal_events: Sequence[Event],
+) -> Observation:
+    """The common part of every observation; ``deal_events`` are the current deal's events
+    (filtered for ``seat`` by :func:`history_view`)."""
+    return {
+        "game": game,
+        "preset": preset,
+        "rules": rules,
+        "seat": seat,
+        "num_players": num_players,
+        "deal_index": deal_index,
+        "num_deals": num_deals,
+        "dealer": dealer,
+        "to_act": to_act,
+        "hand": hand,
+        "hand_sizes": hand_sizes,
+        "totals": totals,
+        "unit": unit,
+        "history": history_view(deal_events, seat),
+    }
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from SHA-256 of ``"part1:part2:..."``: stable across runs, platforms and
+    Python versions, and revealing nothing of the seed it is derived from. The one
+    derivation used by the engines (a match's own deals, Sedma's cut and redeals) and the
+    seasons (schedule, match and deal seeds; docs/seasons.md).
+
+    >>> derive_seed(42, 0, 1) == derive_seed("42:0:1")
+    True
+    >>> 0 <= derive_seed("sedma", 7, "hand", 0) < 2**63
+    True
+    """
+    text = ":".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
 @runtime_checkable
 class Rules(Protocol):
     """A frozen, validated rules object. ``name`` is its preset name (or ``custom``)."""
@@ -252,9 +362,25 @@ class Rules(Protocol):
 class Match(Protocol):
     """A match in progress: a sequence of deals under one rules object.
 
-    The match starts its next deal by itself when one ends. ``apply`` and
-    ``apply_timeout`` never raise for anything a bot may send: refused actions are
-    handled as the rules and DESIGN section 4 say and come back as events.
+    The match starts its next deal by itself when one ends. The contract every engine
+    follows (checked for every game and preset by ``tests/games/test_contract.py``):
+
+    * ``apply`` and ``apply_timeout`` never raise for anything a bot may send: refused
+      actions are handled as the rules and docs/DECISIONS.md say and come back as events.
+      Only calling them after the end raises (``MatchStateError``).
+    * ``legal_actions()`` is sorted by :func:`action_sort_key` and is ``[]`` once the match
+      is over; ``check(a)`` is ``None`` for each of them, and a reason in words for
+      anything else (after the end: for everything).
+    * ``to_act()``, ``fallback_action()`` and ``result()`` raise ``MatchStateError`` when
+      they do not apply (after the end, or before it for ``result``); ``observation`` raises
+      it for a seat that is not ``0 .. num_players - 1``.
+    * ``observation(seat)`` never shows another seat's cards: not its hand, and not the text
+      of an action it had refused (:func:`history_view`).
+    * ``to_json()`` writes the record of :mod:`referee.games.record` (the same shape for
+      every game, events included) and ``Game.match_from_json`` reads it back into an equal
+      match, or raises ``MatchStateError`` saying why it cannot.
+    * Errors are the rules layer's own (``referee.games.errors``); no other exception
+      escapes for any input.
     """
 
     game: str
@@ -273,7 +399,7 @@ class Match(Protocol):
         ...
 
     def legal_actions(self) -> list[str]:
-        """The sorted legal actions of the seat to act."""
+        """The sorted legal actions of the seat to act; ``[]`` once the match is over."""
         ...
 
     def check(self, action: str) -> str | None:
@@ -281,7 +407,8 @@ class Match(Protocol):
         ...
 
     def observation(self, seat: int) -> JSON:
-        """Everything ``seat`` may know now, and nothing more (docs/OBSERVATIONS.md)."""
+        """Everything ``seat`` may know now, and nothing more (docs/OBSERVATIONS.md): the
+        :class:`Observation` fields built by :func:`build_observation` plus the game's own."""
         ...
 
     def apply(self, action: str, source: str = Source.BOT) -> list[Event]:
@@ -293,7 +420,8 @@ class Match(Protocol):
         ...
 
     def fallback_action(self) -> str:
-        """A deterministic legal action for the autopilot (the same state gives the same one)."""
+        """A deterministic legal action for the autopilot (the same state gives the same one);
+        ``MatchStateError`` once the match is over."""
         ...
 
     def events(self) -> list[Event]:
@@ -313,7 +441,8 @@ class Match(Protocol):
         ...
 
     def to_json(self) -> str:
-        """Rules, seed, deal specs, every action with its source: enough to replay."""
+        """The match record (:mod:`referee.games.record`): rules, seed, deal specs, every
+        action with its source, the hands as dealt and the events; enough to replay."""
         ...
 
 

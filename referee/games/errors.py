@@ -5,11 +5,11 @@ Hierarchy::
     RulesError (ValueError)
     ├── InvalidRulesError      a rules object or preset that the validator refuses
     ├── CardParseError         text that is not a card in canonical form
-    ├── IllegalActionError     an action refused where the caller asked for strictness
     └── MatchStateError        an operation that does not fit the match's state
                                (acting after the end, asking for a result too early)
 
-Every message says what was wrong and what would be right.
+Every message says what was wrong and what would be right. An illegal action is not an
+error: ``Match.check`` says why in words and ``Match.apply`` handles it as the rules say.
 """
 
 
@@ -23,10 +23,6 @@ class InvalidRulesError(RulesError):
 
 class CardParseError(RulesError):
     """Text that is not a card (or action) in canonical form."""
-
-
-class IllegalActionError(RulesError):
-    """An action that is not legal, raised only by strict helpers (never by ``Match.apply``)."""
 
 
 class MatchStateError(RulesError):

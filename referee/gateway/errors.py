@@ -1,4 +1,4 @@
-"""Errors of the gateway layer; :mod:`referee.gateway.status` maps them to status codes.
+"""Errors of the gateway layer; each names its status (``status``, see ``referee.errors``).
 
 Hierarchy (beside ``referee.errors``)::
 
@@ -21,31 +21,47 @@ from referee.errors import ArenaError, AuthError
 class GatewayError(ArenaError):
     """A bot stream broke the protocol or a limit; the stream is closed with a status."""
 
+    status = "FAILED_PRECONDITION"
+
 
 class MalformedMessage(GatewayError):
     """A message that does not parse or lacks required fields."""
+
+    status = "INVALID_ARGUMENT"
 
 
 class ProtocolError(GatewayError):
     """A message out of order (Action before Hello, a second Hello) or a wrong version."""
 
+    status = "FAILED_PRECONDITION"
+
 
 class TooManyStreams(GatewayError):
     """The bot already holds the most streams allowed (``--max-streams-per-bot``)."""
 
+    status = "RESOURCE_EXHAUSTED"
+
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+        if limit <= 1:
+            self.status = "ALREADY_EXISTS"
 
 
 class SlowReader(GatewayError):
     """A write to the bot did not complete within the write bound: the bot does not read
     its stream (or reads it with a tiny flow-control window). Only its own stream ends."""
 
+    status = "RESOURCE_EXHAUSTED"
+
 
 class Draining(GatewayError):
     """The referee is shutting down; connect again (to it or another referee)."""
 
+    status = "UNAVAILABLE"
+
 
 class ActingForAnotherBot(AuthError):
     """An Action for a decision that belongs to another bot."""
+
+    status = "PERMISSION_DENIED"

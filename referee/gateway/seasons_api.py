@@ -14,12 +14,12 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import grpc  # type: ignore[import-untyped]
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 
 from arena.v1 import league_pb2
 from referee.errors import ArenaError, ConfigError, NotFoundError
+from referee.games.errors import RulesError
 from referee.gateway import status
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
@@ -209,10 +209,7 @@ class SeasonsServicerMixin:
         conn = self._seasons_sync()
         try:
             return await asyncio.to_thread(fn, conn)
-        except store.StateConflict as exc:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-            raise AssertionError("unreachable: context.abort raises") from exc
-        except ArenaError as exc:
+        except (ArenaError, RulesError) as exc:
             await status.abort(context, exc)
 
     async def CreateSeason(self, request: Any, context: Context) -> Any:

@@ -1,4 +1,4 @@
-"""Errors -> gRPC status codes, in one place (DESIGN section 5)."""
+"""Errors -> gRPC status codes: the names of :func:`referee.errors.status_name` as codes."""
 
 from __future__ import annotations
 
@@ -7,40 +7,13 @@ from typing import NoReturn
 import grpc  # type: ignore[import-untyped]
 from redis.exceptions import RedisError
 
-from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
-from referee.gateway.errors import (
-    ActingForAnotherBot,
-    Draining,
-    MalformedMessage,
-    ProtocolError,
-    SlowReader,
-    TooManyStreams,
-)
+from referee.errors import status_name
 
 
 def status_of(exc: BaseException) -> grpc.StatusCode:
-    """The status code a stream or call ends with because of ``exc``."""
-    if isinstance(exc, ActingForAnotherBot):
-        return grpc.StatusCode.PERMISSION_DENIED
-    if isinstance(exc, AuthError):
-        return grpc.StatusCode.UNAUTHENTICATED
-    if isinstance(exc, MalformedMessage | ConfigError):
-        return grpc.StatusCode.INVALID_ARGUMENT
-    if isinstance(exc, ProtocolError):
-        return grpc.StatusCode.FAILED_PRECONDITION
-    if isinstance(exc, SlowReader):
-        return grpc.StatusCode.RESOURCE_EXHAUSTED
-    if isinstance(exc, TooManyStreams):
-        if exc.limit <= 1:
-            return grpc.StatusCode.ALREADY_EXISTS
-        return grpc.StatusCode.RESOURCE_EXHAUSTED
-    if isinstance(exc, Draining | RedisError):
-        return grpc.StatusCode.UNAVAILABLE
-    if isinstance(exc, NotFoundError):
-        return grpc.StatusCode.NOT_FOUND
-    if isinstance(exc, ConflictError):
-        return grpc.StatusCode.ALREADY_EXISTS
-    return grpc.StatusCode.INTERNAL
+    """The status code a stream or call ends with because of ``exc`` (the table is
+    :func:`referee.errors.status_name`)."""
+    return grpc.StatusCode[status_name(exc)]
 
 
 async def abort(context: grpc.aio.ServicerContext[object, object], exc: BaseException) -> NoReturn:

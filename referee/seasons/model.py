@@ -6,8 +6,8 @@ in Redis by :mod:`referee.seasons.store`. The seed is secret until the season en
 spec stored for everyone to read carries ``seed = null`` and only its SHA-256.
 
 Every random choice of a season derives from the season seed through SHA-256
-(:func:`derive_seed`), so anyone holding the revealed seed can rebuild the schedule and
-re-deal every hand (``arena season verify``).
+(:func:`referee.games.base.derive_seed`, re-exported here), so anyone holding the revealed
+seed can rebuild the schedule and re-deal every hand (``arena season verify``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from referee.errors import ConfigError
+from referee.games.base import derive_seed as derive_seed
 from workers.spec import TimeControl
 
 FORMAT_AUTO = "auto"
@@ -36,16 +37,6 @@ _SEED_MAX = 2**63 - 1
 def seed_sha256(seed: int) -> str:
     """The published commitment of a season seed: SHA-256 (hex) of its decimal text."""
     return hashlib.sha256(str(seed).encode()).hexdigest()
-
-
-def derive_seed(seed: int, *parts: object) -> int:
-    """A 63-bit seed derived from the season seed and ``parts`` (e.g. match and deal index).
-
-    SHA-256 of ``"seed:part1:part2..."``: the derived seeds reveal nothing of the season
-    seed, and anyone with the revealed seed recomputes them exactly.
-    """
-    text = ":".join([str(seed), *(str(p) for p in parts)])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
 def random_seed() -> int:

@@ -29,7 +29,7 @@ from typing import Any, cast
 import redis
 
 from referee import keys
-from referee.errors import ConfigError, ConflictError, NotFoundError
+from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
 from referee.seasons.model import SeasonSpec, random_seed, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
 from referee.seasons.standings import compute_standings
@@ -43,11 +43,6 @@ FINISHED = "finished"
 STATES = (CREATED, RUNNING, PAUSED, CANCELLED, FINISHED)
 ENDED = (CANCELLED, FINISHED)
 SCHEDULED = "scheduled"  # a season match not handed to the queue yet
-
-
-class StateConflict(ConflictError):
-    """A state change that does not apply to the season's current state (the League API
-    answers FAILED_PRECONDITION)."""
 
 
 secret_key = keys.season_secret

@@ -5,8 +5,13 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from referee.seasons.ratings import (
+    ELO_MEAN,
     ELO_SCALE,
+    LIVE_K,
+    PRIOR_SD,
     Z95,
     Placing,
     bradley_terry,
@@ -131,3 +136,66 @@ def test_interval_uses_t_on_matches_minus_one_and_warns_below_two_matches() -> N
     single = bradley_terry(BOTS, one)
     assert single.matches == 1 and "fewer than two matches" in single.warning
     assert single.quantile == Z95
+
+
+def test_live_elo_scales_each_pair_by_one_over_players_minus_one() -> None:
+    """Pins the 1 / (players - 1) scale: three equal bots, one deal a > b > c. Each of the
+    three pairwise games is expected 0.5, so a gains 2 * (K / 2) * 0.5 = K / 2, b nothing,
+    c loses K / 2 (without the scale: K, a mutation the order-only test let through)."""
+    bots = ["a", "b", "c"]
+    rating = live_elo(bots, [Placing("m0", (("a",), ("b",), ("c",)))])
+    assert rating["a"] == pytest.approx(ELO_MEAN + LIVE_K / 2, abs=1e-9)
+    assert rating["b"] == pytest.approx(ELO_MEAN, abs=1e-9)
+    assert rating["c"] == pytest.approx(ELO_MEAN - LIVE_K / 2, abs=1e-9)
+    four = live_elo([*bots, "d"], [Placing("m0", (("a",), ("b",), ("c",), ("d",)))])
+    assert four["a"] == pytest.approx(ELO_MEAN + 3 * (LIVE_K / 3) * 0.5, abs=1e-9)
+
+
+def _two_bot_fit(wins: list[float], prior_sd: float) -> tuple[float, float, float]:
+    """A naive reference for two bots with one game per match: the MAP strength difference
+    by bisection, then the model and the clustered (G / (G - 1) corrected) variances of
+    a's centred Elo."""
+    games = len(wins)
+    score = sum(wins)
+
+    def gradient(d: float) -> float:  # d = theta_a - theta_b = 2 * theta_a
+        p = 1.0 / (1.0 + math.exp(-d))
+        return score - games * p - (d / 2) / prior_sd**2
+
+    low, high = -50.0, 50.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if gradient(mid) > 0 else (low, mid)
+    d = (low + high) / 2
+    p = 1.0 / (1.0 + math.exp(-d))
+    w = games * p * (1 - p)
+    prior = 1.0 / prior_sd**2
+    # Hessian of the negative log posterior, [[w + prior, -w], [-w, w + prior]]; the
+    # contrast (1/2, -1/2) picks the difference: var = (1/4) * v' C v with v = (1, -1).
+    det = (w + prior) ** 2 - w**2
+    cov = [[(w + prior) / det, w / det], [w / det, (w + prior) / det]]
+    model = 0.25 * (cov[0][0] - 2 * cov[0][1] + cov[1][1])
+    meat_sum = sum((s - p) ** 2 for s in wins) * games / (games - 1)
+    meat = [[meat_sum, -meat_sum], [-meat_sum, meat_sum]]
+    c = [cov[0][0] - cov[0][1], cov[1][0] - cov[1][1]]  # C v, v = (1, -1)
+    robust = 0.25 * (
+        c[0] * (meat[0][0] * c[0] + meat[0][1] * c[1])
+        + c[1] * (meat[1][0] * c[0] + meat[1][1] * c[1])
+    )
+    return d, model, robust
+
+
+def test_the_clustered_interval_has_the_small_sample_correction() -> None:
+    """Pins the G / (G - 1) factor of the cluster-robust variance: two bots, four matches of
+    one game (a wins three), compared with a naive two-bot reference. Without the factor
+    the half-width is sqrt(3/4) of this one."""
+    wins = [1.0, 1.0, 1.0, 0.0]
+    placings = [
+        Placing(f"m{i}", (("a",), ("b",)) if s else (("b",), ("a",))) for i, s in enumerate(wins)
+    ]
+    fit = bradley_terry(["a", "b"], placings)
+    d, model, robust = _two_bot_fit(wins, PRIOR_SD)
+    assert robust > model, "the clustered variance decides the interval in this case"
+    half = student_t_quantile(0.975, len(wins) - 1) * math.sqrt(robust) * ELO_SCALE
+    assert fit.elo["a"] == pytest.approx(ELO_MEAN + d / 2 * ELO_SCALE, rel=1e-6)
+    assert fit.high["a"] - fit.elo["a"] == pytest.approx(half, rel=1e-6)

@@ -139,3 +139,15 @@ def test_void_deals_are_skipped() -> None:
     res["result"]["deals"][0]["void"] = True
     rows = {r["bot"]: r for r in compute_standings("v", "sedma", ["a", "b", "c"], [res])["rows"]}
     assert rows["a"]["deals"] == 0 and rows["a"]["matches"] == 1
+
+
+def test_average_place_counts_the_seats_ahead_after_a_tie_in_the_middle() -> None:
+    """Pins competition ranks ("1224"), not dense ranks ("1223"): after two bots tie for
+    second, the next bot is fourth (a mutation counting one place per tied group gave 3)."""
+    seats = ["a", "b", "c", "d"]
+    result = _result("m0", seats, [[[0], [1, 2], [3]]], 1.0, [3, 0, 0, -3])
+    rows = {r["bot"]: r for r in compute_standings("s", "sevens", seats, [result])["rows"]}
+    assert rows["a"]["avg_place"] == 1.0
+    assert rows["b"]["avg_place"] == rows["c"]["avg_place"] == 2.0
+    assert rows["d"]["avg_place"] == 4.0
+    assert rows["a"]["deals_won"] == 1 and rows["b"]["deals_won"] == 0

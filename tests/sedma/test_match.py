@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from referee.games.base import DealSpec, EventKind, Source
+from referee.games.base import DealSpec, EventKind, Source, derive_seed
 from referee.games.cards import Card
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
 from referee.games.sedma.hand import SEDMA_ORDER, deal_cards
-from referee.games.sedma.match import SedmaMatch, cut_for_dealer, derive_seed
+from referee.games.sedma.match import SedmaMatch, cut_for_dealer
 from referee.games.sedma.rules import deck_cards, preset, rules_from_dict
 
 GAME = get_game("sedma")
@@ -117,8 +117,8 @@ def test_a_tied_hand_is_void_and_redealt_by_the_same_dealer() -> None:
     voids = [e for e in match.events() if e.kind == EventKind.VOID_DEAL]
     assert voids and voids[0].deal == k
     # The redeal's seed derives from the slot's seed (deterministic, replayable).
-    slot_seed = derive_seed(seed, "hand", starts[k].detail["slot"])
-    redeal_seed = derive_seed(slot_seed, "redeal", starts[k + 1].detail["redeal"])
+    slot_seed = derive_seed("sedma", seed, "hand", starts[k].detail["slot"])
+    redeal_seed = derive_seed("sedma", slot_seed, "redeal", starts[k + 1].detail["redeal"])
     hands, _ = deal_cards(preset("sedma-3"), redeal_seed, 0)
     assert match.initial_hands()[k + 1] == [[str(c) for c in h] for h in hands]
 
@@ -286,7 +286,7 @@ def test_match_from_json_refuses_garbage_with_a_reason() -> None:
     match.apply(match.legal_actions()[0])
     match.apply(match.legal_actions()[0])
     record = json.loads(match.to_json())
-    with pytest.raises(MatchStateError, match="unknown Sedma record format 9"):
+    with pytest.raises(MatchStateError, match=r"(?i)unknown sedma record format 9"):
         GAME.match_from_json(json.dumps({**record, "format": 9}))
     record["actions"].reverse()  # seats out of turn: the record does not replay
     with pytest.raises(MatchStateError, match="does not replay: action #0 is by seat"):
@@ -321,3 +321,32 @@ def test_misuse_raises_rules_errors_that_say_what_to_do() -> None:
     with pytest.raises(MatchStateError, match="over"):
         match.apply("7H")
     assert match.legal_actions() == [] and match.observation(0)["to_act"] == -1
+
+
+def _first_void(max_redeals: int) -> tuple[SedmaMatch, int]:
+    """The first void hand of the first seed that has one, under ``max_redeals``."""
+    rules = rules_from_dict({**preset("sedma-3").to_dict(), "max_redeals": max_redeals})
+    for seed in range(200):
+        match = GAME.new_match(rules, 3, seed)
+        assert isinstance(match, SedmaMatch)
+        play_random(match, seed)
+        voids = [e for e in match.events() if e.kind == EventKind.VOID_DEAL]
+        if voids:
+            return match, voids[0].deal
+    raise AssertionError("no void hand in 200 sedma-3 sessions")
+
+
+def test_max_redeals_is_the_number_of_redeals_allowed() -> None:  # SD-16
+    """Pins the boundary (``>`` not ``>=``): with ``max_redeals = 1`` the first void hand
+    of a slot is redealt in the same slot; with ``max_redeals = 0`` it is not, and the
+    next hand is the next slot."""
+    for allowed, redealt in ((1, True), (0, False)):
+        match, k = _first_void(allowed)
+        void = next(e for e in match.events() if e.kind == EventKind.VOID_DEAL)
+        assert void.detail["redeal"] is redealt, allowed
+        starts = [e for e in match.events() if e.kind == EventKind.DEAL_START]
+        assert starts[k].detail["redeal"] == 0
+        if len(starts) > k + 1:
+            same_slot = starts[k + 1].detail["slot"] == starts[k].detail["slot"]
+            assert same_slot is redealt, allowed
+            assert starts[k + 1].detail["redeal"] == (1 if redealt else 0)

@@ -124,7 +124,8 @@ def test_errors_after_the_end_and_before_the_result() -> None:
         match.result()
     while not match.is_over():
         match.apply(match.legal_actions()[0])
-    for call in (match.to_act, match.legal_actions, match.apply_timeout):
+    assert match.legal_actions() == []  # the Match protocol: [] once the match is over
+    for call in (match.to_act, match.fallback_action, match.apply_timeout):
         with pytest.raises(MatchStateError, match="over"):
             call()
     with pytest.raises(MatchStateError, match="over"):
@@ -164,7 +165,7 @@ def test_a_tampered_record_is_refused() -> None:
     with pytest.raises(MatchStateError, match="does not replay"):
         SevensMatch.from_dict(data)
     data = json.loads(match.to_json())
-    data["actions"][0][0] = (data["actions"][0][0] + 1) % 4
+    data["actions"][0]["seat"] = (data["actions"][0]["seat"] + 1) % 4
     with pytest.raises(MatchStateError, match="does not replay"):
         SevensMatch.from_dict(data)
 
@@ -218,3 +219,16 @@ def test_deal_specs_are_checked_up_front() -> None:
         GAME.new_match(PRESETS["sevens"], 4, 1, [DealSpec(1), DealSpec(2, dealer=4)])
     with pytest.raises(InvalidRulesError, match="at least one DealSpec"):
         GAME.new_match(PRESETS["sevens"], 4, 1, [])
+
+
+def test_short_hand_ante_needs_chips_and_a_positive_ante() -> None:  # SV-28
+    """Pins the validator: ``short_hand_ante`` adjusts the ante, so it is refused with
+    ``ante = 0`` (a mutation dropping that condition accepted it) and without chips."""
+    base = PRESETS["fan-tan"].to_dict()
+    for mode in ("minus_one", "plus_one"):
+        assert SevensRules.from_dict({**base, "short_hand_ante": mode, "ante": 1})
+        with pytest.raises(InvalidRulesError, match="short_hand_ante"):
+            SevensRules.from_dict({**base, "short_hand_ante": mode, "ante": 0})
+        with pytest.raises(InvalidRulesError, match="short_hand_ante"):
+            SevensRules.from_dict({**PRESETS["sevens"].to_dict(), "short_hand_ante": mode})
+    assert SevensRules.from_dict({**base, "short_hand_ante": "none", "ante": 0})

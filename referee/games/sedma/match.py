@@ -9,12 +9,11 @@ hand: a ``DealSpec`` of an explicit list, or the k-th hand of a session. A void 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from referee.games import record
 from referee.games.base import (
     JSON,
     RUN_SEPARATOR,
@@ -25,6 +24,8 @@ from referee.games.base import (
     MatchResult,
     Rules,
     Source,
+    build_observation,
+    derive_seed,
 )
 from referee.games.cards import Card, Rank
 from referee.games.errors import CardParseError, InvalidRulesError, MatchStateError
@@ -39,17 +40,8 @@ DRAW = "draw"
 _CARDS: dict[str, Card] = {str(card): card for card in map(Card.from_index, range(52))}
 """Every card by its canonical text (the fast path of ``apply``)."""
 
-FORMAT_VERSION = 1
-"""Version of the ``to_json`` record (``match_from_json`` refuses others)."""
-
 MAX_ACTION_CHARS = 16
 """Longer action text is refused as malformed without parsing (and logged clipped)."""
-
-
-def derive_seed(seed: int, *parts: object) -> int:
-    """A 63-bit seed derived from ``seed`` and a label, stable across runs and platforms."""
-    text = ":".join(["sedma", str(seed), *(str(p) for p in parts)])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
 def cut_for_dealer(seed: int, players: int, deck_kind: str) -> tuple[int, list[list[Any]]]:
@@ -57,8 +49,9 @@ def cut_for_dealer(seed: int, players: int, deck_kind: str) -> tuple[int, list[l
     cuts from its 24 cards, never the 8s and 9s it leaves out), the lowest rank deals;
     tied seats draw again.
 
-    Draw ``j`` takes card ``derive_seed(seed, "cut", j) % len(rest)`` of the cards not yet
-    drawn (canonical order). Returns the dealer and the draws as ``[seat, card]`` pairs.
+    Draw ``j`` takes card ``derive_seed("sedma", seed, "cut", j) % len(rest)`` of the
+    cards not yet drawn (canonical order). Returns the dealer and the draws as
+    ``[seat, card]`` pairs.
     """
     deck = deck_cards(deck_kind)
     candidates = list(range(players))
@@ -67,7 +60,7 @@ def cut_for_dealer(seed: int, players: int, deck_kind: str) -> tuple[int, list[l
     while len(candidates) > 1 and len(deck) >= len(candidates):
         drawn = []
         for seat in candidates:
-            drawn.append((seat, deck.pop(derive_seed(seed, "cut", j) % len(deck))))
+            drawn.append((seat, deck.pop(derive_seed(GAME_NAME, seed, "cut", j) % len(deck))))
             j += 1
         draws.extend([seat, str(card)] for seat, card in drawn)
         low = min(SEDMA_ORDER[card.rank] for _, card in drawn)
@@ -209,31 +202,24 @@ class SedmaMatch:
             raise MatchStateError(f"seat must be 0..{self.num_players - 1}, got {seat!r}")
         rules = self.sedma_rules
         hand = self._hand
-        history: list[JSON] = []
-        for event in self._events[self._deal_start :]:
-            entry: JSON = {"seat": -1 if event.seat is None else event.seat, "kind": event.kind}
-            if event.action is not None and (
-                event.kind != EventKind.INVALID_ACTION or event.seat == seat
-            ):
-                entry["action"] = event.action
-            if event.reason is not None:
-                entry["reason"] = event.reason
-            history.append(entry)
+        common = build_observation(
+            game=GAME_NAME,
+            preset=rules.name,
+            rules=dict(self._rules_dict),
+            seat=seat,
+            num_players=self.num_players,
+            deal_index=self._deal,
+            num_deals=self.num_deals(),
+            dealer=self._dealer,
+            to_act=-1 if self._over else hand.to_act,
+            hand=[str(card) for card in hand.hands[seat]],
+            hand_sizes=[len(h) for h in hand.hands],
+            totals=[self._side_totals[rules.side_of(s)] for s in range(self.num_players)],
+            unit=UNIT,
+            deal_events=self._events[self._deal_start :],
+        )
         return {
-            "game": GAME_NAME,
-            "preset": rules.name,
-            "rules": dict(self._rules_dict),
-            "seat": seat,
-            "num_players": self.num_players,
-            "deal_index": self._deal,
-            "num_deals": self.num_deals(),
-            "dealer": self._dealer,
-            "to_act": -1 if self._over else hand.to_act,
-            "hand": [str(card) for card in hand.hands[seat]],
-            "hand_sizes": [len(h) for h in hand.hands],
-            "totals": [self._side_totals[rules.side_of(s)] for s in range(self.num_players)],
-            "unit": UNIT,
-            "history": history,
+            **common,
             "sides": [list(side) for side in rules.sides()],
             "leader": hand.leader,
             "trick": [{"seat": s, "card": str(card)} for s, card in hand.trick],
@@ -293,55 +279,30 @@ class SedmaMatch:
     # Serialization ----------------------------------------------------------------------
 
     def to_json(self) -> str:
-        data = {
-            "game": GAME_NAME,
-            "format": FORMAT_VERSION,
-            "rules": self._rules_dict,
-            "num_players": self.num_players,
-            "seed": self.seed,
-            "deals": None if self._specs is None else [s.to_dict() for s in self._specs],
-            "actions": self._log,
-        }
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+        """The match record (:mod:`referee.games.record`)."""
+        return record.write_record(
+            game=GAME_NAME,
+            rules=self._rules_dict,
+            num_players=self.num_players,
+            seed=self.seed,
+            deals=self._specs,
+            actions=[dict(entry) for entry in self._log],
+            initial_hands=self.initial_hands(),
+            events=self._events,
+        )
 
     @classmethod
-    def from_json(cls, text: str) -> SedmaMatch:
-        """Rebuild a match from :meth:`to_json` by replaying its actions."""
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise MatchStateError(f"not a Sedma match record (invalid JSON: {exc})") from None
-        if not isinstance(data, dict) or data.get("game") != GAME_NAME:
-            raise MatchStateError("not a Sedma match record: expected an object with game=sedma")
-        if data.get("format") != FORMAT_VERSION:
-            raise MatchStateError(
-                f"unknown Sedma record format {data.get('format')!r}: expected {FORMAT_VERSION}"
-            )
+    def from_json(cls, text: str | Mapping[str, Any]) -> SedmaMatch:
+        """Rebuild a match from its record (format 2, or the format-1 records written
+        before, without events) by replaying its actions; ``MatchStateError`` when it does
+        not replay."""
+        data = record.read_record(text, GAME_NAME)
         try:
             rules = rules_from_dict(data["rules"])
-            deals = data["deals"]
-            specs = None if deals is None else [DealSpec.from_dict(d) for d in deals]
-            match = cls(rules, data["num_players"], data["seed"], specs)
-            actions = data["actions"]
+            match = cls(rules, data["num_players"], data["seed"], record.deal_specs(data))
         except (KeyError, TypeError) as exc:
-            raise MatchStateError(f"Sedma match record lacks or garbles a field: {exc}") from None
-        for i, entry in enumerate(actions):
-            if match.is_over():
-                raise MatchStateError(f"Sedma match record has actions after the end (#{i})")
-            if not isinstance(entry, dict) or not ("timeout" in entry or "action" in entry):
-                raise MatchStateError(
-                    f"Sedma match record action #{i} must be {{'seat', 'action'}} or "
-                    f"{{'seat', 'timeout': true}}, got {entry!r}"
-                )
-            if entry.get("seat") != match.to_act():
-                raise MatchStateError(
-                    f"Sedma match record does not replay: action #{i} is by seat "
-                    f"{entry.get('seat')!r}, but seat {match.to_act()} is to act"
-                )
-            if entry.get("timeout"):
-                match.apply_timeout()
-            else:
-                match.apply(entry["action"], entry.get("source", Source.BOT))
+            raise MatchStateError(f"sedma match record lacks or garbles a field: {exc!r}") from None
+        record.replay(match, data, GAME_NAME)
         return match
 
     # Internals ----------------------------------------------------------------------------
@@ -363,8 +324,11 @@ class SedmaMatch:
         if not isinstance(action, str) or not action.strip():
             return Refusal("malformed", "empty action: send a card you hold, e.g. 7H")
         if len(action) > MAX_ACTION_CHARS:
+            # The record keeps MAX_ACTION_CHARS + 1 characters: the message must read the
+            # same when the record is replayed (tests/games/test_contract.py).
             return Refusal(
-                "malformed", f"action is {len(action)} characters long: send a card like 7H"
+                "malformed",
+                f"action is longer than {MAX_ACTION_CHARS} characters: send a card like 7H",
             )
         hand = self._hand
         seat = hand.to_act
@@ -459,7 +423,7 @@ class SedmaMatch:
     def _spec(self, slot: int) -> DealSpec:
         if self._specs is not None:
             return self._specs[slot]
-        return DealSpec(seed=derive_seed(self.seed, "hand", slot))
+        return DealSpec(seed=derive_seed(GAME_NAME, self.seed, "hand", slot))
 
     def _start_hand(self) -> Hand:
         rules = self.sedma_rules
@@ -467,7 +431,11 @@ class SedmaMatch:
         dealer = spec.dealer
         if dealer is None:  # SD-5: the deal passes left after each (scored) hand
             dealer = (self._first_dealer + self._slot) % self.num_players
-        seed = spec.seed if self._redeals == 0 else derive_seed(spec.seed, "redeal", self._redeals)
+        seed = (
+            spec.seed
+            if self._redeals == 0
+            else derive_seed(GAME_NAME, spec.seed, "redeal", self._redeals)
+        )
         hands, talon = deal_cards(rules, seed, spec.rotation % self.num_players)
         self._deal += 1
         self._dealer = dealer

@@ -9,11 +9,11 @@ RULES.md part 1 are cited by clause; the project's interpretations are ``D-n`` i
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from referee.games import record
 from referee.games.base import (
     PASS,
     RUN_SEPARATOR,
@@ -26,6 +26,7 @@ from referee.games.base import (
     Rules,
     Source,
     action_sort_key,
+    build_observation,
 )
 from referee.games.cards import Card
 from referee.games.errors import CardParseError, InvalidRulesError, MatchStateError
@@ -60,13 +61,17 @@ def _bot_plays(deal: int) -> list[Event | None]:
     return _BOT_PLAYS.setdefault(deal, [None] * (8 * 52))
 
 
-FORMAT_VERSION = 1
 MAX_ACTION_TEXT = 64
 SUIT_LETTERS = "CDHS"
 
 
 def derive_deal_seed(match_seed: int, deal: int) -> int:
-    """The seed of deal ``deal`` when the match makes its own deal specs (D-11)."""
+    """The seed of deal ``deal`` when the match makes its own deal specs (D-11).
+
+    The low 63 bits of the same SHA-256 :func:`referee.games.base.derive_seed` hashes
+    (which keeps the high 63): D-11 is documented and every recorded self-play match
+    was dealt by it, so it is kept as it is.
+    """
     digest = hashlib.sha256(f"{match_seed}:{deal}".encode()).digest()
     return int.from_bytes(digest[:8], "big") & (2**63 - 1)
 
@@ -341,7 +346,7 @@ class SevensMatch:
         legal = self._legal
         if legal is None:
             if self._over:
-                raise MatchStateError("the match is over: there are no legal actions")
+                return []
             able = self._hands[self._to_act] & self._playable
             if self._simple:
                 legal = _MASK_ACTIONS.get(able) if able else _PASS_ONLY
@@ -533,6 +538,8 @@ class SevensMatch:
         )
 
     def fallback_action(self) -> str:
+        if self._over:
+            raise MatchStateError("the match is over: there is no fallback action")
         return self.legal_actions()[0]
 
     # ------------------------------------------------------------------ applying
@@ -945,34 +952,25 @@ class SevensMatch:
         for s in range(4):
             row = (self._table >> (13 * s)) & ROW_BITS
             table[SUIT_LETTERS[s]] = [CARD_TEXT[13 * s + b] for b in t.order if (row >> b) & 1]
-        history: list[dict[str, Any]] = []
-        for event in self._events[self._deal_event_start :]:
-            item: dict[str, Any] = {
-                "seat": -1 if event.seat is None else event.seat,
-                "kind": event.kind,
-            }
-            # A refused card is not shown: it could tell what the seat holds.
-            if event.action is not None and event.kind != EventKind.INVALID_ACTION:
-                item["action"] = event.action
-            if event.reason is not None:
-                item["reason"] = event.reason
-            history.append(item)
         r = self._rules
+        common = build_observation(
+            game=GAME_NAME,
+            preset=r.name,
+            rules=r.to_dict(),
+            seat=seat,
+            num_players=self.num_players,
+            deal_index=self._deal,
+            num_deals=self._scheduled_deals(),
+            dealer=self._dealer,
+            to_act=-1 if self._over else self._to_act,
+            hand=list(mask_actions(self._hands[seat])),
+            hand_sizes=[mask.bit_count() for mask in self._hands],
+            totals=self.totals(),
+            unit=r.unit,
+            deal_events=self._events[self._deal_event_start :],
+        )
         return {
-            "game": GAME_NAME,
-            "preset": r.name,
-            "rules": r.to_dict(),
-            "seat": seat,
-            "num_players": self.num_players,
-            "deal_index": self._deal,
-            "num_deals": self._scheduled_deals(),
-            "dealer": self._dealer,
-            "to_act": -1 if self._over else self._to_act,
-            "hand": list(mask_actions(self._hands[seat])),
-            "hand_sizes": [mask.bit_count() for mask in self._hands],
-            "totals": self.totals(),
-            "unit": r.unit,
-            "history": history,
+            **common,
             "table": table,
             "pot": self._pot,
             "passes": list(self._passes),
@@ -983,64 +981,59 @@ class SevensMatch:
 
     # ------------------------------------------------------------------ serialization
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "game": GAME_NAME,
-            "format": FORMAT_VERSION,
-            "rules": self._rules.to_dict(),
-            "num_players": self.num_players,
-            "seed": self.seed,
-            "deal_specs": None if self._specs is None else [s.to_dict() for s in self._specs],
-            "stacked": None
+    def to_json(self) -> str:
+        """The match record (:mod:`referee.games.record`); a stacked first deal is kept
+        under ``stacked``."""
+        stacked = (
+            {}
             if self._stacked is None
             else {
-                "hands": [list(mask_actions(m)) for m in self._stacked[0]],
-                "table": list(mask_actions(self._stacked[1])),
-            },
-            "actions": [[seat, action, source] for seat, action, source in self._log],
-            "initial_hands": self.initial_hands(),
-            "events": [event.to_dict() for event in self._events],
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=True)
+                "stacked": {
+                    "hands": [list(mask_actions(m)) for m in self._stacked[0]],
+                    "table": list(mask_actions(self._stacked[1])),
+                }
+            }
+        )
+        return record.write_record(
+            game=GAME_NAME,
+            rules=self._rules.to_dict(),
+            num_players=self.num_players,
+            seed=self.seed,
+            deals=self._specs,
+            actions=[
+                record.action_entry(seat, action, source) for seat, action, source in self._log
+            ],
+            initial_hands=self.initial_hands(),
+            events=self._events,
+            extra=stacked,
+        )
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SevensMatch:
-        if data.get("game") != GAME_NAME:
-            raise MatchStateError(f"not a sevens match record (game={data.get('game')!r})")
-        if data.get("format") != FORMAT_VERSION:
-            raise MatchStateError(
-                f"unknown sevens record format {data.get('format')!r}: expected {FORMAT_VERSION}"
-            )
-        specs = data.get("deal_specs")
+    def from_json(cls, text: str | Mapping[str, Any]) -> SevensMatch:
+        """Rebuild a match from its record (format 2, or the format-1 records written
+        before) by replaying its actions; ``MatchStateError`` when it does not replay."""
+        data = record.read_record(text, GAME_NAME)
         stacked = data.get("stacked")
-        match = cls(
-            SevensRules.from_dict(data["rules"]),
-            int(data["num_players"]),
-            int(data["seed"]),
-            None if specs is None else [DealSpec.from_dict(s) for s in specs],
-            hands=None if stacked is None else stacked["hands"],
-            table=() if stacked is None else stacked["table"],
-        )
-        for i, (seat, action, source) in enumerate(data["actions"]):
-            if match.is_over() or match.to_act() != seat:
-                raise MatchStateError(
-                    f"record does not replay: action {i} is by seat {seat}, but "
-                    f"{'nobody' if match.is_over() else match.to_act()} is to act"
-                )
-            if action is None:
-                match.apply_timeout()
-            else:
-                match.apply(action, source)
-        recorded = data.get("events")
-        if recorded is not None and [Event.from_dict(e) for e in recorded] != match._events:
-            raise MatchStateError("record does not replay: its events differ from the replay's")
+        try:
+            match = cls(
+                SevensRules.from_dict(data["rules"]),
+                int(data["num_players"]),
+                int(data["seed"]),
+                record.deal_specs(data),
+                hands=None if stacked is None else stacked["hands"],
+                table=() if stacked is None else stacked["table"],
+            )
+        except (KeyError, TypeError) as exc:
+            raise MatchStateError(
+                f"sevens match record lacks or garbles a field: {exc!r}"
+            ) from None
+        record.replay(match, data, GAME_NAME)
         return match
 
     @classmethod
-    def from_json(cls, text: str) -> SevensMatch:
-        return cls.from_dict(json.loads(text))
+    def from_dict(cls, data: Mapping[str, Any]) -> SevensMatch:
+        """:meth:`from_json` of a record already parsed."""
+        return cls.from_json(data)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SevensMatch):
