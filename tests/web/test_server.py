@@ -286,3 +286,53 @@ def test_a_bot_with_no_match_is_listed_last_without_a_rating(
     assert page.index("/bot/old") < page.index("/bot/new")
     assert "568" not in page and "2432" not in page and "no matches yet" in page
     assert page.count(">deals won</th>") == 1 and "deals_won" not in page
+
+
+def test_bot_page_lists_penalties_with_their_reasons(port: int, league: redis.Redis) -> None:
+    """From the match records: the refusal, its reason in words, the penalty."""
+    from referee.games.registry import get_game
+
+    rules = get_game("sevens").preset("fan-tan").to_dict()
+    refused = {"kind": "invalid_action", "seat": 0, "deal": 1, "action": "ZZ",
+               "reason": "malformed", "detail": {"message": "'ZZ' is not a card"}}  # fmt: skip
+    penalty = {"kind": "penalty", "seat": 0, "deal": 1, "reason": "invalid_action",
+               "detail": {"chips": 1, "payee": "pot"}}  # fmt: skip
+    record = {
+        "spec": {
+            "match_id": "s1-m0",
+            "game": "sevens",
+            "rules": rules,
+            "seats": ["alpha", "bravo", "charlie"],
+            "seed": 1,
+        },
+        "rules": rules,
+        "steps": [
+            {
+                "deal": 1,
+                "seat": 0,
+                "source": "bot",
+                "answer": "ZZ",
+                "think_ms": 3.5,
+                "status": "refused",
+                "reason": "malformed",
+                "events": [refused, penalty],
+            },
+            {
+                "deal": 1,
+                "seat": 1,
+                "source": "bot",
+                "answer": "7D",
+                "think_ms": 700.0,
+                "status": "accepted",
+                "events": [],
+            },
+        ],
+        "result": {},
+    }
+    league.set(keys.match_record("s1-m0"), json.dumps(record))
+    page = get(port, "/bot/alpha").text
+    assert "'ZZ' is not a card" in page.replace("&#39;", "'")
+    assert "<td>invalid action</td><td>malformed</td>" in page
+    assert "<td>penalty</td><td>invalid_action</td>" in page
+    assert "1 decisions in their records" in page and "1-5 ms: 1" in page
+    assert "0.5-2 s: 1" not in page  # bravo's think time is not alpha's
