@@ -229,7 +229,7 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
         standings = store.get_standings(redis_client, "e2e")
         assert standings is not None and len(standings["rows"]) == len(BOT_NAMES)
         for row in standings["rows"]:
-            assert f"<td>{row['bot']}</td>" in page
+            assert f'<a href="/bot/{row["bot"]}">{row["bot"]}</a>' in page
             assert f">{row['elo']:.0f}<" in page
         recent = redis_client.zrevrange(keys.MATCHES_RECENT, 0, 0)
         assert recent, "no recent matches"
