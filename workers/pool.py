@@ -115,6 +115,7 @@ class WorkerPool:
         self.generation = 0
         self.stopping = threading.Event()
         self._ctx = multiprocessing.get_context("fork")
+        self.last_round_ok = 0.0  # time.monotonic() of the last round that reached Redis
 
     def _spawn(self, slot: int) -> None:
         # A new name per start: RQ refuses a name whose (dead) registration has not
@@ -154,6 +155,7 @@ class WorkerPool:
             while not self.stopping.wait(self.interval_s):
                 try:
                     self.tick(conn)
+                    self.last_round_ok = time.monotonic()
                 except redis.RedisError as exc:
                     log.error("pool: Redis error (%s); retrying in %.0fs", exc, self.interval_s)
         finally:
@@ -162,6 +164,23 @@ class WorkerPool:
 
     def stop(self, *_: Any) -> None:
         self.stopping.set()
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready: not stopping, every worker process alive, and a round reached Redis in the
+        last three intervals (for ``arena worker --health-port``'s ``/readyz``)."""
+        alive = sum(1 for proc in list(self.procs.values()) if proc.is_alive())
+        since = time.monotonic() - self.last_round_ok if self.last_round_ok else None
+        problems = []
+        if self.stopping.is_set():
+            problems.append("shutting down")
+        if alive < self.num_workers:
+            problems.append(f"{alive} of {self.num_workers} worker processes alive")
+        if since is None or since > 3 * self.interval_s + 1.0:
+            problems.append(
+                "Redis not reached " + ("yet" if since is None else f"for {since:.0f} s")
+            )
+        details = {"workers_alive": alive, "workers": self.num_workers, "problems": problems}
+        return not problems, details
 
     def shutdown(self, conn: redis.Redis, timeout: float = 5.0) -> None:
         """Stop every worker: SIGTERM (RQ's warm then cold shutdown), then SIGKILL."""

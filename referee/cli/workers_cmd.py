@@ -35,6 +35,7 @@ from referee.games.errors import InvalidRulesError
 from referee.games.registry import get_game
 from referee.procs import arena_command, listening_address, stop_process
 from workers import queue
+from workers.health import HealthServer
 from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
 from workers.replay import ReplayMismatch, render_replay, verify_record
 from workers.spec import MatchSpec, TimeControl
@@ -51,6 +52,12 @@ def register(commands: Commands) -> None:
         type=float,
         default=DEFAULT_STALE_S,
         help="re-enqueue a running match whose heartbeat is this many seconds old",
+    )
+    p.add_argument(
+        "--health-host", default="127.0.0.1", help="address of the health port (127.0.0.1)"
+    )
+    p.add_argument(
+        "--health-port", type=int, default=0, help="serve /healthz and /readyz here (0 = off)"
     )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
@@ -163,7 +170,12 @@ def _worker(args: argparse.Namespace) -> int:
                 f"{args.num_workers} worker(s) on {redacted_url(url)}; Ctrl-C stops them",
                 flush=True,
             )
-            pool.run()
+            with contextlib.ExitStack() as stack:
+                if args.health_port:
+                    health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                    stack.callback(health.close)
+                    print(f"health on http://{args.health_host}:{health.port}/readyz", flush=True)
+                pool.run()
     except ConfigError as exc:
         return fail(str(exc))
     return 0
