@@ -3,7 +3,8 @@
 Routes (GET also answers HEAD):
 
 * ``/metrics``: Prometheus text format (:class:`referee.metrics.ArenaCollector`);
-* ``/healthz``: ``200 {"status": "ok"}`` when Redis answers, else ``503``;
+* ``/healthz``: ``200 {"status": "ok"}`` when Redis answers, else ``503`` (within
+  :data:`HEALTH_TIMEOUT_S`: a Redis out of reach must not hang the probe);
 * ``/``: the league page (``?season=ID``, default the newest), updated in place from
   ``/events``;
 * ``/events?season=ID``: server-sent events, one ``live`` event per second with the
@@ -57,6 +58,8 @@ MAX_BODY_BYTES = 16 * 1024
 IDLE_TIMEOUT_S = 15.0
 """A connection with no request in flight for this long is closed (half-open ones too)."""
 SHUTDOWN_TIMEOUT_S = 2.0
+HEALTH_TIMEOUT_S = 2.0
+"""How long /healthz waits for Redis before it answers 503."""
 STATIC_MAX_AGE_S = 365 * 24 * 3600
 
 HERE = Path(__file__).parent
@@ -237,7 +240,10 @@ class ArenaWeb:
 
     async def healthz(self, request: web.Request) -> web.Response:
         try:
-            await self.conn.ping()
+            await asyncio.wait_for(self.conn.ping(), HEALTH_TIMEOUT_S)
+        except TimeoutError:
+            message = f"Redis did not answer within {HEALTH_TIMEOUT_S:g} s"
+            return json_response(503, {"status": "unavailable", "redis": message})
         except redis.RedisError as exc:
             return json_response(503, {"status": "unavailable", "redis": str(exc)})
         return json_response(200, {"status": "ok", "redis": "ok"})
