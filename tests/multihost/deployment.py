@@ -51,6 +51,7 @@ T = TypeVar("T")
 REDIS_PORT = 6379
 GRPC_PORT = 50051
 HTTP_PORT = 8080
+HEALTH_PORT = 8081
 LAYOUT = {
     "redis": 2,
     "referee-a": 11,
@@ -204,10 +205,12 @@ class Deployment:
 
         return self.hosts["ops"].call(call)
 
-    def http_get(self, host: str, path: str, timeout: float = 3.0) -> tuple[int, str]:
-        """GET ``http://HOST:8080PATH`` from the ops host: (status, body); 0 when nothing
-        answered."""
-        url = f"http://{self.address(host, HTTP_PORT)}{path}"
+    def http_get(
+        self, host: str, path: str, timeout: float = 3.0, port: int = HTTP_PORT
+    ) -> tuple[int, str]:
+        """GET ``http://HOST:PORT/PATH`` from the ops host: (status, body); 0 when nothing
+        answered in ``timeout`` seconds."""
+        url = f"http://{self.address(host, port)}{path}"
 
         def call() -> tuple[int, str]:
             try:
@@ -296,12 +299,25 @@ class Deployment:
             f"referee {name}", lambda: self.http_get(name, "/healthz")[0] == 200, timeout, name
         )
 
-    def start_workers(self, name: str, processes: int = 2) -> None:
-        """``arena worker`` on host ``name`` (abandoned matches re-run after 2 s)."""
+    def start_workers(self, name: str, processes: int = 2, timeout: float = 60.0) -> None:
+        """``arena worker`` on host ``name`` (abandoned matches re-run after 2 s), its
+        health port on the host's address; waits until ``/readyz`` says ready."""
         argv = arena_command(
-            "worker", "-n", str(processes), "--stale-s", "2", "--log-level", "WARNING"
+            "worker",
+            "-n",
+            str(processes),
+            "--stale-s",
+            "2",
+            "--health-host",
+            self.hosts[name].address,
+            "--health-port",
+            str(HEALTH_PORT),
+            "--log-level",
+            "WARNING",
         )
         self.workers[name] = self._spawn(name, name, argv)
+        ready = lambda: self.http_get(name, "/readyz", port=HEALTH_PORT)[0] == 200  # noqa: E731
+        self.wait_for(f"workers on {name}", ready, timeout, name)
 
     def register_bots(self, names: list[str]) -> None:
         def register(c: redis.Redis) -> dict[str, str]:

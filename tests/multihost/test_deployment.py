@@ -24,7 +24,7 @@ from referee.seasons import store
 from referee.seasons.platform import Platform
 from tests.metrics.dashboards import load_dashboards, queries, substitute
 from tests.metrics.prom_server import PROMETHEUS, PromClient
-from tests.multihost.deployment import Deployment, tls_redis_server
+from tests.multihost.deployment import HEALTH_PORT, Deployment, tls_redis_server
 from tests.multihost.netns import Network
 
 pytestmark = pytest.mark.slow
@@ -183,7 +183,21 @@ def test_redis_unreachable_for_10_s_everything_waits_and_resumes(
     start_season(d, "rcut")
     d.query(lambda c: running_on(c, d, "rcut", None))
     with d.net.cut_off(d.host("redis")):
-        time.sleep(10)
+        cut = time.monotonic()
+        # the health endpoints say so, and answer quickly
+        d.wait_for(
+            "workers to say they are not ready",
+            lambda: all(d.http_get(w, "/readyz", port=HEALTH_PORT)[0] == 503 for w in d.workers),
+            9,
+            "worker-a",
+        )
+        d.wait_for(
+            "referees to say Redis is unreachable",
+            lambda: all(d.http_get(r, "/healthz", timeout=5)[0] == 503 for r in d.referees),
+            9,
+            "referee-a",
+        )
+        time.sleep(max(0.0, 10 - (time.monotonic() - cut)))
         # every part is still there, waiting
         for proc in [*d.referees.values(), *d.workers.values(), *d.bots.values()]:
             assert proc.poll() is None, proc.args
@@ -193,6 +207,8 @@ def test_redis_unreachable_for_10_s_everything_waits_and_resumes(
     assert_committed_once(d, "rcut")
     for referee in d.referees:
         assert d.http_get(referee, "/healthz")[0] == 200
+    for worker in d.workers:
+        assert d.http_get(worker, "/readyz", port=HEALTH_PORT)[0] == 200
 
 
 MAILBOX_PATH = importlib.util.find_spec("referee.mailbox") is not None
