@@ -263,7 +263,10 @@ class RefereeServer:
                     self.config.host,
                     self.config.http_port,
                     self.stop_event,
-                    grpc_target=f"{_loopback(self.config.host)}:{self.port}",
+                    # The web's human seats are SDK clients of this port (plain gRPC only).
+                    grpc_target=None
+                    if self.config.tls_cert
+                    else f"{_loopback(self.config.host)}:{self.port}",
                     human_move_s=self.config.human_move_s,
                 ),
             )

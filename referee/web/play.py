@@ -96,7 +96,7 @@ class PlayRoutes:
     def _why_disabled(self) -> str:
         return (
             "people cannot play on this server: the web runs without the referee's gRPC "
-            "address (start it with `arena referee`, which serves both)"
+            "address (`arena referee` gives it unless it serves TLS or --human-move-s is 0)"
         )
 
     # --- the form -------------------------------------------------------------------------
