@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -50,6 +49,7 @@ from referee.web import league
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
+from referee.web.responses import error, json_response
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +72,6 @@ KNOWN_ROUTES = (
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def json_response(status: int, data: Any) -> web.Response:
-    body = (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
-    # JSON is UTF-8 by definition: no charset parameter (the API answered so before).
-    return web.Response(status=status, body=body, headers={"Content-Type": "application/json"})
-
-
-def error(status: int, message: str) -> web.Response:
-    return json_response(status, {"error": message})
 
 
 def static_versions() -> dict[str, str]:

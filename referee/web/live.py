@@ -23,6 +23,7 @@ from aiohttp import web
 
 from referee import keys
 from referee.web import charts, history, league
+from referee.web.responses import error
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb
@@ -221,8 +222,6 @@ class LiveFeed:
                 await asyncio.wait_for(self._closed.wait(), INTERVAL_S)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        from referee.web.app import error
-
         season_id = request.query.get("season", "")
         if not league.ID_PATTERN.match(season_id):
             return error(400, "pass the season to follow: /events?season=ID (see /api/seasons)")

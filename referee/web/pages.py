@@ -13,6 +13,7 @@ from referee import keys
 from referee.web import charts, league
 from referee.web.records import RecordError, read_record
 from referee.web.replay import replay_data, replay_text
+from referee.web.responses import error, json_response
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb
@@ -54,8 +55,6 @@ class Pages:
         return self.web.conn
 
     async def index(self, request: web.Request) -> web.Response:
-        from referee.web.app import error
-
         seasons = await league.load_seasons(self.conn)
         selected = request.query.get("season") or (seasons[0]["season"] if seasons else None)
         if selected is not None and not league.ID_PATTERN.match(selected):
@@ -76,8 +75,6 @@ class Pages:
         return self.web.html("index.html", **ctx)
 
     async def bot(self, request: web.Request) -> web.Response:
-        from referee.web.app import error
-
         name = request.match_info["name"]
         if not league.ID_PATTERN.match(name):
             return error(400, f"bot name {name!r} is not valid: letters, digits, ._:@+-")
@@ -148,8 +145,6 @@ class Pages:
         )
 
     async def _record(self, match_id: str) -> dict[str, Any] | web.Response:
-        from referee.web.app import error
-
         if not league.ID_PATTERN.match(match_id):
             return error(400, f"match id {match_id!r} is not valid: letters, digits, ._:@+-")
         raw = await self.conn.get(keys.match_record(match_id))
@@ -176,8 +171,6 @@ class Pages:
         return self.web.html("replay.html", match_id=match_id)
 
     async def api_replay(self, request: web.Request) -> web.Response:
-        from referee.web.app import error, json_response
-
         record = await self._record(request.match_info["match_id"])
         if isinstance(record, web.Response):
             return record

@@ -27,6 +27,7 @@ from referee.errors import ArenaError
 from referee.games.errors import InvalidRulesError
 from referee.games.registry import GAMES
 from referee.web import human, league
+from referee.web.responses import error, json_response
 from sample_bots.sdk import BotRefused
 
 if TYPE_CHECKING:
@@ -298,8 +299,6 @@ class PlayRoutes:
         return response
 
     async def action(self, request: web.Request) -> web.Response:
-        from referee.web.app import error, json_response
-
         session = self._session(request)
         try:
             body = await request.json()
