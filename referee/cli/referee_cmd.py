@@ -33,6 +33,9 @@ def register(commands: Commands) -> None:
         "--http-port", type=int, default=8080, help="HTTP port of /metrics and / (0 = off)"
     )
     parser.add_argument(
+        "--http-host", default="", help="address of the HTTP port (default: the same as --host)"
+    )
+    parser.add_argument(
         "--admin-token",
         default=os.environ.get("ARENA_ADMIN_TOKEN"),
         help="bearer token of League admin calls (default: $ARENA_ADMIN_TOKEN; none = off)",
@@ -73,6 +76,7 @@ def _run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         http_port=args.http_port,
+        http_host=args.http_host,
         admin_token=args.admin_token or None,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,

@@ -99,6 +99,7 @@ class RefereeConfig:
     host: str = "127.0.0.1"
     port: int = 50051
     http_port: int = 8080  # 0 = no HTTP
+    http_host: str = ""  # address of the HTTP port; "" = the same as host
     admin_token: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -260,7 +261,7 @@ class RefereeServer:
                 "referee.web.serve_http",
                 web.serve_http(
                     self.config.redis_url,
-                    self.config.host,
+                    self.config.http_host or self.config.host,
                     self.config.http_port,
                     self.stop_event,
                     # The web's human seats are SDK clients of this port (plain gRPC only).
