@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -285,6 +286,8 @@ class Deployment:
             str(GRPC_PORT),
             "--http-port",
             str(HTTP_PORT),
+            "--http-host",
+            address,
             "--tls-cert",
             str(self.tls / "server.pem"),
             "--tls-key",
@@ -380,6 +383,18 @@ class Deployment:
 
         self.wait_for(name, ready, 60, name)
         return base
+
+    def reachable(self, source: str, address: str, port: int) -> bool:
+        """Whether a TCP connection from host ``source`` to ``address:port`` opens."""
+
+        def attempt() -> bool:
+            try:
+                with socket.create_connection((address, port), timeout=2.0):
+                    return True
+            except OSError:
+                return False
+
+        return self.hosts[source].call(attempt)
 
     def on_ops(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the ops host's thread (its sockets are in the ops host)."""

@@ -24,7 +24,13 @@ from referee.seasons import store
 from referee.seasons.platform import Platform
 from tests.metrics.dashboards import load_dashboards, queries, substitute
 from tests.metrics.prom_server import PROMETHEUS, PromClient
-from tests.multihost.deployment import HEALTH_PORT, Deployment, tls_redis_server
+from tests.multihost.deployment import (
+    GRPC_PORT,
+    HEALTH_PORT,
+    HTTP_PORT,
+    Deployment,
+    tls_redis_server,
+)
 from tests.multihost.netns import Network
 
 pytestmark = pytest.mark.slow
@@ -148,6 +154,12 @@ def test_a_season_across_hosts_equals_the_single_host_run(
     holders = {r for n, _ in BOTS for r in referees_of(deployment, n)}
     assert holders == {"referee-a", "referee-b"}
     assert set(ran_on(deployment, "across").values()) == {"worker-a", "worker-b"}
+    # every part listens only where it was told: the referee's gRPC and HTTP ports and the
+    # workers' health port on the host's own address, not on its loopback
+    for host, ports in {"referee-a": (GRPC_PORT, HTTP_PORT), "worker-a": (HEALTH_PORT,)}.items():
+        for port in ports:
+            assert deployment.reachable("ops", deployment.host(host).address, port)
+            assert not deployment.reachable(host, "127.0.0.1", port)
 
 
 def test_a_worker_host_cut_off_its_matches_rerun_elsewhere_and_commit_once(
