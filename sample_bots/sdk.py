@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import random
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -639,8 +640,8 @@ def build_parser(bot: Bot) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("ARENA_TOKEN"),
-        help="the bot's token (`arena bot register NAME` printed it; default: $ARENA_TOKEN)",
+        help="the bot's token; better $ARENA_TOKEN, since a flag shows in `ps` to every "
+        "user of the host (warned)",
     )
     parser.add_argument("--tls-ca", help="PEM CA certificate: connect with TLS")
     parser.add_argument("--name", help="name shown in logs (default: the bot's)")
@@ -659,14 +660,21 @@ def main(bot: Bot, argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(
         level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(message)s"
     )
-    if not args.token:
-        raise SystemExit("no token: pass --token or set ARENA_TOKEN (arena bot register NAME)")
+    if args.token:
+        print(
+            "warning: --token on the command line shows in `ps` to every user of this host: "
+            "set ARENA_TOKEN instead",
+            file=sys.stderr,
+        )
+    token = args.token or os.environ.get("ARENA_TOKEN")
+    if not token:
+        raise SystemExit("no token: set ARENA_TOKEN (arena bot register NAME printed it)")
     if args.name:
         bot.name = args.name
     if args.exit_after_season:
         bot.exit_after_season = args.exit_after_season
     try:
-        bot.run(args.server, args.token, tls_ca=args.tls_ca)
+        bot.run(args.server, token, tls_ca=args.tls_ca)
     except BotRefused as exc:
         raise SystemExit(f"{bot.name}: the referee refused this bot: {exc}") from None
     except KeyboardInterrupt:

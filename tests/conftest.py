@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +13,16 @@ import pytest
 import redis
 
 from referee.embedded_redis import EmbeddedRedis
+
+# The platform's default data dir is the user's state dir (~/.local/state/arena): no test
+# may use it. Every command (and every child it starts) of this session finds its data dir
+# here instead, unless a test passes its own --data-dir.
+_SESSION_DATA_DIR = tempfile.mkdtemp(prefix="arena-test-data-")
+os.environ["ARENA_DATA_DIR"] = _SESSION_DATA_DIR
+atexit.register(shutil.rmtree, _SESSION_DATA_DIR, True)
+os.environ.pop("ARENA_REDIS_URL", None)
+os.environ.pop("ARENA_ADMIN_TOKEN", None)
+os.environ.pop("ARENA_TOKEN", None)
 
 
 @pytest.fixture(scope="session")

@@ -156,18 +156,10 @@ class ScratchPlatform:
 
     # -- referee ----------------------------------------------------------------------------
     def start_referee(self) -> None:
-        argv = arena_command(
-            "referee",
-            "--redis-url",
-            self.redis_url,
-            "--port",
-            str(self.port),
-            "--http-port",
-            "0",
-            "--admin-token",
-            self._admin,
-        )
-        self._referee = _Child(argv, lambda text: self.log(f"[referee] {text}"), self._env)
+        argv = arena_command("referee", "--port", str(self.port), "--http-port", "0")
+        # the Redis URL (with its password) and the admin token: environment, not argv
+        env = {**self._env, "ARENA_REDIS_URL": self.redis_url, "ARENA_ADMIN_TOKEN": self._admin}
+        self._referee = _Child(argv, lambda text: self.log(f"[referee] {text}"), env)
         if not self._referee.wait_for("listening on", READY_TIMEOUT_S):
             tail = "\n".join(self._referee.lines[-10:])
             self._referee.stop()
@@ -193,8 +185,6 @@ class ScratchPlatform:
                 "bridge",
                 "--server",
                 self.server,
-                "--token",
-                self.token,
                 "--report-file",
                 str(self.report_file),
             )

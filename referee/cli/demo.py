@@ -20,7 +20,13 @@ from typing import Any
 
 from rich.console import Console
 
-from referee.cli.common import REDIS_URL_FILE, Commands, fail
+from referee.cli.common import (
+    REDIS_URL_FILE,
+    Commands,
+    default_data_dir,
+    redacted_url,
+    write_redis_url,
+)
 from referee.cli.seasons import console, standings_table, watch_season
 from referee.errors import ArenaError
 from referee.seasons import store
@@ -69,7 +75,7 @@ def run_demo(
     tmp: str | None = None
     if data_dir is None:
         if keep_running:
-            data_dir = ".arena"
+            data_dir = str(default_data_dir())
         else:
             tmp = data_dir = tempfile.mkdtemp(prefix="arena-demo-")
     started = time.monotonic()
@@ -77,8 +83,10 @@ def run_demo(
     url_file = Path(data_dir) / REDIS_URL_FILE
     try:
         url = platform.start_redis()
-        url_file.write_text(url + "\n")
-        console.print(f"[bold]arena demo[/]: embedded Redis at {url} (data in {data_dir})")
+        write_redis_url(Path(data_dir), url)
+        console.print(
+            f"[bold]arena demo[/]: embedded Redis at {redacted_url(url)} (data in {data_dir})"
+        )
         platform.start_referee()
         console.print(f"referee on 127.0.0.1:{platform.port} (http {platform.http_port})")
         platform.start_workers(processes=1, per_process=2)
@@ -166,18 +174,19 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="leave the platform up afterwards (Ctrl-C stops it)",
     )
-    p.add_argument("--data-dir", help="data folder (default: a temporary one; ./.arena with -k)")
+    p.add_argument(
+        "--data-dir",
+        help="data folder (default: a temporary one; with -k $ARENA_DATA_DIR, else "
+        "~/.local/state/arena)",
+    )
     p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
 
 
 def _demo(args: argparse.Namespace) -> int:
-    try:
-        return run_demo(
-            game=args.game,
-            keep_running=args.keep_running,
-            data_dir=args.data_dir,
-            seed=args.seed,
-            console=console(),
-        )
-    except ArenaError as exc:
-        return fail(str(exc))
+    return run_demo(
+        game=args.game,
+        keep_running=args.keep_running,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        console=console(),
+    )

@@ -121,14 +121,11 @@ def play_match(
 
 
 def selfplay_command(args: argparse.Namespace) -> int:
-    try:
-        game = get_game(args.game)
-        bots = [b.strip() for b in args.bots.split(",") if b.strip()]
-        if not bots:
-            return fail("--bots needs at least one policy name")
-        match = play_match(game, args.preset, args.players, args.deals, args.seed, bots)
-    except RulesError as exc:
-        return fail(str(exc))
+    game = get_game(args.game)
+    bots = [b.strip() for b in args.bots.split(",") if b.strip()]
+    if not bots:
+        return fail("--bots needs at least one policy name")
+    match = play_match(game, args.preset, args.players, args.deals, args.seed, bots)
     if args.json:
         print(match.to_json())
         return 0

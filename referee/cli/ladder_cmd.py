@@ -16,7 +16,7 @@ import threading
 import time
 
 from referee import bots
-from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
+from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.cli.policy_bot import PolicyBot
 from referee.errors import ArenaError, ConfigError
 from referee.seasons import store
@@ -112,7 +112,7 @@ def _gauntlet(args: argparse.Namespace) -> int:
             name=args.name,
             seed=args.seed,
         )
-        with store.connect(resolve_redis_url(args)) as conn:
+        with connect(args, socket_timeout=30) as conn:
             info = store.create_season(conn, spec)
             if args.start:
                 info = store.start_season(conn, info["season"])
@@ -130,18 +130,15 @@ def _gauntlet(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    try:
-        rungs = _rungs(args.rungs)
-        with store.connect(resolve_redis_url(args)) as conn:
-            tokens = {}
-            for rung in rungs:
-                name = PREFIX + rung
-                try:
-                    tokens[name] = bots.register(conn, name, owner="ladder")
-                except ArenaError:
-                    tokens[name] = bots.rotate_token(conn, name)
-    except ArenaError as exc:
-        return fail(str(exc))
+    rungs = _rungs(args.rungs)
+    with connect(args, socket_timeout=30) as conn:
+        tokens = {}
+        for rung in rungs:
+            name = PREFIX + rung
+            try:
+                tokens[name] = bots.register(conn, name, owner="ladder")
+            except ArenaError:
+                tokens[name] = bots.rotate_token(conn, name)
     stop = threading.Event()
     threads = []
     for rung in rungs:

@@ -12,16 +12,17 @@ import sys
 from collections.abc import Callable, Sequence
 
 from referee import __version__
-from referee.cli.common import Commands
+from referee.cli.common import Commands, run_handler
 
 COMMAND_MODULES = (
     "referee.cli.games",  # presets, selfplay
     "referee.cli.referee_cmd",  # referee
-    "referee.cli.bots",  # bot register/list/revoke/rotate-token
-    "referee.cli.workers_cmd",  # worker, up, replay, match
+    "referee.cli.bots",  # bot register/list/revoke/rotate-token/check
+    "referee.cli.up",  # up
+    "referee.cli.workers_cmd",  # worker, replay, match
     "referee.cli.seasons",  # season ..., standings
     "referee.cli.demo",  # demo
-    "referee.cli.polyglot",  # bridge, bot check
+    "referee.cli.polyglot",  # bridge
     "referee.cli.ladder_cmd",  # ladder serve, ladder gauntlet
     "referee.cli.play",  # play (a person against bots, in the terminal)
 )
@@ -46,10 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    try:
-        return handler(args)
-    except KeyboardInterrupt:
-        return 130
+    return run_handler(handler, args)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-import redis
-
 from referee import keys
-from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
+from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.errors import ArenaError
 from referee.games.errors import InvalidRulesError
 from referee.web import human
@@ -168,16 +166,11 @@ def _run(args: argparse.Namespace) -> int:
     against = [a.strip() for a in str(args.against).split(",") if a.strip()]
     if not against:
         return fail("--against needs at least one bot name (comma-separated)")
-    try:
-        conn = redis.Redis.from_url(resolve_redis_url(args), decode_responses=True)
-        missing = [b for b in against if not conn.sismember(keys.BOTS, b)]
-        if missing:
-            return fail(f"no bot named {', '.join(missing)}: `arena bot list` shows them")
-        bot, token = human.human_identity(conn, args.name)
-    except (ArenaError, ValueError) as exc:
-        return fail(str(exc))
-    except redis.RedisError as exc:
-        return fail(f"cannot talk to Redis ({exc}): start the platform, or pass --redis-url")
+    conn = connect(args)
+    missing = [b for b in against if not conn.sismember(keys.BOTS, b)]
+    if missing:
+        return fail(f"no bot named {', '.join(missing)}: `arena bot list` shows them")
+    bot, token = human.human_identity(conn, args.name)
     events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
     seat = human.HumanSeat(bot, lambda kind, payload: events.put((kind, payload)))
 

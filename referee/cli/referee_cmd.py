@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
-
-import redis
 
 from referee.cli.common import (
+    ADMIN_TOKEN_ENV,
     Commands,
     add_redis_options,
-    fail,
-    redacted_url,
+    add_secret_file_option,
+    read_secret,
     resolve_redis_url,
 )
 from referee.errors import ConfigError
@@ -35,10 +33,8 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--http-host", default="", help="address of the HTTP port (default: the same as --host)"
     )
-    parser.add_argument(
-        "--admin-token",
-        default=os.environ.get("ARENA_ADMIN_TOKEN"),
-        help="bearer token of League admin calls (default: $ARENA_ADMIN_TOKEN; none = off)",
+    add_secret_file_option(
+        parser, "admin-token", ADMIN_TOKEN_ENV, "bearer token of League admin calls (none: off)"
     )
     parser.add_argument("--tls-cert", help="PEM certificate chain (with --tls-key) to serve TLS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
@@ -63,21 +59,19 @@ def _run(args: argparse.Namespace) -> int:
         level=str(args.log_level).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        url = resolve_redis_url(args)
-    except ConfigError as exc:
-        return fail(str(exc))
+    admin_token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV)
+    url = resolve_redis_url(args)
     if args.max_streams_per_bot < 1:
-        return fail("--max-streams-per-bot must be at least 1")
+        raise ConfigError("--max-streams-per-bot must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):
-        return fail("TLS needs both --tls-cert and --tls-key")
+        raise ConfigError("TLS needs both --tls-cert and --tls-key")
     config = RefereeConfig(
         redis_url=url,
         host=args.host,
         port=args.port,
         http_port=args.http_port,
         http_host=args.http_host,
-        admin_token=args.admin_token or None,
+        admin_token=admin_token,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         max_streams_per_bot=args.max_streams_per_bot,
@@ -87,10 +81,6 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         asyncio.run(run_referee(config))
-    except OSError as exc:
-        return fail(str(exc))
-    except redis.RedisError as exc:
-        return fail(
-            f"cannot talk to Redis at {redacted_url(url)} ({exc}): start it, or pass --redis-url"
-        )
+    except OSError as exc:  # the port is taken, a TLS file is missing...
+        raise ConfigError(str(exc)) from None
     return 0

@@ -24,8 +24,8 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from referee.cli.common import Commands, add_redis_options, fail, resolve_redis_url
-from referee.errors import ArenaError, ConfigError
+from referee.cli.common import Commands, add_redis_options, connect
+from referee.errors import ConfigError
 from referee.seasons import store
 from referee.seasons.model import FORMATS, SeasonSpec
 from referee.seasons.standings import ROW_FIELDS
@@ -119,7 +119,8 @@ def console() -> Console:
 
 
 def _conn(args: argparse.Namespace) -> redis.Redis:
-    return store.connect(resolve_redis_url(args))
+    """The season store's client (text replies, a socket timeout above any blocking read)."""
+    return connect(args, socket_timeout=30)
 
 
 # --- create and state changes --------------------------------------------------------------
@@ -178,14 +179,11 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
 
 
 def _create(args: argparse.Namespace) -> int:
-    try:
-        spec = spec_from_args(args)
-        with _conn(args) as conn:
-            info = store.create_season(conn, spec)
-            if args.start:
-                info = store.start_season(conn, info["season"])
-    except ArenaError as exc:
-        return fail(str(exc))
+    spec = spec_from_args(args)
+    with _conn(args) as conn:
+        info = store.create_season(conn, spec)
+        if args.start:
+            info = store.start_season(conn, info["season"])
     print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")
     print(f"seed sha256 {info['seed_sha256']}")
     if not args.start:
@@ -194,11 +192,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace, fn: Any, verb: str) -> int:
-    try:
-        with _conn(args) as conn:
-            info = fn(conn, args.season)
-    except ArenaError as exc:
-        return fail(str(exc))
+    with _conn(args) as conn:
+        info = fn(conn, args.season)
     print(f"season {args.season} {verb}: {info['state']}")
     if info.get("seed"):
         print(f"seed {info['seed']} (sha256 {info['seed_sha256']})")
@@ -227,12 +222,9 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    try:
-        with _conn(args) as conn:
-            info = store.get_season(conn, args.season)
-            states = store.match_states(conn, args.season)
-    except ArenaError as exc:
-        return fail(str(exc))
+    with _conn(args) as conn:
+        info = store.get_season(conn, args.season)
+        states = store.match_states(conn, args.season)
     counts: dict[str, int] = {}
     for state in states.values():
         counts[state] = counts.get(state, 0) + 1
@@ -257,11 +249,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    try:
-        with _conn(args) as conn:
-            seasons = store.list_seasons(conn)
-    except ArenaError as exc:
-        return fail(str(exc))
+    with _conn(args) as conn:
+        seasons = store.list_seasons(conn)
     if not seasons:
         print("no seasons (arena season create season.toml)")
         return 0
@@ -347,14 +336,11 @@ def standings_csv(standings: Mapping[str, Any]) -> str:
 
 
 def _standings(args: argparse.Namespace) -> int:
-    try:
-        with _conn(args) as conn:
-            store.get_season(conn, args.season)
-            standings = store.get_standings(conn, args.season)
-            if standings is None:
-                standings = store.recompute_standings(conn, args.season)
-    except ArenaError as exc:
-        return fail(str(exc))
+    with _conn(args) as conn:
+        store.get_season(conn, args.season)
+        standings = store.get_standings(conn, args.season)
+        if standings is None:
+            standings = store.recompute_standings(conn, args.season)
     if args.json:
         print(json.dumps(standings, indent=1))
     elif args.csv:
@@ -392,8 +378,8 @@ def _export(args: argparse.Namespace) -> int:
                     (out / "matches" / f"{match_id}.json").write_text(json.dumps(record))
                     (out / "replays" / f"{match_id}.txt").write_text(render_replay(record))
                     count += 1
-    except (ArenaError, OSError) as exc:
-        return fail(str(exc))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the export to {out}: {exc}") from None
     print(f"exported {count} matches of {args.season} to {out}")
     return 0
 
@@ -401,11 +387,8 @@ def _export(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from referee.seasons.verify import verify_season
 
-    try:
-        with _conn(args) as conn:
-            report = verify_season(conn, args.season)
-    except ArenaError as exc:
-        return fail(str(exc))
+    with _conn(args) as conn:
+        report = verify_season(conn, args.season)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -489,8 +472,6 @@ def _watch(args: argparse.Namespace) -> int:
             out = console()
             info = watch_season(conn, args.season, out, top=args.top)
             standings = store.get_standings(conn, args.season)
-    except ArenaError as exc:
-        return fail(str(exc))
     except KeyboardInterrupt:
         return 0
     if standings:

@@ -1,4 +1,4 @@
-"""``arena worker``, ``arena up``, ``arena replay`` and ``arena match run|status|list``."""
+"""``arena worker``, ``arena replay`` and ``arena match run|status|list``."""
 
 from __future__ import annotations
 
@@ -7,36 +7,26 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import secrets
-import signal
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import redis
 
 from referee.cli.common import (
-    REDIS_URL_FILE,
     Commands,
     add_redis_options,
+    connect,
     fail,
     redacted_url,
-    resolve_redis_url,
+    running_or_embedded_redis,
 )
-from referee.embedded_redis import EmbeddedRedis
+from referee.cli.up import install_stop
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
-from referee.games.errors import InvalidRulesError
 from referee.games.registry import get_game
-from referee.procs import arena_command, listening_address, stop_process
 from workers import queue
 from workers.health import HealthServer
-from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
+from workers.pool import DEFAULT_STALE_S, WorkerPool
 from workers.replay import ReplayMismatch, render_replay, verify_record
 from workers.spec import MatchSpec, TimeControl
 
@@ -59,22 +49,6 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "--health-port", type=int, default=0, help="serve /healthz and /readyz here (0 = off)"
     )
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
-
-    p = commands.add(
-        "up", _up, help="run everything in the foreground: Redis, a referee and N workers"
-    )
-    add_redis_options(p)
-    p.add_argument("-n", "--num-workers", type=int, default=2, help="worker processes (2)")
-    p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
-    p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
-    p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
-    p.add_argument(
-        "--admin-token",
-        default=os.environ.get("ARENA_ADMIN_TOKEN"),
-        help="League admin token (default: $ARENA_ADMIN_TOKEN, else a new one, printed)",
-    )
-    p.add_argument("--stale-s", type=float, default=DEFAULT_STALE_S, help=argparse.SUPPRESS)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
     p = commands.add("replay", _replay, help="print a committed match, re-simulated")
@@ -115,139 +89,28 @@ def register(commands: Commands) -> None:
     p.add_argument("--limit", type=int, default=20)
 
 
-# --- Redis -------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def redis_for(args: argparse.Namespace) -> Iterator[str]:
-    """The Redis URL to use: ``--redis-url``, the running embedded one, or a new embedded
-    Redis in ``--data-dir`` (its URL written to ``<data-dir>/redis.url`` while it runs)."""
-    try:
-        yield resolve_redis_url(args)
-        return
-    except ConfigError:
-        if args.redis_url:
-            raise
-    server = EmbeddedRedis(args.data_dir)
-    url = server.start()
-    url_file = Path(args.data_dir) / REDIS_URL_FILE
-    url_file.write_text(url + "\n")
-    logging.getLogger("arena").info("embedded Redis at %s (data in %s)", url, server.data_dir)
-    try:
-        yield url
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            url_file.unlink()
-        server.stop()
-
-
-def _client(args: argparse.Namespace) -> redis.Redis:
-    return redis.Redis.from_url(resolve_redis_url(args), decode_responses=True)
-
-
-# --- arena worker / arena up ---------------------------------------------------------------
-
-
-def _install_stop(pool: WorkerPool) -> None:
-    def handler(signum: int, _frame: Any) -> None:
-        pool.stop()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+# --- arena worker ---------------------------------------------------------------------------
 
 
 def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
     if args.num_workers < 1:
-        return fail("-n must be at least 1")
-    try:
-        with redis_for(args) as url:
-            pool = WorkerPool(
-                url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
-            )
-            _install_stop(pool)
-            print(
-                f"{args.num_workers} worker(s) on {redacted_url(url)}; Ctrl-C stops them",
-                flush=True,
-            )
-            with contextlib.ExitStack() as stack:
-                if args.health_port:
-                    health = HealthServer(args.health_host, args.health_port, pool.readiness)
-                    stack.callback(health.close)
-                    print(f"health on http://{args.health_host}:{health.port}/readyz", flush=True)
-                pool.run()
-    except ConfigError as exc:
-        return fail(str(exc))
-    return 0
-
-
-def _echo(stream: Any, ready: threading.Event, lines: list[str]) -> None:
-    for raw in iter(stream.readline, b""):
-        line = raw.decode(errors="replace").rstrip()
-        lines.append(line)
-        if "listening on" in line:
-            ready.set()
-        sys.stdout.write(f"referee | {line}\n")
-        sys.stdout.flush()
-    ready.set()
-
-
-def _up(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
-    if args.num_workers < 1:
-        return fail("-n must be at least 1")
-    token = args.admin_token or secrets.token_urlsafe(24)
-    try:
-        with redis_for(args) as url:
-            referee = subprocess.Popen(
-                arena_command(
-                    "referee",
-                    "--redis-url",
-                    url,
-                    "--host",
-                    args.host,
-                    "--port",
-                    str(args.port),
-                    "--http-port",
-                    str(args.http_port),
-                    "--admin-token",
-                    token,
-                    "--log-level",
-                    str(args.log_level).upper(),
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,
-            )
-            ready, lines = threading.Event(), []  # type: tuple[threading.Event, list[str]]
-            threading.Thread(target=_echo, args=(referee.stdout, ready, lines), daemon=True).start()
-            pool = WorkerPool(
-                url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
-            )
-            _install_stop(pool)
-            try:
-                ready.wait(30)
-                if referee.poll() is not None:
-                    return fail(f"the referee exited with code {referee.returncode}")
-                grpc_addr = f"{args.host}:{args.port}"
-                for line in lines:
-                    grpc_addr = listening_address(line) or grpc_addr
-                print(
-                    f"arena up: redis {url}\n"
-                    f"          referee grpc {grpc_addr}"
-                    + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
-                    + f"\n          admin token {token}\n"
-                    f"          {args.num_workers} worker(s); Ctrl-C stops everything",
-                    flush=True,
-                )
-                pool.run()
-            finally:
-                pool.stop()
-                stop_process(referee, 15)
-    except ConfigError as exc:
-        return fail(str(exc))
-    print("arena up: stopped", flush=True)
+        raise ConfigError("-n must be at least 1")
+    with running_or_embedded_redis(args) as url:
+        pool = WorkerPool(
+            url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
+        )
+        install_stop(pool)
+        print(
+            f"{args.num_workers} worker(s) on {redacted_url(url)}; Ctrl-C stops them",
+            flush=True,
+        )
+        with contextlib.ExitStack() as stack:
+            if args.health_port:
+                health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                stack.callback(health.close)
+                print(f"health on http://{args.health_host}:{health.port}/readyz", flush=True)
+            pool.run()
     return 0
 
 
@@ -255,10 +118,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    try:
-        conn = _client(args)
-    except ConfigError as exc:
-        return fail(str(exc))
+    conn = connect(args)
     record = queue.get_record(conn, args.match_id)
     if record is None:
         status = queue.match_status(conn, args.match_id)
@@ -297,12 +157,12 @@ def deal_seed(seed: int, index: int) -> int:
 
 
 def build_spec(args: argparse.Namespace) -> MatchSpec:
-    """The MatchSpec of ``arena match run`` (raises InvalidRulesError/ValueError)."""
+    """The MatchSpec of ``arena match run`` (raises InvalidRulesError/ConfigError)."""
     game = get_game(args.game)
     rules = game.preset(args.preset)
     bots = tuple(b.strip() for b in args.bots.split(",") if b.strip())
     if len(bots) not in game.player_counts(rules):
-        raise ValueError(
+        raise ConfigError(
             f"{len(bots)} bots given; {args.game}/{args.preset} seats "
             f"{', '.join(map(str, game.player_counts(rules)))}"
         )
@@ -310,7 +170,7 @@ def build_spec(args: argparse.Namespace) -> MatchSpec:
     deals = None
     if args.deals is not None:
         if args.deals < 1:
-            raise ValueError("--deals must be at least 1")
+            raise ConfigError("--deals must be at least 1")
         deals = tuple(DealSpec(seed=deal_seed(seed, i)) for i in range(args.deals))
     return MatchSpec(
         match_id=args.match_id or f"run-{secrets.token_hex(4)}",
@@ -347,11 +207,8 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
 
 
 def _match_run(args: argparse.Namespace) -> int:
-    try:
-        conn = _client(args)
-        spec = build_spec(args)
-    except (ConfigError, InvalidRulesError, ValueError) as exc:
-        return fail(str(exc))
+    spec = build_spec(args)
+    conn = connect(args)
     if not queue.enqueue_match(conn, spec):
         return fail(f"match {spec.match_id} is already queued, running or done")
     print(f"enqueued match {spec.match_id} (seed {spec.seed})", flush=True)
@@ -373,10 +230,7 @@ def _match_run(args: argparse.Namespace) -> int:
 
 
 def _match_status(args: argparse.Namespace) -> int:
-    try:
-        conn = _client(args)
-    except ConfigError as exc:
-        return fail(str(exc))
+    conn = connect(args)
     status = queue.match_status(conn, args.match_id)
     for key in sorted(status):
         print(f"{key}: {status[key]}")
@@ -385,10 +239,7 @@ def _match_status(args: argparse.Namespace) -> int:
 
 
 def _match_list(args: argparse.Namespace) -> int:
-    try:
-        conn = _client(args)
-    except ConfigError as exc:
-        return fail(str(exc))
+    conn = connect(args)
     if args.bot:  # look further back: only some matches are the bot's
         wanted = [
             m

@@ -63,13 +63,13 @@ class LeagueCore:
         if self._admin_token is None:
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
-                "admin calls are disabled: the referee was started without --admin-token "
-                "(or $ARENA_ADMIN_TOKEN)",
+                "admin calls are disabled: the referee was started without an admin token "
+                "($ARENA_ADMIN_TOKEN or --admin-token-file)",
             )
         if not hmac.compare_digest(token.encode(), self._admin_token.encode()):  # type: ignore[union-attr]
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
-                "this call needs the admin token (--admin-token of the referee); a bot token "
+                "this call needs the admin token ($ARENA_ADMIN_TOKEN of the referee); a bot token "
                 "or another token was sent",
             )
 

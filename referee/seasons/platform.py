@@ -20,7 +20,7 @@ from types import TracebackType
 import redis
 
 from referee import bots, keys
-from referee.embedded_redis import EmbeddedRedis, free_port
+from referee.embedded_redis import EmbeddedRedis, free_port, private_dir
 from referee.errors import ArenaError
 from referee.procs import stop_process
 from workers.pool import die_with_parent
@@ -54,9 +54,8 @@ class Platform:
     """Start and stop the pieces of a local platform (all on loopback)."""
 
     def __init__(self, data_dir: str | os.PathLike[str], *, redis_url: str | None = None):
-        self.data_dir = Path(data_dir).resolve()
-        self.logs = self.data_dir / "logs"
-        self.logs.mkdir(parents=True, exist_ok=True)
+        self.data_dir = private_dir(Path(data_dir).resolve())
+        self.logs = private_dir(self.data_dir / "logs")
         self._redis: EmbeddedRedis | None = None
         self.redis_url = redis_url or ""
         self.admin_token = secrets.token_urlsafe(18)
@@ -78,11 +77,16 @@ class Platform:
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.redis_url, decode_responses=True)
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, argv: list[str], env_secrets: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``python ARGV``; its Redis URL and tokens (``secrets``) go in its
+        environment (``env_secrets``), never its command line (``ps`` shows it to every user)."""
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         try:
             return subprocess.Popen(
                 [sys.executable, *argv],
+                env={**os.environ, "ARENA_REDIS_URL": self.redis_url, **(env_secrets or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -104,15 +108,12 @@ class Platform:
                 "-m",
                 "referee.cli.main",
                 "referee",
-                "--redis-url",
-                self.redis_url,
                 "--port",
                 str(self.port),
                 "--http-port",
                 str(self.http_port),
-                "--admin-token",
-                self.admin_token,
             ],
+            {"ARENA_ADMIN_TOKEN": self.admin_token},
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -144,8 +145,6 @@ class Platform:
                         "worker",
                         "-n",
                         str(per_process),
-                        "--redis-url",
-                        self.redis_url,
                         "--stale-s",
                         "3",
                         "--log-level",
@@ -166,10 +165,10 @@ class Platform:
 
     def start_bot(self, name: str, kind: str, seed: int | None = None) -> None:
         argv = [*BOT_MODULES[kind], "--server", f"127.0.0.1:{self.port}"]
-        argv += ["--token", self.tokens[name], "--name", name, "--log-level", "WARNING"]
+        argv += ["--name", name, "--log-level", "WARNING"]
         if seed is not None and kind != "first-legal":  # the only one without randomness
             argv += ["--seed", str(seed)]
-        self.bots[name] = self._spawn(f"bot-{name}", argv)
+        self.bots[name] = self._spawn(f"bot-{name}", argv, {"ARENA_TOKEN": self.tokens[name]})
 
     def wait_bots_connected(self, timeout: float = 30.0) -> None:
         """Wait until every started bot has an open stream (the gateway records them)."""

@@ -79,7 +79,8 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
         cwd=ROOT,
     )
     token = out.stdout.strip()
-    referee, address = start_referee(redis_url, "--admin-token", "adm", env=env, cwd=ROOT)
+    referee_env = {**env, "ARENA_ADMIN_TOKEN": "adm"}
+    referee, address = start_referee(redis_url, env=referee_env, cwd=ROOT)
     bot = None
     try:
         bot = subprocess.Popen(
@@ -89,14 +90,12 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
                 "sample_bots.random_bot",
                 "--server",
                 address,
-                "--token",
-                token,
                 "--seed",
                 "3",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env={**env, "ARENA_TOKEN": token},
             cwd=ROOT,
         )
         turn = turn_message("bob", "m2", 7)

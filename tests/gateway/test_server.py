@@ -238,7 +238,7 @@ def test_admin_calls_are_off_without_an_admin_token(redis_url: str) -> None:
                     metadata=(("authorization", "Bearer anything"),),
                 )
             assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
-            assert "--admin-token" in (info.value.details() or "")
+            assert "ARENA_ADMIN_TOKEN" in (info.value.details() or "")
 
     _run(scenario())
 

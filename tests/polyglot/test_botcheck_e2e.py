@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -167,10 +168,13 @@ def connected_sdk_bot() -> Iterator[tuple[ScratchPlatform, str]]:
 
 
 def test_check_of_a_bot_already_connected(
-    connected_sdk_bot: tuple[ScratchPlatform, str], capsys: pytest.CaptureFixture[str]
+    connected_sdk_bot: tuple[ScratchPlatform, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     platform, token = connected_sdk_bot
-    args = ["--server", platform.server, "--token", token, "--redis-url", platform.redis_url]
+    monkeypatch.setenv("ARENA_TOKEN", token)  # a token never goes on the command line
+    args = ["--server", platform.server, "--redis-url", platform.redis_url]
     code, lines = check(capsys, *args)
     assert code == 0, lines
     assert lines["(header)"] == "bot check of 'sdk-bot'"
@@ -179,13 +183,20 @@ def test_check_of_a_bot_already_connected(
 
 
 def test_check_refuses_an_unknown_token(
-    connected_sdk_bot: tuple[ScratchPlatform, str], capsys: pytest.CaptureFixture[str]
+    connected_sdk_bot: tuple[ScratchPlatform, str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     platform, _token = connected_sdk_bot
-    args = ["--server", platform.server, "--token", "nope", "--redis-url", platform.redis_url]
-    code = arena_main(["bot", "check", *args])
+    token_file = tmp_path / "token"
+    token_file.write_text("nope\n")
+    args = ["--server", platform.server, "--token-file", str(token_file)]
+    code = arena_main(["bot", "check", *args, "--redis-url", platform.redis_url])
     assert code == 1
     assert "unknown or revoked bot token" in capsys.readouterr().err
+    code = arena_main(["bot", "check", "--server", platform.server, "--token", "nope"])
+    assert code == 1
+    assert "shows in `ps`" in capsys.readouterr().err
 
 
 def test_measure_reports_the_think_time_of_every_decision() -> None:

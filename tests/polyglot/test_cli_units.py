@@ -9,8 +9,19 @@ from referee.cli.main import main as arena_main
 
 
 def test_bridge_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert arena_main(["bridge", "--server", "127.0.0.1:1", "--token", "t", "--"]) == 1
+    assert arena_main(["bridge", "--server", "127.0.0.1:1", "--"]) == 1
     assert "no program to run" in capsys.readouterr().err
+
+
+def test_bridge_takes_its_token_from_the_environment_and_warns_about_the_flag(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ARENA_TOKEN", raising=False)
+    assert arena_main(["bridge", "--server", "127.0.0.1:1", "--", "true"]) == 1
+    assert "set $ARENA_TOKEN" in capsys.readouterr().err
+    assert arena_main(["bridge", "--server", "127.0.0.1:1", "--token", "t", "--"]) == 1
+    err = capsys.readouterr().err
+    assert "--token on the command line shows in `ps`" in err
 
 
 def test_check_needs_a_bot(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,7 +58,7 @@ def test_stdio_bot_runs_behind_the_bridge() -> None:
     argv = platform.bot_argv()
     assert argv[-3:] == ["--", "perl", "smart.pl"]
     assert argv[argv.index("--games") + 1] == "sedma"
-    assert argv[argv.index("--token") + 1] == "arena_tok"
+    assert "--token" not in argv and "arena_tok" not in argv  # the bridge reads $ARENA_TOKEN
     assert "bridge" in argv and "--report-file" in argv
     platform.close()
 

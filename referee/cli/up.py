@@ -1,0 +1,110 @@
+"""``arena up``: the whole platform in the foreground: Redis, a referee and N workers.
+
+The referee is a child process; it gets its Redis URL and the admin token through its
+environment (``$ARENA_REDIS_URL``, ``$ARENA_ADMIN_TOKEN``), never its command line, which
+every user of the host can read in ``ps``. ``arena up`` reports success only after the
+referee printed its own ``referee listening on HOST:PORT`` line; a referee that fails
+(a port in use...) fails ``arena up`` with the referee's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import secrets
+import signal
+import sys
+from typing import Any
+
+from referee.cli.common import (
+    ADMIN_TOKEN_ENV,
+    Commands,
+    add_redis_options,
+    add_secret_file_option,
+    child_env,
+    data_dir_of,
+    read_secret,
+    redacted_url,
+    running_or_embedded_redis,
+)
+from referee.errors import ConfigError
+from referee.procs import RefereeStartError, start_referee, stop_process
+from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+REFEREE_START_S = 60.0
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "up", up, help="run everything in the foreground: Redis, a referee and N workers"
+    )
+    add_redis_options(p)
+    p.add_argument("-n", "--num-workers", type=int, default=2, help="worker processes (2)")
+    p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
+    p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
+    p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
+    add_secret_file_option(
+        p, "admin-token", ADMIN_TOKEN_ENV, "League admin token (none: a new one, printed)"
+    )
+    p.add_argument("--stale-s", type=float, default=DEFAULT_STALE_S, help=argparse.SUPPRESS)
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+
+
+def install_stop(pool: WorkerPool) -> None:
+    """SIGTERM and SIGINT stop the pool (which ends ``pool.run()``)."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        pool.stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _echo(line: str) -> None:
+    sys.stdout.write(f"referee | {line}\n")
+    sys.stdout.flush()
+
+
+def up(args: argparse.Namespace) -> int:
+    level = str(args.log_level).upper()
+    logging.basicConfig(level=level, format=LOG_FORMAT)
+    if args.num_workers < 1:
+        raise ConfigError("-n must be at least 1")
+    token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV) or secrets.token_urlsafe(24)
+    with running_or_embedded_redis(args) as url:
+        try:
+            referee, grpc_addr = start_referee(
+                url,
+                "--host",
+                args.host,
+                "--port",
+                str(args.port),
+                "--http-port",
+                str(args.http_port),
+                "--log-level",
+                level,
+                timeout=REFEREE_START_S,
+                on_line=_echo,
+                env=child_env(**{ADMIN_TOKEN_ENV: token}),
+                preexec_fn=die_with_parent,
+            )
+        except RefereeStartError as exc:
+            raise ConfigError(f"arena up: the referee did not start: {exc}") from None
+        pool = WorkerPool(url, args.num_workers, stale_s=args.stale_s, level=level)
+        install_stop(pool)
+        try:
+            print(
+                f"arena up: redis {redacted_url(url)} (data dir {data_dir_of(args)})\n"
+                f"          referee grpc {grpc_addr}"
+                + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
+                + f"\n          admin token {token}\n"
+                f"          {args.num_workers} worker(s); Ctrl-C stops everything",
+                flush=True,
+            )
+            pool.run()
+        finally:
+            pool.stop()
+            stop_process(referee, 15)
+    print("arena up: stopped", flush=True)
+    return 0
