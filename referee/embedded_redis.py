@@ -8,7 +8,7 @@ The server listens on a free loopback port, keeps its data in ``data_dir`` with 
 and dies with its parent: on Linux it is started with ``PR_SET_PDEATHSIG`` so that even a
 SIGKILL of the parent takes it down, and :meth:`EmbeddedRedis.stop` shuts it down cleanly.
 
-Nobody else on the host can read it (docs/SECURITY.md): the data dir is 0700 and every
+Nobody else on the host can read it (docs/workers.md): the data dir is 0700 and every
 file in it 0600 (the server runs with umask 077), and the server wants a password
 (``requirepass``), generated once per data dir and kept in ``<data_dir>/redis.pass``
 (0600); :attr:`EmbeddedRedis.url` carries it, so keep the URL off command lines and logs

@@ -1,0 +1,56 @@
+"""The project's documents stand on their own (issue 11 item 10): README.md and docs/ point
+only at files of this repository, and docs/RULES.md states every rules clause the tests
+cite (SV-n, SD-n) and every preset."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from referee.games.registry import GAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CLAUSE = re.compile(r"\b(S[VD])-(\d+)\b")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+OUTSIDE = ("rules/RULES.md", "DESIGN", "PITFALLS", "../shared", "shared/")
+
+
+def test_readme_and_docs_cite_no_document_outside_the_repository() -> None:
+    found = [
+        f"{doc.relative_to(ROOT)}:{n}: {line.strip()}"
+        for doc in DOCS
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if any(word in line for word in OUTSIDE)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_every_relative_link_of_the_docs_exists() -> None:
+    broken = []
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (doc.parent / target).exists():
+                broken.append(f"{doc.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_rules_md_states_every_clause_the_tests_cite_and_every_preset() -> None:
+    rules = (ROOT / "docs" / "RULES.md").read_text()
+    stated = {m.group(0) for m in re.finditer(r"\*\*(S[VD]-\d+)\*\*", rules)}
+    stated = {s.strip("*") for s in stated}
+    assert {f"SV-{n}" for n in range(1, 35)} <= stated
+    assert {f"SD-{n}" for n in range(1, 21)} <= stated
+    cited = {
+        f"{m.group(1)}-{m.group(2)}"
+        for path in (ROOT / "tests").rglob("*.py")
+        for m in CLAUSE.finditer(path.read_text())
+    }
+    assert cited and cited <= stated, sorted(cited - stated)
+    for preset in GAMES["sevens"].presets():
+        assert f"`{preset}`" in rules, preset
+    for preset in GAMES["sedma"].presets():
+        if preset != "sedma":
+            assert f"`{preset}`" in rules, preset
