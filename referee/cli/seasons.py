@@ -27,7 +27,7 @@ from rich.table import Table
 from referee.cli.common import Commands, add_redis_options, connect
 from referee.errors import ConfigError
 from referee.seasons import store
-from referee.seasons.model import FORMATS, SeasonSpec
+from referee.seasons.model import FORMATS, SeasonSpec, time_control_from_dict
 from referee.seasons.standings import ROW_FIELDS
 
 UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
@@ -126,6 +126,48 @@ def _conn(args: argparse.Namespace) -> redis.Redis:
 # --- create and state changes --------------------------------------------------------------
 
 
+FLAG_WORDS = {
+    "name": "--name",
+    "game": "--game",
+    "preset": "--preset",
+    "rules": "--rules-json",
+    "bots": "--bots",
+    "table_size": "--table-size",
+    "deals_per_match": "--deals",
+    "seed": "--seed",
+    "time_control.move_ms": "--move-ms",
+    "time_control.bank_ms": "--bank-ms",
+    "time_control.grace_ms": "--grace-ms",
+    "time_control.queue_ms": "--queue-ms",
+    "options.duplicate = false": "--no-duplicate",
+}
+_FLAG_OF = {
+    "name": "name",
+    "game": "game",
+    "preset": "preset",
+    "rules": "rules_json",
+    "bots": "bots",
+    "table_size": "table_size",
+    "deals_per_match": "deals",
+    "seed": "seed",
+    "time_control.move_ms": "move_ms",
+    "time_control.bank_ms": "bank_ms",
+    "time_control.grace_ms": "grace_ms",
+    "time_control.queue_ms": "queue_ms",
+    "options.duplicate = false": "duplicate",
+}
+
+
+def words_from_args(args: argparse.Namespace) -> dict[str, str]:
+    """How problems name each field: the flag, unless the value came from the TOML file
+    (then the TOML field, as the file says it)."""
+    return {
+        field: flag
+        for field, flag in FLAG_WORDS.items()
+        if not args.file or getattr(args, _FLAG_OF[field], None) is not None
+    }
+
+
 def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
     """The season spec of ``arena season create``: the TOML file, overridden by flags."""
     data: dict[str, Any] = {}
@@ -159,6 +201,7 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
         if getattr(args, flag) is not None:
             tc[flag] = getattr(args, flag)
     data["time_control"] = tc
+    time_control_from_dict(tc, words_from_args(args))  # the flags' words, not the TOML's
     options = dict(data.get("options", {}))
     for flag in (
         "duplicate",
@@ -181,7 +224,7 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
 def _create(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     with _conn(args) as conn:
-        info = store.create_season(conn, spec)
+        info = store.create_season(conn, spec, words=words_from_args(args))
         if args.start:
             info = store.start_season(conn, info["season"])
     print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")

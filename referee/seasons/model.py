@@ -33,6 +33,53 @@ FORMATS = (FORMAT_AUTO, FORMAT_FREE_FOR_ALL, FORMAT_HEAD_TO_HEAD)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SEED_MAX = 2**63 - 1
 
+Words = Mapping[str, str]
+"""How a problem names what to change: by default the TOML field (``deals_per_match``,
+``options.duplicate = false``); ``arena season create`` maps them to its flags
+(``--deals``, ``--no-duplicate``) when the user gave flags, so every message speaks the
+interface the user used."""
+
+TIME_CONTROL_MIN = {"move_ms": 1, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1}
+"""The ``[time_control]`` fields and their smallest allowed values."""
+
+
+def _w(words: Words | None, key: str) -> str:
+    return (words or {}).get(key, key)
+
+
+def problems_error(problems: list[str]) -> ConfigError:
+    """One ConfigError that lists every problem (one line when there is one)."""
+    if len(problems) == 1:
+        return ConfigError(problems[0])
+    listed = "\n".join(f"  - {p}" for p in problems)
+    return ConfigError(f"{len(problems)} problems with this season:\n{listed}")
+
+
+def time_control_from_dict(data: Mapping[str, Any], words: Words | None = None) -> TimeControl:
+    """``[time_control]``, checked: known fields only, whole numbers at or above their
+    minimum (a ``move_ms = "fast"`` or ``-5`` is refused, with every problem at once)."""
+    problems = []
+    unknown = sorted(set(data) - set(TIME_CONTROL_MIN))
+    if unknown:
+        problems.append(
+            f"unknown time_control field(s) {', '.join(unknown)}: the fields are "
+            f"{', '.join(TIME_CONTROL_MIN)}"
+        )
+    default = TimeControl().to_dict()
+    values: dict[str, int] = {}
+    for key, low in TIME_CONTROL_MIN.items():
+        value = data.get(key, default[key])
+        name = _w(words, f"time_control.{key}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{name} must be a whole number of milliseconds, not {value!r}")
+        elif value < low:
+            problems.append(f"{name} = {value}: use {low} or more (milliseconds)")
+        else:
+            values[key] = value
+    if problems:
+        raise problems_error(problems)
+    return TimeControl(**values)
+
 
 def seed_sha256(seed: int) -> str:
     """The published commitment of a season seed: SHA-256 (hex) of its decimal text."""
@@ -49,7 +96,7 @@ class SeasonOptions:
 
     * ``duplicate``: replay each shuffle with the hands rotated through the seats (Sedma
       head-to-head: with the sides swapped), so every bot plays every hand.
-    * ``strikes``: consecutive failures before the autopilot takes a seat (DESIGN 4).
+    * ``strikes``: consecutive failures before the autopilot takes a seat (docs/workers.md).
     * ``autoplay_forced``: play single-option decisions without asking the bot.
     * ``separate_owners``: never seat two bots of one owner at one table.
     * ``max_subsets``: play every k-subset of the bots when there are at most this many,
@@ -214,6 +261,7 @@ class SeasonSpec:
         tc = data.get("time_control", {})
         if not isinstance(tc, Mapping):
             raise ConfigError("time_control must be a table: [time_control] move_ms = 1000 ...")
+        time_control = time_control_from_dict(tc)
         options = data.get("options", {})
         if not isinstance(options, Mapping):
             raise ConfigError("options must be a table: [options] duplicate = true ...")
@@ -226,7 +274,7 @@ class SeasonSpec:
             bots=tuple(bots),
             table_size=_int(data, "table_size", 4),
             deals_per_match=_int(data, "deals_per_match", 0),
-            time_control=TimeControl.from_dict(tc),
+            time_control=time_control,
             seed=seed,
             options=SeasonOptions.from_dict(options),
         )
@@ -239,44 +287,56 @@ class SeasonSpec:
             raise ConfigError(f"season TOML does not parse: {exc}") from None
         return cls.from_dict(data)
 
-    def validate(self) -> None:
-        """Check what can be checked without the game engine or Redis."""
+    def validate(self, words: Words | None = None) -> None:
+        """Check what can be checked without the game engine or Redis (every problem)."""
+        problems = self.problems(words)
+        if problems:
+            raise problems_error(problems)
+
+    def problems(self, words: Words | None = None) -> list[str]:
+        """Everything wrong with the spec that can be told without the engine or Redis."""
+        out: list[str] = []
         if not _NAME_RE.match(self.name):
-            raise ConfigError(
-                f"season name {self.name!r}: use 1-64 letters, digits, '-', '_' or '.', "
-                "starting with a letter or digit"
+            out.append(
+                f"season name {self.name!r} ({_w(words, 'name')}): use 1-64 letters, digits, "
+                "'-', '_' or '.', starting with a letter or digit"
             )
         if len(set(self.bots)) != len(self.bots):
             dupes = sorted({b for b in self.bots if self.bots.count(b) > 1})
-            raise ConfigError(f"bots listed twice: {', '.join(dupes)}; list each bot once")
+            out.append(f"bots listed twice in {_w(words, 'bots')}: {', '.join(dupes)}")
         if self.table_size < 2:
-            raise ConfigError(f"table_size = {self.table_size}: use 2 or more")
+            out.append(f"{_w(words, 'table_size')} = {self.table_size}: use 2 or more")
         if len(self.bots) < self.players_per_match:
-            raise ConfigError(
-                f"{len(self.bots)} bot(s) for tables of {self.players_per_match} distinct "
-                f"bots: list at least {self.players_per_match} bots"
+            out.append(
+                f"{len(self.bots)} bot(s) in {_w(words, 'bots')} for tables of "
+                f"{self.players_per_match} distinct bots: list at least "
+                f"{self.players_per_match} bots"
             )
         if self.head_to_head and self.table_size != 4:
-            raise ConfigError(
-                f"head-to-head needs tables of 4 (two partnerships), not {self.table_size}"
-            )
+            out.append(f"head-to-head needs tables of 4 (two partnerships), not {self.table_size}")
+        deals = _w(words, "deals_per_match")
+        no_duplicate = _w(words, "options.duplicate = false")
         if self.deals_per_match < 0:
-            raise ConfigError(f"deals_per_match = {self.deals_per_match}: use 0 or more")
-        if self.options.duplicate:
+            out.append(f"{deals} = {self.deals_per_match}: use 0 or more")
+        elif self.options.duplicate:
             step = self.duplicate_rotations
             if self.deals_per_match == 0:
-                raise ConfigError(
-                    "duplicate deals need a fixed number of deals: set deals_per_match to a "
-                    f"multiple of {step}, or set options.duplicate = false"
+                out.append(
+                    f"duplicate deals need a fixed number of deals: set {deals} to a "
+                    f"multiple of {step} (the table size), or turn them off with {no_duplicate}"
                 )
-            if self.deals_per_match % step:
+            elif self.deals_per_match % step:
                 lower = max(step, self.deals_per_match // step * step)
-                raise ConfigError(
-                    f"deals_per_match = {self.deals_per_match} with duplicate deals at "
-                    f"this table must be a multiple of {step} (e.g. {lower} or "
-                    f"{lower + step}), or set options.duplicate = false"
+                out.append(
+                    f"{deals} = {self.deals_per_match} with duplicate deals at this table "
+                    f"must be a multiple of {step} (e.g. {lower} or {lower + step}), or turn "
+                    f"them off with {no_duplicate}"
                 )
-        self.options.validate()
+        try:
+            self.options.validate()
+        except ConfigError as exc:
+            out.append(str(exc))
+        return out
 
     @property
     def duplicate_rotations(self) -> int:
@@ -293,28 +353,47 @@ class SeasonSpec:
         preset = self.preset or self.game
         return dict(game.preset(preset).to_dict())
 
-    def validate_with_engine(self) -> dict[str, Any]:
-        """Validate against the engine (game, preset, table size); return the rules."""
-        from referee.games.errors import InvalidRulesError
-        from referee.games.registry import get_game
+    def validate_with_engine(self, words: Words | None = None) -> dict[str, Any]:
+        """Validate against the engine (game, preset, table size); return the rules.
+        Every problem is reported at once (:meth:`check_with_engine`)."""
+        rules, problems = self.check_with_engine(words)
+        if problems or rules is None:
+            raise problems_error(problems)
+        return rules
 
-        self.validate()
+    def check_with_engine(
+        self, words: Words | None = None
+    ) -> tuple[dict[str, Any] | None, list[str]]:
+        """The rules (``None`` when they cannot be built) and every problem of the spec:
+        :meth:`problems` plus the game, the preset or rules, and the table size."""
+        from referee.games.errors import InvalidRulesError
+        from referee.games.registry import GAMES, get_game
+
+        problems = self.problems(words)
+        if self.game not in GAMES:
+            problems.append(
+                f"{_w(words, 'game')} = {self.game!r} is not a game here: use one of "
+                f"{', '.join(sorted(GAMES))}"
+            )
+            return None, problems
+        game = get_game(self.game)
         try:
-            game = get_game(self.game)
             rules_obj = (
                 game.rules_from_dict(self.rules)
                 if self.rules is not None
                 else game.preset(self.preset or self.game)
             )
         except InvalidRulesError as exc:
-            raise ConfigError(str(exc)) from None
+            where = _w(words, "rules") if self.rules is not None else _w(words, "preset")
+            problems.append(f"{where}: {exc}")
+            return None, problems
         counts = list(game.player_counts(rules_obj))
         if self.table_size not in counts:
-            raise ConfigError(
-                f"table_size = {self.table_size} is not allowed by {rules_obj.name!r}: "
-                f"use one of {', '.join(map(str, counts))}"
+            problems.append(
+                f"{_w(words, 'table_size')} = {self.table_size} is not allowed by "
+                f"{rules_obj.name!r}: use one of {', '.join(map(str, counts))}"
             )
-        return dict(rules_obj.to_dict())
+        return dict(rules_obj.to_dict()), problems
 
 
 def _int(data: Mapping[str, Any], key: str, default: int) -> int:

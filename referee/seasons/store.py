@@ -30,7 +30,13 @@ import redis
 
 from referee import keys
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
-from referee.seasons.model import SeasonSpec, random_seed, seed_sha256
+from referee.seasons.model import (
+    SeasonSpec,
+    Words,
+    problems_error,
+    random_seed,
+    seed_sha256,
+)
 from referee.seasons.schedule import ScheduledMatch, build_schedule
 from referee.seasons.standings import compute_standings
 from workers.spec import CommittedResult, MatchSpec
@@ -281,21 +287,29 @@ def _new_name(game: str) -> str:
 
 
 def create_season(
-    conn: redis.Redis, spec: SeasonSpec, *, require_registered: bool = True
+    conn: redis.Redis,
+    spec: SeasonSpec,
+    *,
+    require_registered: bool = True,
+    words: Words | None = None,
 ) -> dict[str, str]:
     """Validate ``spec``, draw its seed if it has none, schedule it and store it (state
-    ``created``). ConflictError if the name is taken; ConfigError says what to fix."""
+    ``created``). ConflictError if the name is taken; ConfigError lists every problem of
+    the spec at once, naming fields in ``words`` (the interface the user used)."""
     if not spec.name:
         spec = SeasonSpec.from_dict({**spec.to_dict(), "name": _new_name(spec.game)})
-    rules = spec.validate_with_engine()
+    checked, problems = spec.check_with_engine(words)
     owners: dict[str, str] = {}
     if require_registered:
         unknown = [b for b in spec.bots if not conn.sismember(keys.BOTS, b)]
         if unknown:
-            raise ConfigError(
+            problems.append(
                 f"unknown bot(s) {', '.join(unknown)}: register them first "
                 "(`arena bot register NAME`); `arena bot list` shows the registered bots"
             )
+    if problems or checked is None:
+        raise problems_error(problems)
+    rules = checked
     for bot in spec.bots:
         owner = conn.hget(keys.bot(bot), "owner")
         if owner:

@@ -112,3 +112,71 @@ def test_cli_create_status_standings_export_cancel(
     assert json.loads((tmp_path / "out" / "season.json").read_text())["state"] == "cancelled"
     assert main(["season", "start", "nope", *url]) == 1
     assert "no season 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("time_control", "message"),
+    [
+        ('move_ms = "fast"', "time_control.move_ms must be a whole number of milliseconds"),
+        ("move_ms = -5", "time_control.move_ms = -5: use 1 or more"),
+        ("bank_ms = -1", "time_control.bank_ms = -1: use 0 or more"),
+        ("mve_ms = 500", "unknown time_control field.*mve_ms"),
+        ("grace_ms = true", "time_control.grace_ms must be a whole number"),
+    ],
+)
+def test_time_control_is_validated_like_the_other_sections(time_control: str, message: str) -> None:
+    """Issue 11 item 7: a typo, a word or a negative clock is refused, not run (or crashed)."""
+    toml = f'game = "sevens"\nbots = ["a", "b", "c"]\n[time_control]\n{time_control}\n'
+    with pytest.raises(ConfigError, match=message):
+        SeasonSpec.from_toml(toml)
+
+
+def test_time_control_reports_every_problem_at_once() -> None:
+    toml = 'game = "sevens"\n[time_control]\nmove_ms = "fast"\nqueue_ms = 0\nspeed = 2\n'
+    with pytest.raises(ConfigError) as refused:
+        SeasonSpec.from_toml(toml)
+    text = str(refused.value)
+    assert text.startswith("3 problems")
+    assert "speed" in text and "move_ms" in text and "queue_ms = 0" in text
+
+
+def test_flags_only_create_reports_every_problem_in_flag_words(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11 item 8: without --deals, with an unknown bot, a preset typo and a wrong
+    clock, one run names all of them, as flags (--deals, --no-duplicate, --move-ms)."""
+    code = main(
+        ["season", "create", "--game", "sevens", "--preset", "fantan", "--bots", "a,b,c",
+         "--move-ms", "-5", "--redis-url", redis_url]
+    )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "--move-ms = -5" in err and "time_control" not in err
+    code = main(
+        ["season", "create", "--game", "sevens", "--preset", "fantan", "--bots", "a,b,nobody",
+         "--table-size", "3", "--redis-url", redis_url]
+    )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("arena: error: 3 problems with this season:")
+    assert "set --deals to a multiple of 3" in err and "--no-duplicate" in err
+    assert "deals_per_match" not in err and "options.duplicate" not in err
+    assert "--preset: unknown sevens preset 'fantan'" in err
+    assert "unknown bot(s) a, b, nobody" in err
+    # a game typo is reported together with the rest too
+    code = main(
+        ["season", "create", "--game", "sevnes", "--bots", "a,b,c", "--table-size", "3",
+         "--redis-url", redis_url]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and "--game = 'sevnes' is not a game" in err and "--deals" in err
+
+
+def test_a_toml_season_is_told_in_toml_words(tmp_path: Path) -> None:
+    toml = tmp_path / "season.toml"
+    toml.write_text('name = "s"\ngame = "sevens"\nbots = ["a", "b", "c"]\ntable_size = 3\n')
+    spec = SeasonSpec.from_toml(toml.read_text())
+    with pytest.raises(ConfigError) as refused:
+        spec.validate()
+    assert "set deals_per_match to a multiple of 3" in str(refused.value)
+    assert "options.duplicate = false" in str(refused.value)
