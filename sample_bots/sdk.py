@@ -436,7 +436,9 @@ class Bot:
             except grpc.aio.AioRpcError as exc:
                 code = exc.code()
                 if is_fatal(code, exc.details() or ""):
-                    log.error(
+                    # Said once, by whoever catches BotRefused (main() exits with it); an
+                    # error log here printed a wrong token twice.
+                    log.debug(
                         "%s: refused by the referee: %s %s", self.name, code.name, exc.details()
                     )
                     raise BotRefused(code, exc.details() or "") from None

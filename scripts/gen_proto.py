@@ -38,8 +38,21 @@ def generate(out_dir: Path) -> list[Path]:
         f"--mypy_grpc_out={out_dir}",
         *(str(p.relative_to(PROTO_ROOT)) for p in protos),
     ]
-    if protoc.main(args) != 0:
-        raise SystemExit("protoc failed")
+    # The mypy plugin says "Writing mypy to <scratch folder>" on stderr for every file, which
+    # reads as if --check wrote something: keep protoc's stderr, and show it only on failure.
+    with tempfile.TemporaryFile() as err:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            code = protoc.main(args)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if code != 0:
+            err.seek(0)
+            sys.stderr.write(err.read().decode(errors="replace"))
+            raise SystemExit("protoc failed")
     for package_dir in (out_dir / PACKAGE, out_dir / PACKAGE / "v1"):
         init = package_dir / "__init__.py"
         init.write_text('"""Generated from proto/ by scripts/gen_proto.py; do not edit."""\n')

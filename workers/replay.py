@@ -89,6 +89,11 @@ def _layout(obs: Mapping[str, Any]) -> str:
     return ""
 
 
+def _amount(unit: str, value: int) -> str:
+    """``1 chip``, ``2 chips``, ``1 point``."""
+    return f"{value} {unit[:-1] if value == 1 and unit.endswith('s') else unit}"
+
+
 def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
     who = f"seat {event.seat} ({seats[event.seat]})" if event.seat is not None else ""
     source = "" if event.source == Source.BOT else f" [{event.source}]"
@@ -97,10 +102,11 @@ def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
             return f"{who} plays {event.action}{source}"
         case EventKind.PASS:
             why = [event.reason] if event.reason else []
-            why += [f"{v} {k}" for k, v in event.detail.items() if isinstance(v, int)]
+            why += [_amount(k, v) for k, v in event.detail.items() if isinstance(v, int)]
             return f"{who} passes{source}" + (f" ({', '.join(why)})" if why else "")
         case EventKind.ILLEGAL_PASS:
-            return f"{who} ILLEGAL PASS{source}"
+            paid = [_amount(k, v) for k, v in event.detail.items() if isinstance(v, int)]
+            return f"{who} ILLEGAL PASS{source}" + (f" ({', '.join(paid)})" if paid else "")
         case EventKind.INVALID_ACTION:
             message = event.detail.get("message", "")
             return f"{who} REFUSED {event.action!r}: {event.reason} {message}".rstrip()

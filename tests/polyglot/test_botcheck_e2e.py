@@ -216,3 +216,4 @@ def test_bridge_stops_when_the_referee_refuses_its_token(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "the referee refused this bot: UNAUTHENTICATED" in done.stderr
+    assert done.stderr.count("UNAUTHENTICATED") == 1, done.stderr  # said once (issue 11)

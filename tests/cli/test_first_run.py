@@ -1,0 +1,48 @@
+"""The small rough edges a first-time user met (issue 11 item 12)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.cli.main import main as arena_main
+from referee.games.base import Event, EventKind, Source
+from workers.replay import _describe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_help_lists_each_group_once_with_a_description(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        arena_main(["--help"])
+    out = capsys.readouterr().out
+    assert "match match" not in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("    ")}
+    for group in ("bot", "match", "season"):
+        assert len(lines[group].split()) > 2, lines[group]  # a description follows the name
+
+
+def test_replays_say_one_chip_not_one_chips() -> None:
+    seats = ("a", "b", "c")
+    forced = Event(EventKind.PASS, 1, 0, "pass", "forced", Source.BOT, {"chips": 1})
+    assert _describe(forced, seats) == "seat 1 (b) passes (forced, 1 chip)"
+    two = Event(EventKind.PASS, 1, 0, "pass", "voluntary", Source.BOT, {"chips": 2})
+    assert _describe(two, seats) == "seat 1 (b) passes (voluntary, 2 chips)"
+    illegal = Event(EventKind.ILLEGAL_PASS, 0, 0, "pass", "illegal_pass", Source.BOT, {"chips": 1})
+    assert _describe(illegal, seats) == "seat 0 (a) ILLEGAL PASS (1 chip)"
+
+
+@pytest.mark.slow
+def test_the_proto_check_only_checks_and_says_nothing_of_writing() -> None:
+    done = subprocess.run(
+        [sys.executable, "scripts/gen_proto.py", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Writing" not in done.stdout + done.stderr
