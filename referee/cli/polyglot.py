@@ -23,11 +23,11 @@ DEFAULT_MARGIN_MS = 50  # sample_bots.bridge.DEFAULT_MARGIN_MS
 def bridge(args: argparse.Namespace) -> int:
     from sample_bots.bridge import BridgeOptions, run_bridge
 
+    if args.token:
+        warn_token_flag()
     command = program_of(args)
     if not command:
         raise ConfigError("no program to run: arena bridge --server HOST:PORT -- ./mybot")
-    if args.token:
-        warn_token_flag()
     token = args.token or os.environ.get(BOT_TOKEN_ENV)
     if not token:
         raise ConfigError(

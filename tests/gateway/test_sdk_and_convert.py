@@ -294,6 +294,6 @@ def test_commands_without_redis_say_so(capsys: pytest.CaptureFixture[str]) -> No
 
     nowhere = f"redis://127.0.0.1:{free_port()}/0"
     assert arena(["bot", "list", "--redis-url", nowhere]) == 1
-    assert "cannot talk to Redis" in capsys.readouterr().err
+    assert "cannot talk to the Redis at redis://127.0.0.1" in capsys.readouterr().err
     assert arena(["referee", "--redis-url", nowhere, "--port", "0", "--http-port", "0"]) == 1
-    assert "cannot talk to Redis" in capsys.readouterr().err
+    assert "cannot talk to the Redis at redis://127.0.0.1" in capsys.readouterr().err
