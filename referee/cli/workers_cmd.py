@@ -206,6 +206,27 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
         )
 
 
+def queue_position(conn: redis.Redis, match_id: str) -> tuple[int, int] | None:
+    """``(place, length)`` of the match's job in the work queue (1 = next), or ``None``
+    when it is not waiting there."""
+    ids = queue.get_queue(conn).get_job_ids()
+    first = queue.job_id(match_id)
+    for place, job in enumerate(ids, 1):
+        if job == first or job.startswith(f"{first}-retry"):
+            return place, len(ids)
+    return None
+
+
+def _progress(conn: redis.Redis, match_id: str, state: str) -> str:
+    """What ``match run --wait`` says while it waits: the state, and the queue position."""
+    if state == queue.QUEUED:
+        position = queue_position(conn, match_id)
+        if position is not None:
+            place, length = position
+            return f"queued, {place - 1} match(es) ahead of it ({length} in the queue)"
+    return state
+
+
 def _match_run(args: argparse.Namespace) -> int:
     spec = build_spec(args)
     conn = connect(args)
@@ -215,8 +236,13 @@ def _match_run(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     deadline = time.monotonic() + args.timeout
+    shown = ""
     while time.monotonic() < deadline:
         status = queue.match_status(conn, spec.match_id)
+        now = _progress(conn, spec.match_id, status["state"])
+        if now != shown:
+            print(f"{spec.match_id}: {now}", flush=True)
+            shown = now
         if status["state"] == queue.DONE:
             _print_result(conn, spec.match_id)
             return 0

@@ -46,3 +46,20 @@ def test_the_proto_check_only_checks_and_says_nothing_of_writing() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Writing" not in done.stdout + done.stderr
+
+
+def test_match_run_wait_shows_the_queue_position(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``match run --wait`` said nothing while its match was queued; with no worker running
+    it now says how many matches are ahead, then gives up with the hint to start one."""
+    base = ["match", "run", "--game", "sevens", "--preset", "sevens", "--bots", "a,b,c",
+            "--redis-url", redis_url]  # fmt: skip
+    for n in range(2):
+        assert arena_main([*base, "--match-id", f"ahead-{n}"]) == 0
+    capsys.readouterr()
+    code = arena_main([*base, "--match-id", "mine", "--wait", "--timeout", "1"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "mine: queued, 2 match(es) ahead of it (3 in the queue)" in captured.out
+    assert "is a worker running" in captured.err
