@@ -18,6 +18,7 @@ from __future__ import annotations
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,8 @@ from workers.spec import MatchSpec, TimeControl
 OWNER = "arena-play"
 """Owner field of the bot identities made for people."""
 PREFIX = "human-"
+GIVE_UP_MARGIN_S = 2.0
+"""A person's seat stops waiting this long after the turn's whole clock ran out."""
 
 Listener = Callable[[str, dict[str, Any]], None]
 
@@ -85,24 +88,32 @@ class HumanSeat(Bot):
     def __init__(self, name: str, listener: Listener) -> None:
         self.name = name
         self.listener = listener
-        self._answers: queue.Queue[tuple[int, str]] = queue.Queue()
+        self._answers: queue.Queue[tuple[int, str | None]] = queue.Queue()
         self.stop = threading.Event()
 
     def answer(self, seq: int, action: str) -> None:
         self._answers.put((seq, action))
 
     def choose(self, turn: Turn) -> str:
+        """Wait for the person's answer to ``turn``; give up when its clock has run out (the
+        referee has applied the timeout rule by then) or the referee says it timed out."""
         self.listener("turn", turn_payload(turn))
-        while not self.stop.is_set():
+        clock = turn.clock
+        deadline = time.monotonic() + (clock.move_ms + clock.bank_ms + clock.grace_ms) / 1000
+        while not self.stop.is_set() and time.monotonic() < deadline + GIVE_UP_MARGIN_S:
             try:
                 seq, action = self._answers.get(timeout=0.2)
             except queue.Empty:
                 continue
             if seq == turn.seq:
+                if action is None:
+                    break  # timed out: the answer no longer counts
                 return action
         return turn.legal_actions[0] if turn.legal_actions else "pass"
 
     def on_result(self, result: ActionOutcome) -> None:
+        if result.status in ("timed_out", "stale"):
+            self._answers.put((result.seq, None))  # release a choose still waiting for it
         self.listener("result", outcome_payload(result))
 
     def on_match_start(self, msg: dict[str, Any]) -> None:

@@ -115,7 +115,15 @@
       render(p);
       startClock(p.clock);
     } else if (kind === "result") {
-      if (p.status !== "accepted") { log("your answer to turn " + p.seq + " was " + p.status + ": " + p.message + (p.penalty ? " (penalty " + p.penalty + ")" : ""), "problem"); }
+      if (p.status !== "accepted") {
+        log("your answer to turn " + p.seq + " was " + p.status + ": " + p.message + (p.penalty ? " (penalty " + p.penalty + ")" : ""), "problem");
+        if (turn && turn.seq === p.seq) {
+          turn = null;
+          stopClock("time is up for that turn");
+          Array.prototype.forEach.call(document.querySelectorAll("#board button, #actions button"), function (b) { b.disabled = true; });
+          root.setAttribute("data-waiting", "false");
+        }
+      }
       else { log("turn " + p.seq + ": " + A.spoken(p.applied_action) + " accepted (" + p.think_ms + " ms)"); }
     } else if (kind === "deal_end") {
       log("deal " + (p.deal_index + 1) + " over: " + p.deltas.map(function (d, s) { return name(s) + " " + (d > 0 ? "+" : "") + d; }).join(", ") +
