@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit proto proto-check bench clean screenshots
+.PHONY: demo test lint types unit proto proto-check bench clean screenshots mutate
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ proto-check: $(STAMP)
 screenshots: $(STAMP)
 	ARENA_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q tests/web/test_browser.py
 	test -s docs/img/league.png && test -s docs/img/replay.png && test -s docs/img/play.png
+
+# Mutation testing of the engines, runner and clock, schedule, ratings and standings, auth
+# (docs/testing.md). Hours for every area on two cores: MUTATE_AREAS=standings picks some.
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
+	$(BIN)/python scripts/mutate.py $(MUTATE_AREAS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

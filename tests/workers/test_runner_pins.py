@@ -1,0 +1,244 @@
+"""Pins for the match runner's fencing, commit and clock (issue 19's survivors), on the
+Redis decision path of ``workers/runner.py``: each test names the mutation it kills.
+
+Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
+and, where a bot is needed, a scripted ``ask`` or a referee played by the test itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+import redis
+
+from referee import keys, mailbox
+from referee.games import registry
+from tests.workers import fakegame
+from tests.workers.test_runner import FAST, make_spec
+from workers import queue
+from workers.runner import MatchRun, Reply, _mark_failed, _mark_running, commit
+
+
+@pytest.fixture(autouse=True)
+def fake_game(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setitem(registry.GAMES, "fake", fakegame.GAME)
+    yield
+
+
+def _result(mid: str = "m1") -> Any:
+    return {"match_id": mid, "season": "s1", "finished_ms": 1.0, "stats": []}
+
+
+def test_an_old_attempts_failure_leaves_the_newer_attempt_running(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins attempt fencing in ``_mark_failed``: attempt 1 failing late must not mark the
+    running attempt 2 ``failed`` (a mutation ignoring the attempt did)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 2)
+    _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed late")
+    status = queue.match_status(redis_client, "m1")
+    assert status["state"] == "running" and status["attempt"] == "2"
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is not None
+    _mark_failed(redis_client, spec, 2, "RuntimeError: attempt 2 crashed")
+    status = queue.match_status(redis_client, "m1")
+    assert status["state"] == "failed" and "attempt 2" in status["error"]
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is None
+
+
+def test_a_committed_match_leaves_the_running_set(redis_client: redis.Redis) -> None:
+    """Pins the commit's ZREM: a committed match is not left in the running set (where the
+    janitor would find its heartbeat lapse and run it again)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is not None
+    assert commit(redis_client, spec, 1, _result(), {})
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is None
+    assert queue.match_status(redis_client, "m1")["state"] == "done"
+
+
+def test_a_second_commit_finds_the_result_and_writes_nothing(redis_client: redis.Redis) -> None:
+    """Pins the "result exists" check deterministically: a commit after a commit returns
+    False and adds nothing to the results stream (without the check, WATCH alone lets a
+    later commit through)."""
+    spec = make_spec()
+    assert commit(redis_client, spec, 1, _result(), {})
+    assert not commit(redis_client, spec, 2, _result(), {})
+    assert redis_client.xlen(keys.RESULTS_STREAM) == 1
+    assert queue.match_status(redis_client, "m1")["attempt"] == "1"
+
+
+class _BarrierPipeline:
+    """A real pipeline whose ``exists`` waits until every racer has made it: all of them
+    WATCH and see no result before any of them runs MULTI/EXEC."""
+
+    def __init__(self, pipe: Any, barrier: threading.Barrier) -> None:
+        self._pipe = pipe
+        self._barrier = barrier
+
+    def __enter__(self) -> _BarrierPipeline:
+        self._pipe.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.__exit__(*exc)
+
+    def exists(self, *names: str) -> int:
+        found = int(self._pipe.exists(*names))
+        self._barrier.wait(timeout=30)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+
+class _BarrierClient:
+    def __init__(self, client: redis.Redis, barrier: threading.Barrier) -> None:
+        self._client = client
+        self._barrier = barrier
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> _BarrierPipeline:
+        return _BarrierPipeline(self._client.pipeline(*args, **kwargs), self._barrier)
+
+
+def test_commit_is_exactly_once_when_every_racer_checked_before_any_commits(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the WATCH of the commit with a deterministic race: a barrier holds 8 commits
+    until each has checked that no result exists; exactly one EXEC may then succeed."""
+    spec = make_spec()
+    racers = 8
+    barrier = threading.Barrier(racers)
+    outcomes: list[bool] = []
+
+    def one() -> None:
+        conn = redis.Redis(connection_pool=redis_client.connection_pool)
+        client = cast(redis.Redis, _BarrierClient(conn, barrier))
+        outcomes.append(commit(client, spec, 1, _result(), {}))
+
+    threads = [threading.Thread(target=one) for _ in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcomes) == [False] * (racers - 1) + [True]
+    assert redis_client.xlen(keys.RESULTS_STREAM) == 1
+
+
+def test_reply_keys_belong_to_one_attempt(redis_client: redis.Redis) -> None:
+    """Pins reply keys per attempt: a retry (attempt 2) waits on its own list, so an answer
+    left for attempt 1's request with the same sequence number is never read by it."""
+    assert keys.reply("m1", 1, 1) != keys.reply("m1", 2, 1)
+    spec = make_spec()
+    asked: list[str] = []
+    for attempt in (1, 2):
+        run = MatchRun(redis_client, spec, attempt)
+
+        def ask(turn: Any) -> Reply:
+            asked.append(turn["reply_key"])
+            return Reply(turn["legal_actions"][0], 1.0, "")
+
+        run.ask = ask  # type: ignore[method-assign]
+        run.ask_step(run.match.to_act(), run.match.legal_actions())
+    assert asked == [keys.reply("m1", 1, 1), keys.reply("m1", 2, 1)]
+
+
+def _scripted_run(redis_client: redis.Redis, replies: list[Reply], strikes: int) -> MatchRun:
+    run = MatchRun(redis_client, make_spec(strikes=strikes, rules={"hand": 6}), 1)
+    script = iter(replies)
+    run.ask = lambda turn: next(script)  # type: ignore[method-assign]
+    return run
+
+
+def test_a_disconnect_leaves_the_bank_alone_and_a_timeout_empties_it(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins "disconnected is uncharged": nothing was in the bot's hands, so its bank stays
+    whole (a mutation charging it emptied the bank); a timeout spends it (docs/workers.md)."""
+    run = _scripted_run(redis_client, [Reply(None, 0.0, "disconnected")], strikes=5)
+    seat = run.match.to_act()
+    run.ask_step(seat, run.match.legal_actions())
+    assert run.clock.bank_left_ms[seat] == FAST.bank_ms
+    assert run.steps[-1]["bank_left_ms"] == FAST.bank_ms
+    run = _scripted_run(redis_client, [Reply(None, 1000.0, "timeout")], strikes=5)
+    run.ask_step(seat, run.match.legal_actions())
+    assert run.clock.bank_left_ms[seat] == 0.0
+
+
+def test_strikes_count_failures_in_a_row_only(redis_client: redis.Redis) -> None:
+    """Pins the strike reset: with ``strikes=2``, refused, accepted, refused is never two
+    in a row, so the autopilot does not take the seat (a mutation that never reset the
+    count gave the seat to the autopilot here)."""
+    run = _scripted_run(redis_client, [], strikes=2)
+    seat = run.match.to_act()
+    for kind in ("refused", "accepted", "refused", "refused"):
+        while run.match.to_act() != seat:
+            run.match.apply(run.match.legal_actions()[0])
+        legal = run.match.legal_actions()
+        answer = Reply("not-a-card" if kind == "refused" else legal[0], 1.0, "")
+        run.ask = lambda turn, answer=answer: answer  # type: ignore[method-assign, misc]
+        run.ask_step(seat, legal)
+        if kind == "accepted":
+            assert run.strikes[seat] == 0
+        elif not run.autopilot[seat]:
+            assert run.strikes[seat] == 1  # refused, accepted, refused: one in a row
+    assert run.strikes[seat] == 2 and run.autopilot[seat]  # then two in a row
+
+
+def test_a_request_sent_again_shows_the_bank_the_seat_has(redis_client: redis.Redis) -> None:
+    """Pins the re-sent request's clock: when the referee holding a request dies, the
+    worker sends the same request again (docs/workers.md); it must show the bank the seat
+    has left, not more (the test plays the referee: it takes the request, stamps it, and
+    vanishes)."""
+    spec = make_spec()
+    run = MatchRun(redis_client, spec, 1)
+    seat = run.match.to_act()
+    run.clock.bank_left_ms[seat] = 123.0
+    legal = run.match.legal_actions()
+    worker = threading.Thread(target=run.ask_step, args=(seat, legal))
+    worker.start()
+    try:
+        inbox = keys.inbox(spec.seats[seat])
+        popped = redis_client.blpop([inbox], timeout=10)
+        assert popped is not None
+        first = json.loads(popped[1])
+        while first["type"] != "turn":
+            popped = redis_client.blpop([inbox], timeout=10)
+            assert popped is not None
+            first = json.loads(popped[1])
+        assert first["clock"]["bank_ms"] == 123
+        alive = keys.referee_alive("dying-referee")
+        redis_client.set(alive, "1", px=mailbox.REFEREE_ALIVE_TTL_MS)
+        stamp = {"type": "sent", "referee": "dying-referee", "sent_ms": mailbox.now_ms()}
+        redis_client.rpush(first["reply_key"], json.dumps(stamp))
+        time.sleep(0.2)
+        redis_client.delete(alive)  # the referee died holding the request
+        again: dict[str, Any] | None = None
+        deadline = time.monotonic() + 10
+        while again is None and time.monotonic() < deadline:
+            popped = redis_client.blpop([inbox], timeout=1)
+            if popped is not None and json.loads(popped[1])["type"] == "turn":
+                again = json.loads(popped[1])
+        assert again is not None, "the request was not sent again"
+        assert again["seq"] == first["seq"] and again["reply_key"] == first["reply_key"]
+        assert again["clock"]["bank_ms"] == 123 == int(run.clock.bank_left_ms[seat])
+        answer = {
+            "type": "answer",
+            "referee": "another-referee",
+            "action": legal[0],
+            "sent_ms": mailbox.now_ms(),
+            "received_ms": mailbox.now_ms(),
+            "think_ms": 1.0,
+        }
+        redis_client.rpush(first["reply_key"], json.dumps(answer))
+    finally:
+        worker.join(timeout=20)
+    assert not worker.is_alive()
+    assert run.resent == 1 and run.steps[-1]["answer"] == legal[0]
