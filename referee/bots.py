@@ -4,7 +4,9 @@ A bot is a name, an owner and a bearer token. The token is random, shown once by
 :func:`register` / :func:`rotate_token`, and stored only as its SHA-256: the index
 ``keys.TOKEN_INDEX`` maps the hash to the bot name, so authentication is one lookup.
 Revoking a bot removes its hash from the index and marks it revoked; rotating its token
-issues a new one (and re-admits a revoked bot).
+issues a new one (and re-admits a revoked bot). Both publish the bot's name on
+``keys.TOKEN_EVENTS``: every referee then ends the streams opened with a token that no longer
+authenticates (``referee.gateway.auth.TokenWatch``).
 
 Synchronous functions take a ``redis.Redis``; :func:`authenticate_async` is the one the
 gateway calls per stream, on a ``redis.asyncio.Redis``.
@@ -79,6 +81,7 @@ def register(client: redis.Redis, name: str, owner: str = "", description: str =
         },
     )
     pipe.hset(keys.TOKEN_INDEX, digest, name)
+    pipe.publish(keys.TOKEN_EVENTS, name)
     pipe.execute()
     return token
 
@@ -101,6 +104,7 @@ def revoke(client: redis.Redis, name: str) -> None:
     if data.get("token_sha256"):
         pipe.hdel(keys.TOKEN_INDEX, data["token_sha256"])
     pipe.hset(keys.bot(name), mapping={"revoked": "1", "token_sha256": ""})
+    pipe.publish(keys.TOKEN_EVENTS, name)
     pipe.execute()
 
 
@@ -114,6 +118,7 @@ def rotate_token(client: redis.Redis, name: str) -> str:
         pipe.hdel(keys.TOKEN_INDEX, data["token_sha256"])
     pipe.hset(keys.bot(name), mapping={"revoked": "0", "token_sha256": digest})
     pipe.hset(keys.TOKEN_INDEX, digest, name)
+    pipe.publish(keys.TOKEN_EVENTS, name)
     pipe.execute()
     return token
 

@@ -18,6 +18,9 @@ def bot(name: str) -> str:
 
 
 TOKEN_INDEX = PREFIX + "tokens"  # hash: token sha256 -> bot name
+TOKEN_EVENTS = PREFIX + "tokens:changed"
+"""Pub/sub channel: a bot's name, published after its token was revoked or rotated, so every
+referee ends the streams opened with the old token at once (``referee.gateway.auth``)."""
 
 
 def bot_streams(name: str) -> str:

@@ -12,7 +12,12 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
   bot's decision ends the stream with PERMISSION_DENIED;
 * when the stream ends, pushes the requests it holds, unanswered and still awaited, back to
   the FRONT of the inbox, so the bot gets them again on its next stream (the worker keeps
-  the first ``SentStamp``: the clock keeps running).
+  the first ``SentStamp``: the clock keeps running);
+* when the same bot opens a new stream on this referee, the bot's other streams here hand
+  the requests they hold to the inbox front the same way (a bot reconnects because its old
+  stream is dead, maybe without the referee having noticed: a SIGKILLed bot's transport
+  can die silently), so the new stream gets them at once; dead transports themselves are
+  found by the server's keepalive and by housekeeping's liveness check (issue 14 item 3).
 
 :class:`Hub` is the referee-wide part: the sessions, who holds which open decision, the
 drain. Several referees may share one Redis: each session pops only its own bot's inbox.
@@ -316,6 +321,7 @@ class BotSession:
         self._write_lock = asyncio.Lock()
         self._has_slot = asyncio.Event()
         self._stopping = False  # no more pops
+        self._suspect = False  # handed over to a newer stream: no pops until the bot speaks
         self._stop_reason: ArenaError | None = None
         self._stop_event = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -402,6 +408,9 @@ class BotSession:
         # bot whose declared games leave out the season's game); [] means every game.
         with contextlib.suppress(RedisError):
             await self.redis.hset(keys.bot(self.bot), "games", json.dumps(self._record["games"]))
+        for other in list(self.hub.sessions):
+            if other.bot == self.bot and other.open:
+                await other.hand_over(self)
         self.hub.sessions.add(self)
         welcome = bot_pb2.Welcome(
             bot=self.bot,
@@ -503,6 +512,32 @@ class BotSession:
         if self._close_request(key) is not None:
             log.info("gave up waiting for %s to answer %s: its clock ran out", self.bot, key)
 
+    async def hand_over(self, successor: BotSession) -> None:
+        """The bot opened ``successor``: give the requests this stream holds back to the
+        inbox (its clock running) so the new stream gets them; an answer that still comes
+        here is told STALE (the copy on the new stream counts). This stream pops nothing
+        more until the bot sends a message on it (a dead one never does; keepalive or
+        housekeeping closes it)."""
+        log.info(
+            "bot %s opened session %s: session %s hands its %d request(s) over",
+            self.bot,
+            successor.session_id,
+            self.session_id,
+            len(self.open),
+        )
+        self._suspect = True
+        self._update_slot()
+        await self._push_back()
+        if self._pop_client_id is not None:  # out of a BLPOP that would take the next one
+            with contextlib.suppress(RedisError):
+                await self.redis.client_unblock(self._pop_client_id)
+
+    def _alive(self) -> None:
+        """The bot spoke on this stream: it is alive, pop for it again."""
+        if self._suspect:
+            self._suspect = False
+            self._update_slot()
+
     async def _push_back(self) -> None:
         now = mailbox.now_ms()
         keep = sorted(
@@ -557,7 +592,7 @@ class BotSession:
         await self._write(message)
 
     def _update_slot(self) -> None:
-        if self._stopping or len(self.open) < self.concurrency:
+        if self._stopping or (not self._suspect and len(self.open) < self.concurrency):
             self._has_slot.set()
         else:
             self._has_slot.clear()
@@ -618,7 +653,7 @@ class BotSession:
         """Relay popped entries in order; False when the popper must stop (what was not
         delivered is pushed back to the front of the inbox, in order)."""
         for i, raw in enumerate(batch):
-            if self._stopping:
+            if self._stopping or self._suspect:
                 await self._give_back(*batch[i:])
                 return False
             try:
@@ -790,6 +825,7 @@ class BotSession:
     # --- reading from the bot --------------------------------------------------------
     async def _read_loop(self, stream: Any) -> None:
         async for message in stream:
+            self._alive()
             if isinstance(message, Malformed):
                 raise MalformedMessage(message.error)
             kind = message.WhichOneof("msg")
@@ -896,6 +932,10 @@ class BotSession:
     async def _housekeeping(self) -> None:
         while True:
             await asyncio.sleep(self.hub.config.housekeeping_s)
+            if self.context.done():  # the call ended but the handler never heard (a race)
+                log.warning("stream of %s (%s) is dead; closing it", self.bot, self.session_id)
+                self.request_stop(None)
+                return
             now = mailbox.now_ms()
             for key, request in list(self.open.items()):
                 if request.deadline_ms < now:

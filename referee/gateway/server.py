@@ -40,7 +40,7 @@ from grpc_reflection.v1alpha import reflection
 
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee import web
-from referee.gateway.auth import BotAuthInterceptor
+from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
 from referee.gateway.relay import (
@@ -174,6 +174,12 @@ class RefereeServer:
         self._notices: asyncio.Future[None] | None = None
         self._beater: asyncio.Future[None] | None = None
         self._beat_redis: redis.asyncio.Redis | None = None
+        self.token_watch = TokenWatch(self.redis)
+        self._watcher: asyncio.Future[None] | None = None
+        # pub/sub waits for messages: a connection of its own, no socket timeout
+        self._watch_redis = redis.asyncio.Redis.from_url(
+            config.redis_url, decode_responses=True, socket_connect_timeout=5.0
+        )
         self._stopped = False
 
     async def start(self) -> int:
@@ -185,6 +191,12 @@ class RefereeServer:
             raise
 
     async def _close_clients(self) -> None:
+        if self._watcher is not None and not self._watcher.done():
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        with contextlib.suppress(Exception):
+            await self._watch_redis.aclose()
         if self._beater is not None and not self._beater.done():
             self._beater.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -206,7 +218,7 @@ class RefereeServer:
         await self.hub.beat(self._beat_redis)
         self._beater = asyncio.ensure_future(self.hub.beat_forever(self._beat_redis))
         server = grpc.aio.server(
-            interceptors=[BotAuthInterceptor(self.redis)],
+            interceptors=[BotAuthInterceptor(self.redis, self.token_watch)],
             options=server_options(self.config.max_message_bytes),
         )
         server.add_generic_rpc_handlers([BotGatewayServicer(self.hub).handler()])
@@ -238,6 +250,7 @@ class RefereeServer:
         self._notices = asyncio.ensure_future(
             forward_season_notices(self.hub, self.pop_redis, self.redis)
         )
+        self._watcher = asyncio.ensure_future(self.token_watch.run(self._watch_redis))
         if self.config.hooks:
             self._start_hooks()
         return self.port
