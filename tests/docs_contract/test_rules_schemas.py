@@ -12,7 +12,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -24,7 +24,17 @@ from referee.games.sevens import rules as sevens_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
-JSON_TYPES = {"str": "string", "int": "integer", "bool": "boolean"}
+JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
+
+
+def json_type(cls: type, name: str) -> str:
+    """The JSON type of a rules field (a Literal option: the type of its values)."""
+    hint = get_type_hints(cls)[name]
+    if get_origin(hint) is Literal:
+        hint = type(get_args(hint)[0])
+    return JSON_TYPES[hint]
+
+
 CLAUSE = re.compile(r"^S[VD]-\d+$")
 CLASSES: dict[str, Any] = {
     "sevens": sevens_rules.SevensRules,
@@ -72,7 +82,7 @@ def test_schema_fields_types_defaults_and_choices_are_the_classes(game: str) -> 
     assert doc["required"] == [f.name for f in fields] and doc["additionalProperties"] is False
     for f in fields:
         prop = props[f.name]
-        assert prop["type"] == JSON_TYPES[str(f.type)], f.name
+        assert prop["type"] == json_type(CLASSES[game], f.name), f.name
         assert prop["default"] == f.default, f.name
         assert prop["description"].strip(), f.name
         assert all(CLAUSE.match(c) for c in prop["x-clauses"]), f.name

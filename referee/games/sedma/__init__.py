@@ -1,4 +1,4 @@
-"""Sedma, the Czech and Slovak trick-taking game with wild sevens (RULES.md part 2).
+"""Sedma, the Czech and Slovak trick-taking game with wild sevens (docs/RULES.md part 2).
 
 ``GAME`` is what the registry serves. Modules: ``rules`` (rules object, presets,
 validator), ``hand`` (one hand's state: tricks, talon, score), ``match`` (session,

@@ -12,7 +12,7 @@ from referee.games.sedma.rules import PRESETS, SedmaRules, preset, rules_from_di
 
 
 class SedmaGame:
-    """Sedma and its variants (RULES.md part 2): presets, rules, new and replayed matches."""
+    """Sedma and its variants (docs/RULES.md part 2): presets, rules, new and replayed matches."""
 
     name: str = GAME_NAME
 

@@ -1,4 +1,4 @@
-"""The Sedma rules object, its validator and the named presets (RULES.md part 2).
+"""The Sedma rules object, its validator and the named presets (docs/RULES.md part 2).
 
 A variant is a preset, not a subclass: ``sedma`` (SD-1..SD-16), ``sedma-2`` (SD-17),
 ``sedma-3`` (SD-18) and ``mariash-sedma`` (SD-19) differ only in field values.
@@ -8,21 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from referee.games.cards import GERMAN_RANKS, Card, Rank, Suit
 from referee.games.errors import InvalidRulesError
 
 CUSTOM = "custom"
 
-DECK_RANKS: dict[str, tuple[Rank, ...]] = {
+# Options that take one of a few values: declared once as Literal types, which type the
+# fields and give the validator its tables.
+Session = Literal["target", "running"]
+SedmaDeck = Literal["german32", "sedma24"]
+SESSIONS: tuple[Session, ...] = get_args(Session)
+SEDMA_DECKS: tuple[SedmaDeck, ...] = get_args(SedmaDeck)
+
+DECK_RANKS: dict[SedmaDeck, tuple[Rank, ...]] = {
     # SD-2: 7 8 9 10 U(J) O(Q) K A in four suits.
     "german32": GERMAN_RANKS,
     # SD-18: the 8s and 9s removed; the 7s stay wild and every point card stays.
     "sedma24": tuple(rank for rank in GERMAN_RANKS if rank not in (Rank.EIGHT, Rank.NINE)),
 }
-
-SESSIONS = ("target", "running")
 
 
 _DECKS: dict[str, tuple[Card, ...]] = {
@@ -57,13 +62,13 @@ class SedmaRules:
     name: str = "sedma"
     players: int = 4
     partnerships: bool = True
-    deck: str = "german32"
+    deck: SedmaDeck = "german32"
     hand_size: int = 4
     last_trick_bonus: int = 10
     win_points: int = 1
     bald_points: int = 2
     naked_points: int = 3
-    session: str = "target"
+    session: Session = "target"
     target: int = 4
     running_hands: int = 4
     marriages: bool = False
@@ -112,13 +117,20 @@ class SedmaRules:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SedmaRules))
+_BASE_TYPES: dict[str, type] = {
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "SedmaDeck": str,
+    "Session": str,
+}
 
 
 def _problems(rules: SedmaRules) -> list[str]:
     out: list[str] = []
     for f in fields(SedmaRules):
         value = getattr(rules, f.name)
-        wanted = {"str": str, "int": int, "bool": bool}[str(f.type)]
+        wanted = _BASE_TYPES[str(f.type)]
         if type(value) is not wanted:
             out.append(f"{f.name} must be {f.type!s}, got {value!r}")
     if out:
@@ -127,8 +139,8 @@ def _problems(rules: SedmaRules) -> list[str]:
         out.append(f"players must be 2, 3 or 4 (SD-1, SD-17, SD-18), got {rules.players}")
     if rules.partnerships and rules.players != 4:
         out.append("partnerships need players = 4 (SD-1); set partnerships = false")
-    if rules.deck not in DECK_RANKS:
-        out.append(f"deck must be one of {', '.join(DECK_RANKS)}, got {rules.deck!r}")
+    if rules.deck not in SEDMA_DECKS:
+        out.append(f"deck must be one of {', '.join(SEDMA_DECKS)}, got {rules.deck!r}")
     elif rules.players in (2, 3, 4):
         if rules.hand_size < 1 or rules.players * rules.hand_size > rules.deck_size:
             out.append(

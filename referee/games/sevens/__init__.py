@@ -1,7 +1,7 @@
 """The Sevens family (Sevens, Parliament, Fan Tan, Sjuan, Shichi Narabe, Domino, Cinquillo).
 
 ``GAME`` is the engine the registry offers as ``sevens``; ``SevensRules`` and
-``PRESETS`` are the rules object and its named presets (RULES.md part 1);
+``PRESETS`` are the rules object and its named presets (docs/RULES.md part 1);
 ``SevensMatch`` is the match state (``referee.games.base.Match``).
 """
 

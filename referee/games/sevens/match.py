@@ -2,7 +2,7 @@
 
 The whole state lives in one object and in bit masks (see ``tables.py``), because
 legal-action generation and ``apply`` are the hot path of every season. The rules of
-RULES.md part 1 are cited by clause; the project's interpretations are ``D-n`` in
+docs/RULES.md part 1 are cited by clause; the project's interpretations are ``D-n`` in
 ``docs/SEVENS_DECISIONS.md``.
 """
 

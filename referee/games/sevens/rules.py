@@ -1,8 +1,8 @@
-"""The Sevens-family rules object (RULES.md part 1) and its named presets.
+"""The Sevens-family rules object (docs/RULES.md part 1) and its named presets.
 
-Rules are data: every option of RULES.md part 1 is a field with a documented default,
+Rules are data: every option of docs/RULES.md part 1 is a field with a documented default,
 the object is frozen and validated on construction, and a preset is just a named
-instance. Interpretations where RULES.md leaves room are in ``docs/SEVENS_DECISIONS.md``.
+instance. Interpretations where docs/RULES.md leaves room are in ``docs/SEVENS_DECISIONS.md``.
 
 >>> preset("fan-tan").ante
 1
@@ -18,22 +18,36 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from referee.games.cards import DECK_RANKS, Rank
 from referee.games.errors import InvalidRulesError
 
-DECKS = ("french52", "german32", "spanish40")
-ACES = ("low", "high")
-STARTERS = ("in_hand", "removed_before_deal", "placed_from_hands")
-OPENINGS = ("seven_of_diamonds", "left_of_dealer_diamond", "any_seven", "seven_of_hearts")
-ILLEGAL_PASS_PENALTIES = ("lose_turn", "chips", "forfeit_deal")
-PAYEES = ("pot", "winner")
-SHORT_HAND_ANTES = ("none", "minus_one", "plus_one")
-CARD_PENALTIES = ("none", "per_card", "pips", "face_ten")
-SCORINGS = ("winner_only", "chips", "penalty_points")
-TIEBREAKS = ("none", "extra_deal", "fewest_cards_last_deal", "showdown")
-ACE_PIPS = (1, 15)
+# Options that take one of a few values: declared once as Literal types, which type the
+# fields and give the validator its tables (``get_args``).
+Deck = Literal["french52", "german32", "spanish40"]
+Ace = Literal["low", "high"]
+Starters = Literal["in_hand", "removed_before_deal", "placed_from_hands"]
+Opening = Literal["seven_of_diamonds", "left_of_dealer_diamond", "any_seven", "seven_of_hearts"]
+IllegalPassPenalty = Literal["lose_turn", "chips", "forfeit_deal"]
+Payee = Literal["pot", "winner"]
+ShortHandAnte = Literal["none", "minus_one", "plus_one"]
+CardPenalty = Literal["none", "per_card", "pips", "face_ten"]
+Scoring = Literal["winner_only", "chips", "penalty_points"]
+Tiebreak = Literal["none", "extra_deal", "fewest_cards_last_deal", "showdown"]
+AcePips = Literal[1, 15]
+
+DECKS: tuple[Deck, ...] = get_args(Deck)
+ACES: tuple[Ace, ...] = get_args(Ace)
+STARTERS: tuple[Starters, ...] = get_args(Starters)
+OPENINGS: tuple[Opening, ...] = get_args(Opening)
+ILLEGAL_PASS_PENALTIES: tuple[IllegalPassPenalty, ...] = get_args(IllegalPassPenalty)
+PAYEES: tuple[Payee, ...] = get_args(Payee)
+SHORT_HAND_ANTES: tuple[ShortHandAnte, ...] = get_args(ShortHandAnte)
+CARD_PENALTIES: tuple[CardPenalty, ...] = get_args(CardPenalty)
+SCORINGS: tuple[Scoring, ...] = get_args(Scoring)
+TIEBREAKS: tuple[Tiebreak, ...] = get_args(Tiebreak)
+ACE_PIPS: tuple[AcePips, ...] = get_args(AcePips)
 
 UNTIL_BROKE_DEFAULT_CAP = 100
 """With ``until_broke`` and ``deals == 0`` the match stops after this many deals at most."""
@@ -49,21 +63,21 @@ class SevensRules:
 
     name: str = "custom"
     # Deck and layout (SV-2, SV-3, SV-7).
-    deck: str = "french52"  # french52 | german32 | spanish40
+    deck: Deck = "french52"
     starter_rank: str = "7"  # the rank that opens each row: 7, J or Q (domino), 5 (cinquillo)
-    ace: str = "low"  # low | high (SV-3); german32 needs high, spanish40 needs low
-    starters: str = "in_hand"  # in_hand | removed_before_deal | placed_from_hands (SV-7)
+    ace: Ace = "low"  # (SV-3) german32 needs high, spanish40 needs low
+    starters: Starters = "in_hand"  # (SV-7)
     # Plays (SV-11, SV-12).
     multi_card_turn: bool = False
     eights_before_sixes: bool = False  # the card above the starter before the one below
     # Who opens (SV-13..SV-16); "seven" means the starter rank.
-    opening: str = "seven_of_diamonds"
+    opening: Opening = "seven_of_diamonds"
     # Passing (SV-17..SV-24).
     must_play: bool = True
     pass_chips: int = 0  # paid into the pot by a forced pass (chip/points games)
-    illegal_pass_penalty: str = "lose_turn"  # lose_turn | chips | forfeit_deal
+    illegal_pass_penalty: IllegalPassPenalty = "lose_turn"
     illegal_pass_chips: int = 0  # with illegal_pass_penalty = chips
-    illegal_pass_payee: str = "pot"  # pot | winner
+    illegal_pass_payee: Payee = "pot"
     # An illegal pass is a pass too: it also pays pass_chips (SV-17 + SV-19, D-44); false:
     # only the illegal-pass penalty.
     illegal_pass_also_pays_pass: bool = True
@@ -73,16 +87,16 @@ class SevensRules:
     max_voluntary_passes: int = 0  # per seat per deal when must_play is false; 0 = no cap
     # Chips and penalties (SV-27..SV-30).
     ante: int = 0
-    short_hand_ante: str = "none"  # none | minus_one | plus_one (SV-28)
-    card_penalty: str = "none"  # none | per_card | pips | face_ten (SV-29)
-    ace_pips: int = 1  # 1 | 15, for card_penalty = pips
+    short_hand_ante: ShortHandAnte = "none"  # (SV-28)
+    card_penalty: CardPenalty = "none"  # (SV-29)
+    ace_pips: AcePips = 1  # for card_penalty = pips
     seven_penalty: int = 0  # per starter-rank card a loser still holds (SV-30)
-    scoring: str = "winner_only"  # winner_only | chips | penalty_points
+    scoring: Scoring = "winner_only"
     # The match (SV-32..SV-34).
     deals: int = 0  # deals per match; 0 = one per player (each seat deals once)
     until_broke: bool = False  # play until a seat has no chips left (deals = cap)
     starting_chips: int = 0
-    match_tiebreak: str = "none"  # none | extra_deal | fewest_cards_last_deal | showdown
+    match_tiebreak: Tiebreak = "none"
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -307,9 +321,9 @@ _FAN_TAN = SevensRules(
 
 PRESETS: dict[str, SevensRules] = {
     "sevens": _SEVENS,
-    "parliament": SevensRules(name="parliament"),
+    "parliament": _SEVENS.replace(name="parliament"),  # the same game by another name
     "fan-tan": _FAN_TAN,
-    # RULES.md presets: pt's Fan Tan and the pip-penalty Fan Tan are `fan-tan` with changes.
+    # docs/RULES.md presets: pt's Fan Tan and the pip-penalty Fan Tan are `fan-tan` with changes.
     "fan-tan-pt": _FAN_TAN.replace(
         name="fan-tan-pt",
         opening="left_of_dealer_diamond",
@@ -349,7 +363,7 @@ PRESETS: dict[str, SevensRules] = {
         scoring="penalty_points",
     ),
 }
-"""The ten named presets of RULES.md, by name."""
+"""The ten named presets of docs/RULES.md, by name."""
 
 
 def preset(name: str) -> SevensRules:
