@@ -10,16 +10,23 @@ in bench/strength.py.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from referee import keys
+from referee.cli.main import main as arena_main
 from referee.cli.policy_bot import PolicyBot
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.policies import POLICIES
 from referee.games.registry import get_game
+from referee.procs import arena_command, stop_process
+from referee.seasons import store
 from referee.seasons.inprocess import play_season
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from referee.seasons.schedule import build_schedule
@@ -146,3 +153,44 @@ def test_a_season_in_process_equals_the_season_on_the_platform(
         assert remote is not None
         assert remote["seats"] == mine["seats"]
         assert remote["result"] == mine["result"], mine["match_id"]
+
+
+def test_gauntlet_season_reports_where_the_bot_lands(platform: Platform) -> None:
+    """``arena ladder serve`` registers and plays the rungs; ``arena ladder gauntlet``
+    seats a bot against them; the season finishes and its standings place every bot."""
+    rungs = "random,first-legal,heuristic"
+    url = ["--redis-url", platform.url]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):  # the reference bots are not registered yet
+        assert arena_main(["ladder", "gauntlet", "g-bot", "--rungs", rungs, *url]) == 1
+    assert "arena ladder serve" in err.getvalue()
+    serve = subprocess.Popen(
+        arena_command("ladder", "serve", "--server", platform.server, "--rungs", rungs, *url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        names = ["g-bot", "ladder-random", "ladder-first-legal", "ladder-heuristic"]
+        deadline = time.monotonic() + 30
+        while not all(platform.conn.hlen(keys.bot_streams(n)) for n in names[1:]):
+            assert time.monotonic() < deadline and serve.poll() is None
+            time.sleep(0.1)
+        with bots_in_threads(platform, {"g-bot": PolicyBot("heuristic", per_turn_seed=True)}):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                argv = ["ladder", "gauntlet", "g-bot", "--rungs", rungs, "--rounds", "1"]
+                assert arena_main([*argv, "--name", "g1", "--seed", "9", "--start", *url]) == 0
+            assert "arena standings g1" in out.getvalue()
+            deadline = time.monotonic() + 120
+            while store.get_season(platform.conn, "g1")["state"] not in store.ENDED:
+                assert time.monotonic() < deadline, store.get_season(platform.conn, "g1")
+                time.sleep(0.2)
+        assert store.get_season(platform.conn, "g1")["state"] == "finished"
+        standings = store.get_standings(platform.conn, "g1")
+        assert standings is not None
+        rows = {r["bot"]: r for r in standings["rows"]}
+        assert set(rows) == set(names)
+        for row in rows.values():
+            assert row["deals"] == 4 and row["timeouts"] == 0 and row["invalid_actions"] == 0
+    finally:
+        stop_process(serve)
