@@ -13,10 +13,11 @@ models of a deal's finishing order:
   so the target is the *win-rate Elo*: the Bradley-Terry fit (same prior) to the expected
   pairwise results of the league's own schedule, which shrinks the latent gap.
 
-For every league the interval of ``referee.seasons.ratings.bradley_terry`` (Student-t
-quantile on matches - 1 df) is checked for every bot, and so is the same interval with
-1.96 instead (the old rule); a last row shows one-match leagues, where no clustered
-variance exists (the fit warns). Deterministic in ``--seed``.
+For every league the interval of ``referee.seasons.ratings.bradley_terry`` (a Student-t
+quantile: on matches - 1 df, or on the bot's own matches - 1 when the clustered variance
+is the one used) is checked for every bot, and so is the same interval with 1.96 instead
+(the old rule); a last row shows one-match leagues, where no clustered variance exists
+(the fit warns). Deterministic in ``--seed``.
 
     .venv/bin/python bench/coverage.py                 # 500 leagues per row, ~10 min
     .venv/bin/python bench/coverage.py --leagues 100   # quicker, noisier
@@ -129,18 +130,18 @@ def coverage_row(
     hits_t = hits_z = total = 0
     width = 0.0
     warned = 0
-    quantiles = []
+    quantiles: list[float] = []
     for _ in range(leagues):
         s, placings, games = league(rng, n, deals_per_bot, model, matches)
         target = win_rate_target(s, games, model)
         names = [f"b{i}" for i in range(n)]
         fit = bradley_terry(names, placings)
         warned += bool(fit.warning)
-        quantiles.append(fit.quantile)
+        quantiles.extend(fit.quantiles.values())
         for i, name in enumerate(names):
             half = (fit.high[name] - fit.low[name]) / 2.0
             centre = fit.elo[name]
-            half_z = half * Z95 / fit.quantile
+            half_z = half * Z95 / fit.quantiles[name]
             total += 1
             hits_t += abs(target[i] - centre) <= half
             hits_z += abs(target[i] - centre) <= half_z
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({time.perf_counter() - started:.0f} s)"
     )
     print(
-        f"{'model':<14} {'bots':>4} {'deals/bot':>9} {'matches':>7} {'t quantile':>10} "
+        f"{'model':<14} {'bots':>4} {'deals/bot':>9} {'matches':>7} {'mean t':>10} "
         f"{'coverage (t)':>12} {'coverage (1.96)':>15} {'width Elo':>9}"
     )
     for r in rows:

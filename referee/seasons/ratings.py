@@ -14,13 +14,16 @@ the full Hessian. Elo = 1500 + theta * 400 / ln 10, centred so the mean is 1500.
 The 95% interval of a bot's centred rating uses the larger of two variances: the model's
 (inverse of the negative Hessian) and a sandwich estimate clustered by match, which accounts
 for the pairwise outcomes of one finishing order (and the duplicate deals of one match) not
-being independent games. With G matches the clustered variance is estimated from G cluster
-scores, so the interval's half-width is the Student-t quantile on G - 1 degrees of freedom
-(not 1.96) times the standard error: with 1.96 the interval covered only 92.8-94.9% of
-simulated leagues of 40-120 deals per bot; with the t quantile it covers 94-96% at every
-size measured (``bench/coverage.py``, docs/seasons.md "How much the interval covers").
-With fewer than two matches there is no clustered variance at all: the fit then uses the
-model variance with 1.96 and says so in ``EloFit.warning`` (such intervals are too narrow).
+being independent games. The clustered variance is estimated from a handful of match
+scores, so the half-width is a Student-t quantile times the standard error, not 1.96 (which
+covered only 91.6-94.1% of simulated leagues of 40-120 deals per bot): on G - 1 degrees of
+freedom, G the season's matches, when the model variance is the larger; on G_i - 1, G_i the
+matches the bot played, when the clustered variance is the larger (it then rests on those
+G_i match scores: with 12 bots at tables of 4 that is a third of G, and t on G - 1 still
+covered only 92.8%). Coverage measured by ``bench/coverage.py`` (docs/seasons.md, "How much
+the 95% interval covers"). With fewer than two matches there is no clustered variance at
+all: the fit then uses the model variance with 1.96 and says so in ``EloFit.warning``
+(such intervals are too narrow).
 
 The interval is for the *win-rate Elo*: the Bradley-Terry rating that best explains the
 pairwise results the season's schedule produced. When play is noisier than a logistic model
@@ -36,7 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_MEAN = 1500.0
@@ -62,8 +65,9 @@ FEW_MATCHES_WARNING = (
 @dataclass(frozen=True, slots=True)
 class EloFit:
     """Elo per bot with its 95% interval ``[low, high]``; ``matches`` is the number of
-    clusters, ``quantile`` the multiplier of the standard error, ``warning`` non-empty when
-    the interval cannot be trusted (fewer than two matches)."""
+    clusters, ``quantile`` the t quantile on ``matches - 1`` degrees of freedom and
+    ``quantiles`` each bot's multiplier of its standard error (see the module's docstring),
+    ``warning`` non-empty when the interval cannot be trusted (fewer than two matches)."""
 
     elo: dict[str, float]
     low: dict[str, float]
@@ -71,6 +75,7 @@ class EloFit:
     matches: int = 0
     quantile: float = Z95
     warning: str = ""
+    quantiles: dict[str, float] = field(default_factory=dict)
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -194,6 +199,7 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     games = [[0.0] * n for _ in range(n)]
     wins = [[0.0] * n for _ in range(n)]
     clusters: dict[str, list[tuple[int, int, float]]] = {}
+    played: list[set[str]] = [set() for _ in range(n)]  # the matches of each bot
     for placing in placings:
         for a, b, s in _pair_outcomes(placing.order):
             if a not in index or b not in index:
@@ -204,6 +210,8 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
             wins[i][j] += s
             wins[j][i] += 1.0 - s
             clusters.setdefault(placing.cluster, []).append((i, j, s))
+            played[i].add(placing.cluster)
+            played[j].add(placing.cluster)
     prior = 1.0 / PRIOR_SD**2
     theta = [0.0] * n
     hessian: list[list[float]] = []
@@ -255,13 +263,19 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     elo: dict[str, float] = {}
     low: dict[str, float] = {}
     high: dict[str, float] = {}
+    quantiles: dict[str, float] = {}
     for i, name in enumerate(names):
         contrast = [(1.0 if k == i else 0.0) - 1.0 / n for k in range(n)]
-        var = max(_quad(cov_model, contrast), _quad(cov_robust, contrast))
-        half = quantile * math.sqrt(max(var, 0.0)) * ELO_SCALE
+        var_model, var_robust = _quad(cov_model, contrast), _quad(cov_robust, contrast)
+        q = quantile
+        if groups > 1 and var_robust > var_model:
+            q = student_t_quantile(0.975, max(1, len(played[i]) - 1))
+        var = max(var_model, var_robust)
+        half = q * math.sqrt(max(var, 0.0)) * ELO_SCALE
         value = ELO_MEAN + (theta[i] - mean) * ELO_SCALE
         elo[name], low[name], high[name] = value, value - half, value + half
-    return EloFit(elo, low, high, groups, quantile, warning)
+        quantiles[name] = q
+    return EloFit(elo, low, high, groups, quantile, warning, quantiles)
 
 
 def _matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:

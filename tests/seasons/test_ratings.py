@@ -132,6 +132,12 @@ def test_interval_uses_t_on_matches_minus_one_and_warns_below_two_matches() -> N
     fit = bradley_terry(BOTS, placings)
     assert fit.matches == 12 and not fit.warning
     assert math.isclose(fit.quantile, student_t_quantile(0.975, 11))
+    # a bot whose interval rests on the clustered variance gets t on its own matches - 1
+    for bot in BOTS:
+        own = len({p.cluster for p in placings if any(bot in g for g in p.order)})
+        assert fit.quantiles[bot] in (fit.quantile, student_t_quantile(0.975, own - 1))
+        half = (fit.high[bot] - fit.low[bot]) / 2
+        assert half > 0
     one = [p for p in placings if p.cluster == placings[0].cluster]
     single = bradley_terry(BOTS, one)
     assert single.matches == 1 and "fewer than two matches" in single.warning
