@@ -68,6 +68,18 @@ class PlaySession:
         self.changed.set()
 
 
+def cross_site(request: web.Request) -> web.Response | None:
+    """403 for a post sent by another site's page (its ``Origin`` is not this host): such a
+    form could re-key a person's identity or answer for them."""
+    origin = request.headers.get("Origin")
+    if origin is None or origin == "null":
+        return None if origin is None else error(403, "posts from opaque origins are refused")
+    host = origin.split("://", 1)[-1]
+    if host != request.host:
+        return error(403, f"a post from {origin} is refused: use this server's own pages")
+    return None
+
+
 class PlayRoutes:
     def __init__(self, web_app: ArenaWeb) -> None:
         self.web = web_app
@@ -128,6 +140,9 @@ class PlayRoutes:
         )
 
     async def start(self, request: web.Request) -> web.Response:
+        cross = cross_site(request)
+        if cross is not None:
+            return cross
         if not self.enabled:
             return await self.form(request, self._why_disabled(), status=503)
         data = await request.post()
@@ -300,6 +315,9 @@ class PlayRoutes:
 
     async def action(self, request: web.Request) -> web.Response:
         session = self._session(request)
+        cross = cross_site(request)
+        if cross is not None:
+            return cross
         try:
             body = await request.json()
             seq, action = int(body["seq"]), str(body["action"])

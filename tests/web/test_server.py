@@ -336,3 +336,21 @@ def test_bot_page_lists_penalties_with_their_reasons(port: int, league: redis.Re
     assert "<td>penalty</td><td>invalid_action</td>" in page
     assert "1 decisions in their records" in page and "1-5 ms: 1" in page
     assert "0.5-2 s: 1" not in page  # bravo's think time is not alpha's
+
+
+def test_play_refuses_posts_from_other_sites(port: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(
+            "POST",
+            "/play",
+            "name=eve&bot=alpha",
+            {"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://evil.test"},
+        )
+        reply = conn.getresponse()
+        assert reply.status == 403 and b"refused" in reply.read()
+    finally:
+        conn.close()
+    # Without the referee's gRPC address (this test server) /play says why it is off.
+    page = get(port, "/play")
+    assert page.status == 200 and "people cannot play on this server" in page.text
