@@ -80,7 +80,9 @@ class LeagueCore:
         except ArenaError as exc:
             await status.abort(context, exc)
 
-    async def RegisterBot(self, request: Any, context: Context) -> Any:
+    async def RegisterBot(
+        self, request: league_pb2.RegisterBotRequest, context: Context
+    ) -> league_pb2.RegisterBotResponse:
         await self.require_admin(context)
         token = await self._call(
             context,
@@ -88,7 +90,9 @@ class LeagueCore:
         )
         return league_pb2.RegisterBotResponse(name=request.name, token=token)
 
-    async def ListBots(self, request: Any, context: Context) -> Any:
+    async def ListBots(
+        self, request: league_pb2.ListBotsRequest, context: Context
+    ) -> league_pb2.ListBotsResponse:
         records = await self._call(context, lambda: bots.list_bots(self._sync))
         return league_pb2.ListBotsResponse(
             bots=[
@@ -104,17 +108,23 @@ class LeagueCore:
             ]
         )
 
-    async def RevokeBot(self, request: Any, context: Context) -> Any:
+    async def RevokeBot(
+        self, request: league_pb2.RevokeBotRequest, context: Context
+    ) -> league_pb2.RevokeBotResponse:
         await self.require_admin(context)
         await self._call(context, lambda: bots.revoke(self._sync, request.name))
         return league_pb2.RevokeBotResponse(name=request.name, revoked=True)
 
-    async def RotateToken(self, request: Any, context: Context) -> Any:
+    async def RotateToken(
+        self, request: league_pb2.RotateTokenRequest, context: Context
+    ) -> league_pb2.RegisterBotResponse:
         await self.require_admin(context)
         token = await self._call(context, lambda: bots.rotate_token(self._sync, request.name))
         return league_pb2.RegisterBotResponse(name=request.name, token=token)
 
-    async def WatchEvents(self, request: Any, context: Context) -> AsyncIterator[Any]:
+    async def WatchEvents(
+        self, request: league_pb2.WatchEventsRequest, context: Context
+    ) -> AsyncIterator[league_pb2.LeagueEvent]:
         """League events from the pub/sub channel, live only (PITFALLS 8)."""
         pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(keys.EVENTS_CHANNEL)

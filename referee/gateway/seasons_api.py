@@ -127,7 +127,7 @@ def standings_message(data: Mapping[str, Any] | None, season: str) -> league_pb2
     )
 
 
-def spec_from_request(request: Any) -> SeasonSpec:
+def spec_from_request(request: league_pb2.CreateSeasonRequest) -> SeasonSpec:
     """A season spec from a ``CreateSeasonRequest`` (its TOML, else its fields)."""
     if request.toml:
         spec = SeasonSpec.from_toml(request.toml)
@@ -168,7 +168,9 @@ def _json_field(name: str, text: str) -> Any:
         raise ConfigError(f"{name} is not JSON: {exc}") from None
 
 
-def match_summary(status: Mapping[str, str], result: Mapping[str, Any] | None) -> Any:
+def match_summary(
+    status: Mapping[str, str], result: Mapping[str, Any] | None
+) -> league_pb2.MatchSummary:
     match = (result or {}).get("result", {})
     seats = (result or {}).get("seats") or [s for s in status.get("seats", "").split(",") if s]
     return league_pb2.MatchSummary(
@@ -212,7 +214,9 @@ class SeasonsServicerMixin:
         except (ArenaError, RulesError) as exc:
             await status.abort(context, exc)
 
-    async def CreateSeason(self, request: Any, context: Context) -> Any:
+    async def CreateSeason(
+        self, request: league_pb2.CreateSeasonRequest, context: Context
+    ) -> league_pb2.SeasonInfo:
         await self.require_admin(context)
 
         def create(conn: SyncRedis) -> dict[str, str]:
@@ -221,39 +225,58 @@ class SeasonsServicerMixin:
         return season_info(await self._run(context, create))
 
     async def _change_season(
-        self, request: Any, context: Context, change: Callable[[SyncRedis, str], dict[str, str]]
-    ) -> Any:
+        self,
+        request: league_pb2.SeasonRef,
+        context: Context,
+        change: Callable[[SyncRedis, str], dict[str, str]],
+    ) -> league_pb2.SeasonInfo:
         """Admin only: one state change of ``request.season``; answers with the season."""
         await self.require_admin(context)
         return season_info(await self._run(context, lambda c: change(c, request.season)))
 
-    async def StartSeason(self, request: Any, context: Context) -> Any:
+    async def StartSeason(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
         return await self._change_season(request, context, store.start_season)
 
-    async def PauseSeason(self, request: Any, context: Context) -> Any:
+    async def PauseSeason(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
         return await self._change_season(request, context, store.pause_season)
 
-    async def ResumeSeason(self, request: Any, context: Context) -> Any:
+    async def ResumeSeason(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
         return await self._change_season(request, context, store.resume_season)
 
-    async def CancelSeason(self, request: Any, context: Context) -> Any:
+    async def CancelSeason(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
         return await self._change_season(request, context, store.cancel_season)
 
-    async def ListSeasons(self, request: Any, context: Context) -> Any:
+    async def ListSeasons(
+        self, request: league_pb2.ListSeasonsRequest, context: Context
+    ) -> league_pb2.ListSeasonsResponse:
         seasons = await self._run(context, store.list_seasons)
         return league_pb2.ListSeasonsResponse(seasons=[season_info(s) for s in seasons])
 
-    async def GetSeason(self, request: Any, context: Context) -> Any:
+    async def GetSeason(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
         return season_info(await self._run(context, lambda c: store.get_season(c, request.season)))
 
-    async def GetStandings(self, request: Any, context: Context) -> Any:
+    async def GetStandings(
+        self, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.Standings:
         def get(conn: SyncRedis) -> dict[str, Any] | None:
             store.get_season(conn, request.season)  # NotFoundError for an unknown season
             return store.get_standings(conn, request.season)
 
         return standings_message(await self._run(context, get), request.season)
 
-    async def ListMatches(self, request: Any, context: Context) -> Any:
+    async def ListMatches(
+        self, request: league_pb2.ListMatchesRequest, context: Context
+    ) -> league_pb2.ListMatchesResponse:
         from workers.queue import get_result, list_matches
 
         def get(conn: SyncRedis) -> list[Any]:
@@ -264,7 +287,9 @@ class SeasonsServicerMixin:
 
         return league_pb2.ListMatchesResponse(matches=await self._run(context, get))
 
-    async def GetMatch(self, request: Any, context: Context) -> Any:
+    async def GetMatch(
+        self, request: league_pb2.MatchRef, context: Context
+    ) -> league_pb2.MatchRecord:
         from workers.queue import get_record, get_result, match_status
 
         def get(conn: SyncRedis) -> Any:
@@ -279,7 +304,7 @@ class SeasonsServicerMixin:
 
         return await self._run(context, get)
 
-    async def GetReplay(self, request: Any, context: Context) -> Any:
+    async def GetReplay(self, request: league_pb2.MatchRef, context: Context) -> league_pb2.Replay:
         from workers.queue import get_record
         from workers.replay import render_replay
 

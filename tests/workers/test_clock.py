@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.clock import MatchClock
+from workers.clock import MatchClock, Verdict
 from workers.spec import TimeControl
 
 TC = TimeControl(move_ms=1000, bank_ms=500, grace_ms=50)
@@ -43,3 +43,17 @@ def test_no_answer_spends_the_bank_and_queue_deadline_adds_the_allowance() -> No
     assert clock.queue_deadline_ms(0, 10_000.0) == 10_000 + 350 + 1000
     assert not clock.timed_out(0).in_time
     assert clock.bank_left_ms[0] == 0
+
+
+def test_every_verdict_says_what_it_charged_and_what_is_left() -> None:
+    """Pins the whole Verdict (the record's bank_left_ms and the charge reported come from
+    it), not only ``in_time``: mutants returning None or a wrong figure survived before."""
+    clock = MatchClock(TC, 3)
+    assert clock.judge(0, 1200) == Verdict(True, 200, 300)
+    assert clock.judge(1, 1550.001) == Verdict(False, 500, 0.0)
+    assert clock.judge(1, 10) == Verdict(True, 0, 0.0)
+    assert clock.timed_out(2) == Verdict(False, 500, 0.0)
+    assert clock.timed_out(2) == Verdict(False, 0.0, 0.0)  # nothing left to spend
+    for verdict in (clock.judge(0, 10), clock.timed_out(0)):
+        assert type(verdict.in_time) is bool
+        assert isinstance(verdict.bank_charged_ms, float | int)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from referee.games.base import DealSpec, Rules
+from referee.games.base import DealSpec, Game, Rules
 from referee.games.errors import InvalidRulesError
 from referee.games.sedma.match import GAME_NAME, SedmaMatch
 from referee.games.sedma.rules import PRESETS, SedmaRules, preset, rules_from_dict
 
 
-class SedmaGame:
+class SedmaGame(Game):
     """Sedma and its variants (docs/RULES.md part 2): presets, rules, new and replayed matches."""
 
     name: str = GAME_NAME

@@ -21,6 +21,7 @@ from referee.games.base import (
     DealSpec,
     Event,
     EventKind,
+    Match,
     MatchResult,
     Rules,
     Source,
@@ -77,7 +78,7 @@ class Refusal:
 Play = tuple[Card, Card | None]
 
 
-class SedmaMatch:
+class SedmaMatch(Match):
     """A Sedma match in progress (implements ``referee.games.base.Match``)."""
 
     game: str = GAME_NAME

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from referee.games.base import DealSpec, Rules
+from referee.games.base import DealSpec, Game, Rules
 from referee.games.errors import InvalidRulesError
 from referee.games.sevens.match import GAME_NAME, SevensMatch
 from referee.games.sevens.rules import PRESETS, SevensRules, preset
@@ -14,7 +14,7 @@ PLAYER_COUNTS = tuple(range(3, 9))
 """SV-1: 3 to 8 players, each for themselves."""
 
 
-class SevensGame:
+class SevensGame(Game):
     """The Sevens family: presets, rules from dicts, and new or replayed matches."""
 
     name: str = GAME_NAME

@@ -21,6 +21,7 @@ from referee.games.base import (
     DealSpec,
     Event,
     EventKind,
+    Match,
     MatchResult,
     PenaltyRecord,
     Rules,
@@ -94,7 +95,7 @@ def _mask_of(cards: Sequence[str]) -> int:
     return mask
 
 
-class SevensMatch:
+class SevensMatch(Match):
     """A match in progress; implements ``referee.games.base.Match``."""
 
     game: str = GAME_NAME
