@@ -3,6 +3,8 @@ cable cuts, and nothing is left behind, even by a run that crashed."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -92,3 +94,13 @@ def test_sweep_removes_what_a_crashed_run_left() -> None:
         orphan.kill()
         orphan.wait()
         netns.ip("netns", "del", leftover, check=False)
+
+
+def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the harness can't run, the tests skip with this reason (the autouse fixture in
+    conftest.py); as root with iproute2, as here, it is None."""
+    assert netns.unavailable() is None
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "need root" in str(netns.unavailable())
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    assert "`ip` is not installed" in str(netns.unavailable())
