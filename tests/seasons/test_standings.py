@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from referee.seasons.standings import ROW_FIELDS, bot_order, compute_standings
+from referee.seasons.ratings import bradley_terry, live_elo
+from referee.seasons.standings import ROW_FIELDS, bot_order, compute_standings, placings_of
 from workers.spec import CommittedResult, SeatStats
 
 
@@ -151,3 +152,54 @@ def test_average_place_counts_the_seats_ahead_after_a_tie_in_the_middle() -> Non
     assert rows["b"]["avg_place"] == rows["c"]["avg_place"] == 2.0
     assert rows["d"]["avg_place"] == 4.0
     assert rows["a"]["deals_won"] == 1 and rows["b"]["deals_won"] == 0
+
+
+def test_counters_add_up_over_matches_and_the_rows_carry_the_fits() -> None:
+    """Pins accumulation over several matches (each counter adds, none is overwritten by
+    the last match), a void deal before a scored one (skipped, not the end of the match),
+    an all-tied deal (counted: one group of several bots), and the rows' published
+    precision of the fits (mutmut survivors of standings.py)."""
+    seats = ["a", "b", "c"]
+    first = _result(
+        "m0",
+        seats,
+        [[[0], [1], [2]], [[0], [1], [2]], [[0, 1, 2]]],
+        2.0,
+        [5, 1, -6],
+        [_stats("a", timeouts=1), _stats("b", illegal_passes=2), _stats("c", autopilot=True)],
+    )
+    first["result"]["deals"][0]["void"] = True
+    second = _result(
+        "m1",
+        seats,
+        [[[1], [0], [2]]],
+        1.0,
+        [2, 4, -6],
+        [
+            _stats("a", timeouts=3),
+            _stats("b", illegal_passes=1, invalid_actions=4),
+            _stats("c", autopilot=True, invalid_actions=1),
+        ],
+    )
+    table = compute_standings("s", "sevens", seats, [first, second], now_ms=123.0)
+    rows = {r["bot"]: r for r in table["rows"]}
+    assert [rows[b]["matches"] for b in seats] == [2, 2, 2]
+    assert [rows[b]["deals"] for b in seats] == [3, 3, 3]  # the void deal skipped, the tie kept
+    assert [rows[b]["deals_won"] for b in seats] == [2, 2, 1]  # the tie: all share first
+    assert [rows[b]["score"] for b in seats] == [7, 5, -12]
+    assert [rows[b]["timeouts"] for b in seats] == [4, 0, 0]
+    assert [rows[b]["illegal_passes"] for b in seats] == [0, 3, 0]
+    assert [rows[b]["invalid_actions"] for b in seats] == [0, 4, 1]
+    assert [rows[b]["autopilot_seats"] for b in seats] == [0, 0, 2]
+    assert table["updated_ms"] == 123 and table["matches_done"] == 2
+    placings = [p for r in (first, second) for p in placings_of(r)]
+    assert [p.cluster for p in placings] == ["m0", "m0", "m1"]
+    fit = bradley_terry(seats, placings)
+    live = live_elo(seats, [*placings_of(second), *placings_of(first)])
+    for b in seats:
+        assert rows[b]["elo"] == round(fit.elo[b], 2)
+        assert rows[b]["elo_low"] == round(fit.low[b], 2)
+        assert rows[b]["elo_high"] == round(fit.high[b], 2)
+        assert rows[b]["live_elo"] == round(live[b], 2)  # oldest match first (finished_ms)
+    assert table["elo_interval"]["quantile"] == round(fit.quantile, 4)
+    assert [r["rank"] for r in table["rows"]] == [1, 2, 3]
