@@ -203,3 +203,13 @@ def test_counters_add_up_over_matches_and_the_rows_carry_the_fits() -> None:
         assert rows[b]["live_elo"] == round(live[b], 2)  # oldest match first (finished_ms)
     assert table["elo_interval"]["quantile"] == round(fit.quantile, 4)
     assert [r["rank"] for r in table["rows"]] == [1, 2, 3]
+
+
+def test_a_tied_deal_between_two_bots_counts_for_both() -> None:
+    """Pins the smallest placing kept: one group of two bots (a head-to-head deal tied
+    side against side) is a deal for both, and a draw for the ratings."""
+    res = _result("t-m0000", ["a", "b", "a", "b"], [[[0, 1, 2, 3]], [[0, 2], [1, 3]]], 1.0, [0] * 4)
+    assert [p.order for p in placings_of(res)] == [(("a", "b"),), (("a",), ("b",))]
+    rows = {r["bot"]: r for r in compute_standings("t", "sedma", ["a", "b"], [res])["rows"]}
+    assert rows["a"]["deals"] == rows["b"]["deals"] == 2
+    assert rows["a"]["deals_won"] == 2 and rows["b"]["deals_won"] == 1
