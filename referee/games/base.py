@@ -275,21 +275,21 @@ class Observation(TypedDict):
 def history_view(events: Sequence[Event], seat: int) -> list[HistoryItem]:
     """The events of the current deal as ``seat`` may see them.
 
-    A refused action's text is shown to the seat that sent it and to nobody else: it may
-    name cards that seat holds (``"7D"`` refused as ``not_legal`` says it holds the 7D).
+    The text of a refused action is never shown, to any seat (docs/OBSERVATIONS.md): it
+    may name cards a seat holds (``"7D"`` refused as ``not_legal`` says its sender holds
+    the 7D), and its sender already has it back in its action result. ``seat`` is the
+    observer; every seat sees the same public history today.
 
     >>> refused = Event(EventKind.INVALID_ACTION, 1, action="7D", reason="not_legal")
     >>> history_view([refused], seat=1)
-    [{'seat': 1, 'kind': 'invalid_action', 'action': '7D', 'reason': 'not_legal'}]
-    >>> history_view([refused], seat=0)
     [{'seat': 1, 'kind': 'invalid_action', 'reason': 'not_legal'}]
+    >>> history_view([Event(EventKind.PLAY, 0, action="7H")], seat=1)
+    [{'seat': 0, 'kind': 'play', 'action': '7H'}]
     """
     out: list[HistoryItem] = []
     for event in events:
         item: HistoryItem = {"seat": -1 if event.seat is None else event.seat, "kind": event.kind}
-        if event.action is not None and (
-            event.kind != EventKind.INVALID_ACTION or event.seat == seat
-        ):
+        if event.action is not None and event.kind != EventKind.INVALID_ACTION:
             item["action"] = event.action
         if event.reason is not None:
             item["reason"] = event.reason
@@ -374,8 +374,8 @@ class Match(Protocol):
     * ``to_act()``, ``fallback_action()`` and ``result()`` raise ``MatchStateError`` when
       they do not apply (after the end, or before it for ``result``); ``observation`` raises
       it for a seat that is not ``0 .. num_players - 1``.
-    * ``observation(seat)`` never shows another seat's cards: not its hand, and not the text
-      of an action it had refused (:func:`history_view`).
+    * ``observation(seat)`` never shows another seat's cards: not its hand, and never the
+      text of a refused action, whoever sent it (:func:`history_view`).
     * ``to_json()`` writes the record of :mod:`referee.games.record` (the same shape for
       every game, events included) and ``Game.match_from_json`` reads it back into an equal
       match, or raises ``MatchStateError`` saying why it cannot.

@@ -50,8 +50,8 @@ def _strings(value: Any, skip: tuple[str, ...] = ()) -> Iterator[str]:
 
 
 def _check_views(match: Match) -> None:
-    """No seat's observation holds a card another seat holds now (its own hand, the texts
-    of its own refused actions and Sedma's shown marriages aside)."""
+    """No seat's observation holds a card another seat holds now (Sedma's shown marriages
+    aside), and no refused action's text is shown."""
     n = match.num_players
     views = [match.observation(seat) for seat in range(n)]
     hands = [set(view["hand"]) for view in views]
@@ -61,9 +61,9 @@ def _check_views(match: Match) -> None:
         others = set().union(*(hands[o] for o in range(n) if o != seat))
         shown = set(_strings(view, skip=("hand", "history", "marriages", "rules")))
         for item in view["history"]:
-            if item["kind"] == EventKind.INVALID_ACTION and item["seat"] != seat:
-                assert "action" not in item, (seat, item)  # another seat's refused text
-            elif item["kind"] != EventKind.INVALID_ACTION:
+            if item["kind"] == EventKind.INVALID_ACTION:
+                assert "action" not in item, (seat, item)  # a refused action's text
+            else:
                 shown.update(_strings(item.get("action", "")))
         marriages = {card for pair in view.get("marriages", []) for card in pair}
         leaked = {
