@@ -64,7 +64,11 @@ def _run_queued(conn: redis.Redis, season: str) -> int:
     # the runner blocks on replies: its connection has no socket timeout (PITFALLS 9)
     pool_kwargs = conn.connection_pool.connection_kwargs
     runner_conn = _RunnerRedis(
-        host=pool_kwargs["host"], port=pool_kwargs["port"], db=0, decode_responses=True
+        host=pool_kwargs["host"],
+        port=pool_kwargs["port"],
+        password=pool_kwargs.get("password"),  # the embedded Redis wants its password
+        db=0,
+        decode_responses=True,
     )
     ran = 0
     try:
