@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
+import pytest
+import redis
+import redis.asyncio
+
+from referee import bots
 from referee.errors import AuthError
-from referee.gateway.auth import bearer_token
+from referee.gateway.auth import TokenWatch, bearer_token
 
 
 def test_only_the_bearer_scheme_is_accepted() -> None:
@@ -23,3 +28,39 @@ def test_only_the_bearer_scheme_is_accepted() -> None:
         bearer_token([("x-token", token)])
     with pytest.raises(AuthError, match="missing authorization"):
         bearer_token(None)
+
+
+def test_token_watch_ends_exactly_the_streams_whose_token_stopped_working(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """TokenWatch.recheck against a real registry: after a rotation only the streams opened
+    with the old token of that bot end; a revoked bot's streams end on a full recheck;
+    a stream already ended is not counted twice; a discarded stream is no longer watched."""
+    old_a = bots.register(redis_client, "alpha")
+    token_b = bots.register(redis_client, "beta")
+    token_c = bots.register(redis_client, "gamma")
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            watch = TokenWatch(client)
+            a_old = watch.add("alpha", bots.hash_token(old_a))
+            b = watch.add("beta", bots.hash_token(token_b))
+            c = watch.add("gamma", bots.hash_token(token_c))
+            gone = watch.add("gamma", bots.hash_token(token_c))
+            watch.discard(gone)
+            assert await watch.recheck() == 0
+            new_a = bots.rotate_token(redis_client, "alpha")
+            a_new = watch.add("alpha", bots.hash_token(new_a))
+            assert await watch.recheck("beta") == 0 and not a_old.ended.is_set()
+            assert await watch.recheck("alpha") == 1
+            assert a_old.ended.is_set() and not a_new.ended.is_set() and not b.ended.is_set()
+            assert await watch.recheck("alpha") == 0  # already ended: not counted again
+            bots.revoke(redis_client, "gamma")
+            assert await watch.recheck() == 1
+            assert c.ended.is_set() and not gone.ended.is_set() and not b.ended.is_set()
+            assert await watch.recheck("nobody") == 0
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())
