@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
-from referee.seasons.ratings import bradley_terry, live_elo
+from referee.seasons.ratings import bradley_terry, live_elo, openskill_ratings
 from referee.seasons.standings import ROW_FIELDS, bot_order, compute_standings, placings_of
 from workers.spec import CommittedResult, SeatStats
 
@@ -166,7 +167,11 @@ def test_counters_add_up_over_matches_and_the_rows_carry_the_fits() -> None:
         [[[0], [1], [2]], [[0], [1], [2]], [[0, 1, 2]]],
         2.0,
         [5, 1, -6],
-        [_stats("a", timeouts=1), _stats("b", illegal_passes=2), _stats("c", autopilot=True)],
+        [
+            _stats("a", timeouts=1),
+            _stats("b", illegal_passes=2, invalid_actions=1),
+            _stats("c", autopilot=True),
+        ],
     )
     first["result"]["deals"][0]["void"] = True
     second = _result(
@@ -189,7 +194,7 @@ def test_counters_add_up_over_matches_and_the_rows_carry_the_fits() -> None:
     assert [rows[b]["score"] for b in seats] == [7, 5, -12]
     assert [rows[b]["timeouts"] for b in seats] == [4, 0, 0]
     assert [rows[b]["illegal_passes"] for b in seats] == [0, 3, 0]
-    assert [rows[b]["invalid_actions"] for b in seats] == [0, 4, 1]
+    assert [rows[b]["invalid_actions"] for b in seats] == [0, 5, 1]
     assert [rows[b]["autopilot_seats"] for b in seats] == [0, 0, 2]
     assert table["updated_ms"] == 123 and table["matches_done"] == 2
     placings = [p for r in (first, second) for p in placings_of(r)]
@@ -203,6 +208,26 @@ def test_counters_add_up_over_matches_and_the_rows_carry_the_fits() -> None:
         assert rows[b]["live_elo"] == round(live[b], 2)  # oldest match first (finished_ms)
     assert table["elo_interval"]["quantile"] == round(fit.quantile, 4)
     assert [r["rank"] for r in table["rows"]] == [1, 2, 3]
+    skill = openskill_ratings(seats, [*placings_of(second), *placings_of(first)])
+    for b in seats:
+        assert rows[b]["openskill_mu"] == round(skill[b].mu, 4)
+        assert rows[b]["openskill_sigma"] == round(skill[b].sigma, 4)
+        assert rows[b]["openskill_ordinal"] == round(skill[b].ordinal, 4)
+    assert table["season"] == "s" and table["game"] == "sevens"
+
+
+def test_a_bot_on_several_seats_scores_its_average_and_the_table_is_stamped_now() -> None:
+    """The score of a bot holding several seats is the mean of its seats' totals, shown as
+    an int when whole and to 3 decimals otherwise; without ``now_ms`` the table is stamped
+    with the wall clock in milliseconds."""
+    res = _result("w-m0000", ["a", "a", "b", "a"], [[[0], [1], [2], [3]]], 1.0, [1, 1, -4, 0])
+    before = time.time() * 1000
+    table = compute_standings("w", "sevens", ["a", "b"], [res])
+    after = time.time() * 1000
+    rows = {r["bot"]: r for r in table["rows"]}
+    assert rows["a"]["score"] == 0.667 and rows["b"]["score"] == -4
+    assert isinstance(rows["b"]["score"], int)
+    assert before - 1 <= table["updated_ms"] <= after + 1
 
 
 def test_a_tied_deal_between_two_bots_counts_for_both() -> None:
