@@ -238,3 +238,13 @@ def test_a_tied_deal_between_two_bots_counts_for_both() -> None:
     rows = {r["bot"]: r for r in compute_standings("t", "sedma", ["a", "b"], [res])["rows"]}
     assert rows["a"]["deals"] == rows["b"]["deals"] == 2
     assert rows["a"]["deals_won"] == 2 and rows["b"]["deals_won"] == 1
+
+
+def test_a_season_without_results_has_empty_rows_and_no_unit_yet() -> None:
+    """Before the first result: every bot has a row of zeros (``avg_place`` 0.0, not a
+    place), the unit is the empty string (not None) and nothing is done yet."""
+    table = compute_standings("e", "sevens", ["a", "b"], [], matches_total=4, now_ms=1.0)
+    assert table["unit"] == "" and table["matches_done"] == 0 and table["matches_total"] == 4
+    for row in table["rows"]:
+        assert row["avg_place"] == 0.0 and row["deals"] == 0 and row["matches"] == 0
+    assert [r["bot"] for r in table["rows"]] == ["a", "b"]  # equal Elo: by name
