@@ -144,6 +144,12 @@ def _begin(match_id: str, conn: redis.Redis | None) -> tuple[redis.Redis, MatchS
             if client.exists(keys.match_result(match_id)):
                 log.info("match %s is already committed; nothing to do", match_id)
                 return None
+            if spec.season and client.hget(keys.season_matches(spec.season), match_id) in (
+                "cancelled",
+                b"cancelled",
+            ):  # referee.seasons.store.cancel_season: a match not running then never starts
+                log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
+                return None
             # a retry after a lost INCR reply skips a number: attempts stay unique
             attempt = int(client.incr(keys.match_attempt(match_id)))
             _mark_running(client, spec, attempt)

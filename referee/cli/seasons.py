@@ -234,6 +234,8 @@ def _create(args: argparse.Namespace) -> int:
             info = store.start_season(conn, info["season"])
     print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")
     print(f"seed sha256 {info['seed_sha256']}")
+    if info.get("duplicate"):
+        print(f"deals: {info['duplicate']}")
     if not args.start:
         print(f"start it with: arena season start {info['season']}")
     return 0

@@ -14,7 +14,8 @@ One step (in a worker thread, with a synchronous Redis client):
 4. the standings of seasons with new results are recomputed from ALL their results
    (throttled to one recompute per ``STANDINGS_EVERY_S`` per season, or five times its
    last duration if longer) and a season whose
-   matches are all settled is finished (its seed revealed).
+   matches are all settled is finished (its seed revealed); a cancelled season's seed is
+   revealed once none of its matches is queued or running any more.
 
 Because counting is idempotent and every transition is a compare-and-set, several
 referees may run the driver at once, and a referee killed at any point loses nothing: its
@@ -100,6 +101,10 @@ class SeasonDriver:
                 self.dirty.discard(season_id)
         for season_id in active:
             store.finish_if_complete(self.conn, season_id)
+        for season_id in store.cancelled_unrevealed(self.conn):
+            self._settle_failed(season_id)
+            if store.reveal_if_settled(self.conn, season_id):
+                log.info("season %s: cancelled and settled; its seed is revealed", season_id)
         return counted
 
     def _settle_failed(self, season_id: str) -> None:

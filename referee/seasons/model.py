@@ -30,6 +30,16 @@ FORMAT_FREE_FOR_ALL = "free_for_all"
 FORMAT_HEAD_TO_HEAD = "head_to_head"
 FORMATS = (FORMAT_AUTO, FORMAT_FREE_FOR_ALL, FORMAT_HEAD_TO_HEAD)
 
+DUPLICATE_FIELD = "field"
+DUPLICATE_OFF = "off"
+DUPLICATE_SAME_TABLE = "same_table_leaks_hands"
+DUPLICATE_MODES = (DUPLICATE_FIELD, DUPLICATE_OFF, DUPLICATE_SAME_TABLE)
+"""``options.duplicate``: ``field`` (true): each shuffle is played at several tables by
+different bots, never twice by one bot (docs/seasons.md); ``off`` (false): every deal a
+new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with the hands
+rotated at one table, so a bot that remembers its hand knows what its neighbour holds on
+the next rotation; only for trusted bots (issue 14 item 1)."""
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SEED_MAX = 2**63 - 1
 
@@ -94,8 +104,11 @@ def random_seed() -> int:
 class SeasonOptions:
     """Format options of a season.
 
-    * ``duplicate``: replay each shuffle with the hands rotated through the seats (Sedma
-      head-to-head: with the sides swapped), so every bot plays every hand.
+    * ``duplicate``: ``field`` (default; ``true``): every shuffle is played at several
+      tables at once, hand ``i`` held by a different bot at each, no bot ever sees a
+      shuffle twice, results compared across tables; ``off`` (``false``);
+      ``same_table_leaks_hands``: the old same-table rotation, which hands a memorising bot
+      its opponents' cards (only for trusted bots). See :data:`DUPLICATE_MODES`.
     * ``strikes``: consecutive failures before the autopilot takes a seat (docs/workers.md).
     * ``autoplay_forced``: play single-option decisions without asking the bot.
     * ``separate_owners``: never seat two bots of one owner at one table.
@@ -107,7 +120,8 @@ class SeasonOptions:
     * ``window``: matches of this season in flight at once.
     """
 
-    duplicate: bool = True
+    duplicate: str | bool = DUPLICATE_FIELD
+    """One of :data:`DUPLICATE_MODES` (``True``/``False`` are read as field/off)."""
     strikes: int = 3
     autoplay_forced: bool = False
     separate_owners: bool = False
@@ -115,6 +129,9 @@ class SeasonOptions:
     rounds: int = 1
     format: str = FORMAT_AUTO
     window: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "duplicate", _duplicate(self.duplicate))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,7 +156,7 @@ class SeasonOptions:
             )
         default = cls()
         options = cls(
-            duplicate=_bool(data, "duplicate", default.duplicate),
+            duplicate=_duplicate(data.get("duplicate", default.duplicate)),
             strikes=_int(data, "strikes", default.strikes),
             autoplay_forced=_bool(data, "autoplay_forced", default.autoplay_forced),
             separate_owners=_bool(data, "separate_owners", default.separate_owners),
@@ -318,19 +335,19 @@ class SeasonSpec:
         no_duplicate = _w(words, "options.duplicate = false")
         if self.deals_per_match < 0:
             out.append(f"{deals} = {self.deals_per_match}: use 0 or more")
-        elif self.options.duplicate:
+        elif self.options.duplicate != DUPLICATE_OFF:
             step = self.duplicate_rotations
             if self.deals_per_match == 0:
                 out.append(
-                    f"duplicate deals need a fixed number of deals: set {deals} to a "
-                    f"multiple of {step} (the table size), or turn them off with {no_duplicate}"
+                    f"duplicate deals need a fixed number of deals: set {deals} (1 or more), "
+                    f"or turn them off with {no_duplicate}"
                 )
-            elif self.deals_per_match % step:
+            elif self.options.duplicate == DUPLICATE_SAME_TABLE and self.deals_per_match % step:
                 lower = max(step, self.deals_per_match // step * step)
                 out.append(
-                    f"{deals} = {self.deals_per_match} with duplicate deals at this table "
-                    f"must be a multiple of {step} (e.g. {lower} or {lower + step}), or turn "
-                    f"them off with {no_duplicate}"
+                    f"{deals} = {self.deals_per_match} with same-table duplicate deals at "
+                    f"this table must be a multiple of {step} (e.g. {lower} or "
+                    f"{lower + step}), or use field duplicate (options.duplicate = true)"
                 )
         try:
             self.options.validate()
@@ -340,7 +357,8 @@ class SeasonSpec:
 
     @property
     def duplicate_rotations(self) -> int:
-        """How many times each shuffle is played (the table size; 2 in head-to-head)."""
+        """The rotations of one shuffle (the table size; 2 in head-to-head, where rotation
+        1 swaps the sides): at most this many tables play a shuffle in field duplicate."""
         return 2 if self.head_to_head else self.table_size
 
     def resolved_rules(self) -> dict[str, Any]:
@@ -404,6 +422,18 @@ def _int(data: Mapping[str, Any], key: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"{key} must be a whole number, not {value!r}") from None
+
+
+def _duplicate(value: Any) -> str:
+    if value is True:
+        return DUPLICATE_FIELD
+    if value is False:
+        return DUPLICATE_OFF
+    if isinstance(value, str) and value in DUPLICATE_MODES:
+        return value
+    raise ConfigError(
+        f"duplicate must be true or false (or one of {', '.join(DUPLICATE_MODES)}), not {value!r}"
+    )
 
 
 def _bool(data: Mapping[str, Any], key: str, default: bool) -> bool:

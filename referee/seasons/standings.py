@@ -46,6 +46,8 @@ ROW_FIELDS = (
     "openskill_mu",
     "openskill_sigma",
     "openskill_ordinal",
+    "dup_score",
+    "dup_hands",
 )
 
 
@@ -61,6 +63,43 @@ class _Tally:
     timeouts: int = 0
     autopilot_seats: int = 0
     seen: set[str] = field(default_factory=set)
+    dup_score: float = 0.0
+    dup_hands: int = 0
+
+
+Boards = Mapping[str, Sequence[tuple[str, int]]]
+"""Field duplicate: per match id, the (board label, rotation) of each of its deals."""
+
+
+def duplicate_scores(results: Sequence[CommittedResult], boards: Boards) -> dict[str, list[float]]:
+    """Across tables (as duplicate bridge scores a board): every hand of a board played at
+    two or more tables is scored against the hand's average there. A bot's entry per hand
+    it held: its score change in that deal minus the average of everyone who held that
+    hand (0 when it did as well as the field). Card luck cancels; skill stays."""
+    held: dict[tuple[str, int], list[tuple[str, float]]] = {}
+    for result in results:
+        labels = boards.get(result["match_id"])
+        if not labels:
+            continue
+        seats = result["seats"]
+        k = len(seats)
+        for j, deal in enumerate(result["result"].get("deals", [])):
+            if deal.get("void") or j >= len(labels):
+                continue
+            label, rotation = labels[j]
+            deltas = deal.get("deltas", [])
+            for seat, name in enumerate(seats):
+                if seat < len(deltas):
+                    hand = (seat - rotation) % k
+                    held.setdefault((label, hand), []).append((name, float(deltas[seat])))
+    out: dict[str, list[float]] = {}
+    for entries in held.values():
+        if len({name for name, _ in entries}) < 2:
+            continue
+        mean = sum(d for _, d in entries) / len(entries)
+        for name, delta in entries:
+            out.setdefault(name, []).append(delta - mean)
+    return out
 
 
 def bot_order(seats: Sequence[str], order: Iterable[Iterable[int]]) -> tuple[tuple[str, ...], ...]:
@@ -100,8 +139,10 @@ def compute_standings(
     *,
     matches_total: int = 0,
     now_ms: float | None = None,
+    boards: Boards | None = None,
 ) -> dict[str, Any]:
-    """The standings JSON of a season from all its committed results."""
+    """The standings JSON of a season from all its committed results (``boards``: the
+    field-duplicate boards of its matches, for ``dup_score``)."""
     by_id: dict[str, CommittedResult] = {}
     for r in results:
         by_id.setdefault(r["match_id"], r)  # a result counts once, whatever arrives twice
@@ -137,6 +178,10 @@ def compute_standings(
                     if ahead == 0:
                         tally.deals_won += 1
                 ahead += len(place_group)
+    for name, diffs in duplicate_scores(ordered, boards or {}).items():
+        tally = tallies.setdefault(name, _Tally())
+        tally.dup_score = sum(diffs)
+        tally.dup_hands = len(diffs)
     names = list(tallies)
     placings = [p for r in ordered for p in placings_of(r)]
     fit = bradley_terry(names, placings)
@@ -167,6 +212,8 @@ def compute_standings(
                 "openskill_mu": round(skill[name].mu, 4),
                 "openskill_sigma": round(skill[name].sigma, 4),
                 "openskill_ordinal": round(skill[name].ordinal, 4),
+                "dup_score": round(t.dup_score, 3),
+                "dup_hands": t.dup_hands,
             }
         )
     rows.sort(key=lambda row: (-row["elo"], row["avg_place"] or 99.0, row["bot"]))

@@ -37,7 +37,7 @@ from referee.seasons.model import (
     random_seed,
     seed_sha256,
 )
-from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
 from workers.spec import CommittedResult, MatchSpec
 
@@ -324,6 +324,7 @@ def create_season(
         )
     seed = spec.seed or random_seed()
     schedule = build_schedule(spec, seed, owners)
+    plan = duplicate_plan(spec, owners)
     season_id = spec.name
     created = now_ms()
     info = {
@@ -334,6 +335,7 @@ def create_season(
         "rules": json.dumps(rules, sort_keys=True, separators=(",", ":")),
         "owners": json.dumps(owners, sort_keys=True),
         "seed_sha256": seed_sha256(seed),
+        "duplicate": plan.note,  # what the duplicate option does here, in words
         "matches_total": str(len(schedule)),
         "matches_done": "0",
         "matches_failed": "0",
@@ -395,15 +397,84 @@ def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
     return {"seed": str(seed or ""), "finished_ms": str(now_ms())}
 
 
+CANCELLED_MATCH = "cancelled"
+"""A season match that will never be played: it was scheduled or queued at the cancel."""
+
+_CANCEL = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return redis.error_reply('no such season') end
+if state ~= 'created' and state ~= 'running' and state ~= 'paused' then
+  return redis.error_reply('state is ' .. state)
+end
+redis.call('HSET', KEYS[1], 'state', 'cancelled', 'seed', '', 'finished_ms', ARGV[1])
+local entries = redis.call('HGETALL', KEYS[2])
+local stopped = 0
+for i = 1, #entries, 2 do
+  local st = entries[i + 1]
+  if st == 'scheduled' or st == 'queued' or st == 'failed' then
+    redis.call('HSET', KEYS[2], entries[i], 'cancelled')
+    stopped = stopped + 1
+  end
+end
+return stopped
+"""
+
+
 def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
-    """Stop a season for good and reveal its seed (matches in flight still finish)."""
-    _transition(
-        conn, season_id, CANCELLED, [CREATED, RUNNING, PAUSED], _reveal_fields(conn, season_id)
-    )
+    """Stop a season for good (issue 14 item 6).
+
+    At once, in one step: the state becomes ``cancelled`` and every match not yet running
+    (scheduled, queued or failed) becomes ``cancelled``: no new match of the season starts
+    (a worker that dequeues one plays nothing, :func:`workers.runner.run_match`). Matches
+    already running are let finish and count. The seed is revealed only when none of the
+    season's matches can play any more (:func:`reveal_if_settled`, run by the driver)."""
+    try:
+        conn.eval(_CANCEL, 2, keys.season(season_id), keys.season_matches(season_id), now_ms())
+    except redis.ResponseError as exc:
+        if "no such season" in str(exc):
+            raise NotFoundError(
+                f"no season {season_id!r}: `arena season list` shows them"
+            ) from None
+        state = str(exc).rsplit(" ", 1)[-1]
+        raise StateConflict(
+            f"season {season_id} is {state}; it can become cancelled only when it is "
+            "created, running or paused"
+        ) from None
     recompute_standings(conn, season_id)
+    publish(conn, "season_cancelled", season_id, data={"running": _still_running(conn, season_id)})
+    reveal_if_settled(conn, season_id)
+    return get_season(conn, season_id)
+
+
+def _still_running(conn: redis.Redis, season_id: str) -> int:
+    return sum(1 for st in match_states(conn, season_id).values() if st in IN_FLIGHT)
+
+
+def reveal_if_settled(conn: redis.Redis, season_id: str) -> bool:
+    """A cancelled season's seed is revealed once none of its matches is queued or
+    running (a retried match is queued again: it still counts as able to play)."""
     info = get_season(conn, season_id)
-    publish(conn, "season_cancelled", season_id, data={"seed": info.get("seed", "")})
-    return info
+    if info.get("state") != CANCELLED or info.get("seed") or _still_running(conn, season_id):
+        return False
+    seed = conn.get(secret_key(season_id))
+    if not seed:
+        return False
+    conn.hset(keys.season(season_id), "seed", str(seed))
+    recompute_standings(conn, season_id)
+    publish(conn, "season_seed_revealed", season_id, data={"seed": str(seed)})
+    return True
+
+
+def cancelled_unrevealed(conn: redis.Redis) -> list[str]:
+    """Cancelled seasons whose seed is not revealed yet (matches of them still run)."""
+    ids = cast(list[str], conn.zrange(keys.SEASONS, 0, -1))
+    if not ids:
+        return []
+    pipe = conn.pipeline(transaction=False)
+    for season_id in ids:
+        pipe.hmget(keys.season(season_id), "state", "seed")
+    rows: Iterable[list[str | None]] = pipe.execute()
+    return [s for s, (st, seed) in zip(ids, rows, strict=True) if st == CANCELLED and not seed]
 
 
 def finish_if_complete(conn: redis.Redis, season_id: str) -> bool:
@@ -459,6 +530,7 @@ def scheduled_from_dict(data: Mapping[str, Any]) -> ScheduledMatch:
         seats=tuple(data["seats"]),
         seed=int(data["seed"]),
         deals=None if deals is None else tuple(DealSpec.from_dict(d) for d in deals),
+        boards=None if data.get("boards") is None else tuple(data["boards"]),
     )
 
 
@@ -581,12 +653,20 @@ def recompute_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
     info = get_season(conn, season_id)
     spec = SeasonSpec.from_json(info["spec"])
     results = committed_results(conn, season_id)
+    boards = {
+        str(m["match_id"]): [
+            (label, int(d["rotation"])) for label, d in zip(m["boards"], m["deals"], strict=True)
+        ]
+        for m in get_schedule(conn, season_id)
+        if m.get("boards") and m.get("deals")
+    }
     standings = compute_standings(
         season_id,
         spec.game,
         spec.bots,
         results,
         matches_total=int(info.get("matches_total", 0)),
+        boards=boards,
     )
     text = json.dumps(standings, separators=(",", ":"))
     conn.eval(

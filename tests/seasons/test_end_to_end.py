@@ -142,7 +142,9 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         with pytest.raises(grpc.RpcError) as bad:
             stub.CreateSeason(
-                league_pb2.CreateSeasonRequest(toml=season_toml("a").replace("4\n", "5\n", 1)),
+                league_pb2.CreateSeasonRequest(
+                    toml=season_toml("a").replace("table_size = 4", "table_size = 9")
+                ),
                 metadata=admin,
             )
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -43,8 +43,10 @@ def test_bad_toml_says_what_to_fix(toml: str, message: str) -> None:
 
 def test_validation_against_the_engine() -> None:
     base = {"name": "x", "game": "sevens", "bots": ["a", "b", "c"], "table_size": 3}
+    same_table = {"options": {"duplicate": "same_table_leaks_hands"}}
     with pytest.raises(ConfigError, match="multiple of 3"):
-        SeasonSpec.from_dict({**base, "deals_per_match": 4}).validate()
+        SeasonSpec.from_dict({**base, **same_table, "deals_per_match": 4}).validate()
+    SeasonSpec.from_dict({**base, "deals_per_match": 4}).validate()  # field: any number
     with pytest.raises(ConfigError, match="fixed number of deals"):
         SeasonSpec.from_dict(base).validate()
     with pytest.raises(ConfigError, match="preset"):
@@ -159,7 +161,7 @@ def test_flags_only_create_reports_every_problem_in_flag_words(
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("arena: error: 3 problems with this season:")
-    assert "set --deals to a multiple of 3" in err and "--no-duplicate" in err
+    assert "set --deals (1 or more)" in err and "--no-duplicate" in err
     assert "deals_per_match" not in err and "options.duplicate" not in err
     assert "--preset: unknown sevens preset 'fantan'" in err
     assert "unknown bot(s) a, b, nobody" in err
@@ -178,5 +180,5 @@ def test_a_toml_season_is_told_in_toml_words(tmp_path: Path) -> None:
     spec = SeasonSpec.from_toml(toml.read_text())
     with pytest.raises(ConfigError) as refused:
         spec.validate()
-    assert "set deals_per_match to a multiple of 3" in str(refused.value)
+    assert "set deals_per_match (1 or more)" in str(refused.value)
     assert "options.duplicate = false" in str(refused.value)

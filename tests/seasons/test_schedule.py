@@ -11,12 +11,14 @@ from collections import Counter
 import pytest
 
 from referee.errors import ConfigError
-from referee.seasons.model import SeasonOptions, SeasonSpec
+from referee.seasons.model import DUPLICATE_SAME_TABLE, SeasonOptions, SeasonSpec
 from referee.seasons.schedule import (
+    ScheduledMatch,
     all_subsets,
     assign_seats,
     balanced_tables,
     build_schedule,
+    duplicate_plan,
     owner_pairs,
     pair_counts,
     seat_counts,
@@ -92,14 +94,16 @@ def test_schedule_is_deterministic_from_the_seed() -> None:
     assert len({m.match_id for m in a}) == len(a)
 
 
-def test_duplicate_deals_rotate_every_hand_through_every_seat() -> None:
+def test_same_table_duplicate_is_an_explicit_opt_in_that_rotates_the_hands() -> None:
     spec = SeasonSpec(
         name="dup",
         game="sevens",
         bots=tuple(f"b{i}" for i in range(5)),
         table_size=4,
         deals_per_match=8,
+        options=SeasonOptions(duplicate=DUPLICATE_SAME_TABLE),
     )
+    assert "leak" in duplicate_plan(spec).note.lower() or "remembers" in duplicate_plan(spec).note
     for m in build_schedule(spec, seed=5):
         assert m.deals is not None and len(m.deals) == 8
         by_seed: dict[int, list[tuple[int, int | None]]] = {}
@@ -122,6 +126,7 @@ def test_sedma_head_to_head_holds_both_seats_of_a_side() -> None:
         bots=tuple(f"b{i}" for i in range(5)),
         table_size=4,
         deals_per_match=4,
+        options=SeasonOptions(duplicate=DUPLICATE_SAME_TABLE),
     )
     assert spec.head_to_head
     matches = build_schedule(spec, seed=9)
@@ -188,12 +193,21 @@ def test_rounds_repeat_the_tables() -> None:
     assert set(counts.values()) == {2}
 
 
-def test_duplicate_needs_a_multiple_of_the_table_size() -> None:
+def test_same_table_duplicate_needs_a_multiple_of_the_table_size() -> None:
     spec = SeasonSpec(
-        name="x", game="sevens", bots=("a", "b", "c"), table_size=3, deals_per_match=4
+        name="x",
+        game="sevens",
+        bots=("a", "b", "c"),
+        table_size=3,
+        deals_per_match=4,
+        options=SeasonOptions(duplicate=DUPLICATE_SAME_TABLE),
     )
     with pytest.raises(ConfigError, match="multiple of 3"):
         spec.validate()
+    # field duplicate takes any number of deals
+    SeasonSpec(
+        name="x", game="sevens", bots=("a", "b", "c"), table_size=3, deals_per_match=4
+    ).validate()
 
 
 def test_a_stored_schedule_reads_back_as_the_same_matches() -> None:
@@ -209,3 +223,82 @@ def test_a_stored_schedule_reads_back_as_the_same_matches() -> None:
         assert all(d["index"] == i for i, d in enumerate(stored))
         if duplicate:
             assert all(d["deals"] for d in stored)
+
+
+def _boards_seen(matches: list[ScheduledMatch]) -> Counter[tuple[str, int]]:
+    """How often each bot is dealt each shuffle (deal seed)."""
+    seen: Counter[tuple[str, int]] = Counter()
+    for m in matches:
+        assert m.deals is not None
+        for deal in m.deals:
+            for bot in set(m.seats):
+                seen[(bot, deal.seed)] += 1
+    return seen
+
+
+FIELD_CASES = [("sevens", n, k) for n in range(4, 13) for k in (3, 4, 5) if n >= k] + [
+    ("sedma", n, 4) for n in range(2, 9)
+]
+
+
+@pytest.mark.parametrize(("game", "n", "k"), FIELD_CASES)
+def test_field_duplicate_never_deals_a_bot_a_shuffle_twice(game: str, n: int, k: int) -> None:
+    """Issue 14 item 1: no bot is dealt (or shown) a shuffle it already played; each
+    board is held, hand by hand, by different bots at different tables."""
+    spec = SeasonSpec(
+        name="fd", game=game, bots=tuple(f"b{i}" for i in range(n)), table_size=k,
+        deals_per_match=3, options=SeasonOptions(rounds=2),
+    )  # fmt: skip
+    if n < spec.players_per_match:
+        return
+    plan = duplicate_plan(spec)
+    matches = build_schedule(spec, seed=n * 100 + k)
+    assert max(_boards_seen(matches).values()) == 1
+    tables_of: dict[int, list[ScheduledMatch]] = {}
+    for m in matches:
+        assert m.deals is not None
+        for deal in m.deals:
+            tables_of.setdefault(deal.seed, []).append(m)
+    if plan.tables_per_board < 2:
+        assert "duplicate is off" in plan.note and all(len(t) == 1 for t in tables_of.values())
+        return
+    assert max(len(t) for t in tables_of.values()) <= plan.tables_per_board
+    assert any(len(t) >= 2 for t in tables_of.values())
+    for seed, tables in tables_of.items():
+        bots_at = [set(m.seats) for m in tables]
+        assert sum(len(b) for b in bots_at) == len(set().union(*bots_at))  # disjoint
+        rotations = [next(d.rotation for d in m.deals or () if d.seed == seed) for m in tables]
+        assert len(set(rotations)) == len(rotations)  # each hand with a different bot
+        indexes = sorted(m.index for m in tables)
+        assert indexes == list(range(indexes[0], indexes[0] + len(indexes)))  # together
+
+
+def test_field_duplicate_keeps_owners_out_of_one_flight() -> None:
+    bots = tuple(f"b{i}" for i in range(9))
+    owners = {"b0": "ann", "b1": "ann", "b2": "bo", "b3": "bo"}
+    spec = SeasonSpec(
+        name="own", game="sevens", bots=bots, table_size=3, deals_per_match=2,
+        options=SeasonOptions(separate_owners=True),
+    )  # fmt: skip
+    matches = build_schedule(spec, seed=4, owners=owners)
+    players: dict[int, set[str]] = {}
+    for m in matches:
+        assert m.deals is not None
+        for deal in m.deals:
+            players.setdefault(deal.seed, set()).update(m.seats)
+    assert any(len(p) > 3 for p in players.values())
+    for p in players.values():
+        assert not ({"b0", "b1"} <= p or {"b2", "b3"} <= p)
+
+
+def test_a_field_too_small_turns_duplicate_off_and_says_why() -> None:
+    spec = SeasonSpec(
+        name="small", game="sevens", bots=tuple(f"b{i}" for i in range(7)), table_size=4,
+        deals_per_match=4,
+    )  # fmt: skip
+    plan = duplicate_plan(spec)
+    assert plan.tables_per_board == 0
+    assert "at least 8 bots" in plan.note and "this season has 7" in plan.note
+    matches = build_schedule(spec, seed=3)
+    assert max(_boards_seen(matches).values()) == 1
+    assert all(m.boards is None for m in matches)

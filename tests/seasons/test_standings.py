@@ -248,3 +248,25 @@ def test_a_season_without_results_has_empty_rows_and_no_unit_yet() -> None:
     for row in table["rows"]:
         assert row["avg_place"] == 0.0 and row["deals"] == 0 and row["matches"] == 0
     assert [r["bot"] for r in table["rows"]] == ["a", "b"]  # equal Elo: by name
+
+
+def test_field_duplicate_scores_compare_a_hand_across_tables() -> None:
+    """Issue 14 item 1: the same board at two tables; each hand scored against the field."""
+    from referee.seasons.standings import duplicate_scores
+
+    def result(match_id: str, seats: list[str], deltas: list[int]) -> Any:
+        deal = {"deal": 0, "order": [[0], [1], [2]], "deltas": deltas, "void": False}
+        return {"match_id": match_id, "seats": seats, "result": {"deals": [deal]}}
+
+    # board "f0b0": table 1 rotation 0 (hand i at seat i), table 2 rotation 1 (hand i at
+    # seat i + 1): hand 0 is a's at table 1 and y's at table 2
+    results = [
+        result("m1", ["a", "b", "c"], [6, -2, -4]),
+        result("m2", ["x", "y", "z"], [0, 2, -2]),
+    ]
+    boards = {"m1": [("f0b0", 0)], "m2": [("f0b0", 1)]}
+    scores = duplicate_scores(results, boards)
+    assert scores["a"] == [2.0] and scores["y"] == [-2.0]  # hand 0: 6 and 2, mean 4
+    assert scores["b"] == [0.0] and scores["z"] == [0.0]  # hand 1: -2 at both tables
+    assert scores["c"] == [-2.0] and scores["x"] == [2.0]  # hand 2: -4 and 0
+    assert sum(v for vs in scores.values() for v in vs) == 0
