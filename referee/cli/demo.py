@@ -2,9 +2,10 @@
 
 Embedded Redis, one referee, ``arena worker -n 2``, six SDK bot processes of three
 strategies (random, first-legal and the hold-sevens policy) connecting over gRPC, a
-``fan-tan`` season of every 4-table of the six bots with duplicate deals (or Sedma
-head-to-head with ``--game sedma``), a live progress bar, the final standings, the seed
-check, and everything stopped again (unless ``--keep-running``).
+``fan-tan`` season of every 4-table of the six bots (too few for field duplicate at
+tables of 4, which the season says; Sedma head-to-head with ``--game sedma`` plays field
+duplicate), a live progress bar, the final standings, the seed check, and everything
+stopped again (unless ``--keep-running``).
 """
 
 from __future__ import annotations
@@ -104,9 +105,11 @@ def run_demo(
             spec = SeasonSpec.from_json(info["spec"])
             console.print(
                 f"season [bold]{name}[/]: {info['game']}/{info['preset']}, "
-                f"{info['matches_total']} matches of {spec.deals_per_match} duplicate deals, "
+                f"{info['matches_total']} matches of {spec.deals_per_match} deals, "
                 f"seed sha256 {info['seed_sha256'][:16]}…"
             )
+            if info.get("duplicate"):
+                console.print(f"deals: {info['duplicate']}")
             info = watch_season(conn, name, console, top=3, timeout_s=timeout_s)
             if info["state"] != store.FINISHED:
                 raise ArenaError(
