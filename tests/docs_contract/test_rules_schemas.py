@@ -141,3 +141,12 @@ def test_protocol_links_the_schemas() -> None:
     text = (ROOT / "docs" / "PROTOCOL.md").read_text()
     for game in GAMES:
         assert f"schemas/{game}.rules.schema.json" in text
+
+
+def test_every_cited_clause_is_in_the_rules_reference() -> None:
+    """The schemas' x-clauses name clauses that docs/RULES.md defines."""
+    defined = set(re.findall(r"\b(S[VD]-\d+)\b", (ROOT / "docs" / "RULES.md").read_text()))
+    for game in GAMES:
+        for name, prop in schema(game)["properties"].items():
+            missing = set(prop["x-clauses"]) - defined
+            assert not missing, f"{game}.{name} cites {sorted(missing)}, not in docs/RULES.md"
