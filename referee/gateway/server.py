@@ -252,7 +252,7 @@ class RefereeServer:
         )
         self._watcher = asyncio.ensure_future(self.token_watch.run(self._watch_redis))
         if self.config.hooks:
-            self._start_hooks()
+            await self._start_hooks()
         return self.port
 
     def _add_port(self, server: grpc.aio.Server, address: str) -> int:
@@ -267,16 +267,26 @@ class RefereeServer:
         secure: int = server.add_secure_port(address, credentials)
         return secure
 
-    def _start_hooks(self) -> None:
-        """The referee's other duties: the HTTP server and the season driver."""
+    async def _start_hooks(self) -> None:
+        """The referee's other duties: the HTTP server and the season driver. Returns once
+        the HTTP port listens; an HTTP port that cannot be served (taken by another
+        process...) is an OSError, so the referee never announces itself half up."""
         if self.config.http_port:
-            self._run_guarded(
+            http_host = self.config.http_host or self.config.host
+            ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+            def on_ready(port: int) -> None:
+                if not ready.done():
+                    ready.set_result(port)
+
+            task = self._run_guarded(
                 "referee.web.serve_http",
                 web.serve_http(
                     self.config.redis_url,
-                    self.config.http_host or self.config.host,
+                    http_host,
                     self.config.http_port,
                     self.stop_event,
+                    on_ready=on_ready,
                     # The web's human seats are SDK clients of this port (plain gRPC only).
                     grpc_target=None
                     if self.config.tls_cert
@@ -284,12 +294,22 @@ class RefereeServer:
                     human_move_s=self.config.human_move_s,
                 ),
             )
+            waiting: set[asyncio.Future[Any]] = {ready, task}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done():
+                if self.server is not None:
+                    await self.server.stop(None)
+                raise OSError(
+                    f"could not serve HTTP on {http_host}:{self.config.http_port} (the log "
+                    "above says why; the port may be another process's): pick a free "
+                    "--http-port, or 0 for none"
+                )
         self._run_guarded(
             "referee.seasons.driver.run_driver",
             driver.run_driver(self.config.redis_url, self.stop_event),
         )
 
-    def _run_guarded(self, name: str, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _run_guarded(self, name: str, coroutine: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
         """Run ``coroutine`` as a task whose failure is logged and never stops the referee."""
 
         async def guarded() -> None:
@@ -300,7 +320,9 @@ class RefereeServer:
             except Exception:
                 log.exception("%s failed", name)
 
-        self._tasks.append(asyncio.ensure_future(guarded()))
+        task = asyncio.ensure_future(guarded())
+        self._tasks.append(task)
+        return task
 
     async def stop(self) -> None:
         """Drain and stop (idempotent)."""

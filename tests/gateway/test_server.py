@@ -294,6 +294,7 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
     ) -> None:
         calls.append(("web", url, host, port))
         calls.append(("web grpc", options.get("grpc_target")))
+        options["on_ready"](port)  # the referee announces itself once HTTP listens
         await stop.wait()
         calls.append(("web stopped",))
 
