@@ -100,7 +100,7 @@ def start_referee(
     while True:
         exited = proc.poll() is not None
         if exited:
-            reader.join(1.0)  # take the last lines it printed
+            reader.join(10.0)  # take the last lines it printed (EOF comes at its exit)
         address = next(filter(None, map(listening_address, list(lines))), None)
         if address:
             return proc, address
