@@ -1,17 +1,24 @@
-"""Platform overhead per decision, end-to-end throughput and clock accuracy.
+"""Platform overhead per decision, throughput, CPU, Redis commands, scale and clock accuracy.
 
-Starts an embedded Redis, a referee (``arena referee``) and a worker pool (``arena worker``)
-as processes, runs instant SDK bots in this process, and measures in one run:
+Starts an embedded Redis, a referee (``arena referee``) and match hosts (``arena worker -n 1
+--matches M``) as processes, runs SDK bots in this process, and measures in one run, each
+figure printed beside its target and a baseline measured in the same run:
 
-* raw Redis round trip (PING) and raw gRPC round trip (unary health Check on loopback);
-* platform overhead per decision = the worker's wall time of a decision minus the bot's
-  think time as the referee stamped it (so it is the Redis mailbox path: worker → inbox →
-  referee → … → reply list → worker), p50 and p99, with 1 and with 16 concurrent matches;
+* baselines: raw Redis round trip (PING) and raw gRPC round trip (unary health Check);
+* platform overhead per decision = the host's wall time of a decision minus the bot's think
+  time as the referee stamped it (host → internal stream → referee → bot → referee → host),
+  p50 and p99: 1 match of instant bots, 16 matches of instant bots, 16 matches of bots
+  thinking 10 ms;
 * decisions per second end to end (enqueue of the matches to the last commit);
+* platform CPU per decision (referee + hosts + Redis, from /proc; the bots' process apart);
+* Redis commands per decision (``INFO commandstats`` deltas over the run, the bench's own
+  polling taken out);
+* scale: 256 matches in one host process, 16 bots of concurrency 64 thinking 200 ms:
+  decisions/s against the ideal (256 x 5/s), host and referee peak RSS, timeouts;
 * clock accuracy: bots that answer 20 ms inside and 20 ms over their limit; how many of
   their decisions were judged wrongly.
 
-    .venv/bin/python bench/overhead.py [--quick]
+    .venv/bin/python bench/overhead.py [--quick] [--skip-scale]
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import signal
 import statistics
 import subprocess
@@ -29,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -78,17 +87,62 @@ def _child_pids(pid: int) -> list[int]:
     return out
 
 
+def _host_pids(pool: int) -> list[int]:
+    return _child_pids(pool)
+
+
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
-    """CPU seconds used so far by the referee, the worker pool (its worker processes and
-    their finished work horses), Redis, and this process (the bots)."""
+    """CPU seconds used so far by the referee, the match hosts (the pool and its host
+    processes), Redis, and this process (the bots)."""
     pool = pids["workers"]
     return {
         "referee": _proc_cpu_s(pids["referee"]),
-        "workers": _proc_cpu_s(pool)
-        + sum(_proc_cpu_s(child, children=True) for child in _child_pids(pool)),
+        "hosts": _proc_cpu_s(pool)
+        + sum(_proc_cpu_s(child, children=True) for child in _host_pids(pool)),
         "redis": _proc_cpu_s(pids["redis"]),
         "bots+bench": _proc_cpu_s(os.getpid()),
     }
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+class PeakRss:
+    """Samples the RSS of the referee and of the host processes every 0.2 s; keeps peaks."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.peak = {"referee": 0.0, "host": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak["referee"] = max(self.peak["referee"], rss_mb(self.pids["referee"]))
+            for host in _host_pids(self.pids["workers"]):
+                self.peak["host"] = max(self.peak["host"], rss_mb(host))
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+
+def commands(conn: redis.Redis) -> int:
+    """Commands Redis has executed so far (``INFO commandstats``)."""
+    stats: dict[str, Any] = conn.info("commandstats")
+    return sum(int(entry["calls"]) for entry in stats.values())
 
 
 def redis_rtt_ms(url: str, n: int = 3000) -> list[float]:
@@ -126,9 +180,14 @@ class TimedBot(Bot):
     with an odd ``seq`` are delayed (so a late bot never collects strikes in a row: at a
     3-seat table a seat's seqs alternate in parity)."""
 
-    max_concurrent_matches = 32
-
-    def __init__(self, delay_s: float = 0.0, alternate: bool = False, inline: bool = False):
+    def __init__(
+        self,
+        delay_s: float = 0.0,
+        alternate: bool = False,
+        inline: bool = False,
+        concurrency: int = 32,
+    ):
+        self.max_concurrent_matches = concurrency
         self.delay_s = delay_s
         self.alternate = alternate
         self.choose_inline = inline and not delay_s  # instant bots may skip the thread pool
@@ -143,17 +202,26 @@ class TimedBot(Bot):
 
 
 @contextlib.contextmanager
-def platform(url: str, workers: int) -> Iterator[tuple[str, dict[str, int]]]:
+def platform(url: str, processes: int, matches: int) -> Iterator[tuple[str, dict[str, int]]]:
     cli = [sys.executable, "-m", "referee.cli.main"]
+    env = {**os.environ}
+    env.setdefault("ARENA_CLUSTER_SECRET", secrets.token_urlsafe(32))
     referee = subprocess.Popen(
         [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        env=env,
     )
     pool = subprocess.Popen(
-        [*cli, "worker", "-n", str(workers), "--redis-url", url, "--log-level", "WARNING"],
+        [
+            *cli,
+            "worker",
+            *("-n", str(processes), "--matches", str(matches)),
+            *("--redis-url", url, "--log-level", "WARNING"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     try:
         assert referee.stdout is not None
@@ -185,7 +253,10 @@ def running_bots(conn: redis.Redis, server: str, named: dict[str, Bot]) -> Itera
         threading.Thread(
             target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
         ).start()
-    time.sleep(1.0)  # let them connect
+    deadline = time.monotonic() + 30
+    for name in named:
+        while not conn.hlen(keys.bot_streams(name)) and time.monotonic() < deadline:
+            time.sleep(0.05)  # let them connect
     try:
         yield
     finally:
@@ -193,33 +264,55 @@ def running_bots(conn: redis.Redis, server: str, named: dict[str, Bot]) -> Itera
             stop.set()
 
 
+@dataclass
+class Run:
+    wall_s: float
+    records: list[dict[str, Any]]
+    commands: int  # Redis commands of the platform during the run
+    cpu: dict[str, float]  # CPU seconds per process group during the run
+
+
 def run_matches(
-    conn: redis.Redis, prefix: str, seats: list[str], count: int, deals: int, tc: TimeControl
-) -> tuple[float, list[dict[str, Any]]]:
-    """Enqueue ``count`` fan-tan matches at once; wall seconds until all committed, records."""
+    conn: redis.Redis,
+    pids: dict[str, int],
+    prefix: str,
+    seats: list[str],
+    count: int,
+    deals: int,
+    tc: TimeControl,
+    table: int = 0,
+) -> Run:
+    """Enqueue ``count`` fan-tan matches at once (tables of ``table`` seats rotating over
+    ``seats``, default all of them); wall seconds until all committed, records, commands."""
     rules = get_game("sevens").preset("fan-tan").to_dict()
+    size = table or len(seats)
     ids = [f"{prefix}-{i}" for i in range(count)]
+    before_cmd = commands(conn)
+    before_cpu = cpu_snapshot(pids)
     start_ms = time.time() * 1000.0
     for i, match_id in enumerate(ids):
+        first = (i * size) % len(seats)
+        at_table = [seats[(first + k) % len(seats)] for k in range(size)]
         spec = MatchSpec(
             match_id=match_id,
             game="sevens",
             rules=rules,
-            seats=tuple(seats),
+            seats=tuple(at_table),
             seed=i,
-            deals=tuple(DealSpec(seed=1000 * i + d, rotation=d % len(seats)) for d in range(deals)),
+            deals=tuple(DealSpec(seed=1000 * i + d, rotation=d % size) for d in range(deals)),
             time_control=tc,
             strikes=0,
         )
         assert queue.enqueue_match(conn, spec)
-    # One pipelined poll every 50 ms: the bench process also runs the bots, so polling
-    # each match every 10 ms (as earlier versions did) took CPU from them and from Redis.
-    # The end is the last commit's own stamp, so the poll interval does not add to it.
+    # One pipelined poll every 50 ms (its commands are counted and taken out below). The
+    # end is the last commit's own stamp, so the poll interval does not add to it.
     pending = list(ids)
+    mine = 0
     while pending:
         pipe = conn.pipeline(transaction=False)
         for match_id in pending:
             pipe.hget(keys.match_state(match_id), "state")
+        mine += len(pending)
         states = pipe.execute()
         for match_id, state in zip(list(pending), states, strict=True):
             if state == "failed":
@@ -227,21 +320,77 @@ def run_matches(
             if state == "done":
                 pending.remove(match_id)
         time.sleep(0.05)
+    time.sleep(0.3)
+    after_cpu = cpu_snapshot(pids)
+    used = commands(conn) - before_cmd - mine - 2  # the two INFO calls
     results = [queue.get_result(conn, m) for m in ids]
     end_ms = max(r["finished_ms"] for r in results if r is not None)
     wall = (end_ms - start_ms) / 1000.0
     print(f"{prefix}: {count} match(es) done in {wall:.1f} s", file=sys.stderr, flush=True)
     records = [queue.get_record(conn, m) for m in ids]
-    return wall, [r for r in records if r is not None]
+    cpu = {k: after_cpu[k] - before_cpu[k] for k in after_cpu}
+    return Run(wall, [r for r in records if r is not None], used, cpu)
 
 
 def asked_steps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for r in records for s in r["steps"] if "request" in s]
 
 
+def row_of_run(rows: list[tuple[str, str, str]], label: str, run: Run) -> None:
+    """Overhead, decisions/s, CPU and Redis commands of one run, each beside its target."""
+    steps = asked_steps(run.records)
+    n = len(steps)
+    overhead = [s["wall_ms"] - s["think_ms"] for s in steps]
+    think = [s["think_ms"] for s in steps]
+    wait = [s["wait_ms"] for s in steps]
+    rows.append(
+        (
+            f"overhead per decision, {label}, p50 / p99",
+            f"{pct(overhead, 0.5):.3f} / {pct(overhead, 0.99):.3f} ms (to the send stamp p50 "
+            f"{statistics.median(wait):.3f} ms; think incl. gRPC to the bot p50 "
+            f"{statistics.median(think):.3f} ms; {n} decisions)",
+            TARGETS.get(f"overhead {label}", ""),
+        )
+    )
+    rows.append(
+        (
+            f"decisions/s end to end, {label}",
+            f"{n / run.wall_s:,.0f}/s ({n} in {run.wall_s:.2f} s)",
+            TARGETS.get(f"rate {label}", ""),
+        )
+    )
+    used = {k: v * 1000 / n for k, v in run.cpu.items()}
+    platform_ms = used["referee"] + used["hosts"] + used["redis"]
+    rows.append(
+        (
+            f"platform CPU ms per decision, {label}",
+            f"{platform_ms:.3f} = referee {used['referee']:.3f} + hosts {used['hosts']:.3f} "
+            f"+ Redis {used['redis']:.3f} (bots' process {used['bots+bench']:.3f})",
+            TARGETS.get(f"cpu {label}", ""),
+        )
+    )
+    rows.append(
+        (
+            f"Redis commands per decision, {label}",
+            f"{run.commands / n:.3f} ({run.commands} commands)",
+            TARGETS.get(f"commands {label}", ""),
+        )
+    )
+
+
+TARGETS = {
+    "overhead 1 match, instant bots": "p50 <= 0.5 ms",
+    "overhead 16 matches, bots thinking 10 ms": "p50 <= 1 ms, p99 <= 5 ms",
+    "rate 16 matches, instant bots": ">= 2,000/s",
+    "cpu 16 matches, instant bots": "<= 0.5 ms",
+    "commands 16 matches, instant bots": "<= 0.2",
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer deals and samples")
+    parser.add_argument("--skip-scale", action="store_true", help="no 256-match scenario")
     parser.add_argument(
         "--inline-choose",
         action="store_true",
@@ -249,25 +398,27 @@ def main() -> int:
     )
     args = parser.parse_args()
     deals = 2 if args.quick else 4
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
         conn = redis.Redis.from_url(server.url, decode_responses=True)
         r_rtt = redis_rtt_ms(server.url)
         g_rtt = grpc_rtt_ms()
         rows.append(
             (
-                "raw Redis round trip (PING) p50 / p99",
+                "baseline: raw Redis round trip (PING) p50 / p99",
                 f"{pct(r_rtt, 0.5):.3f} / {pct(r_rtt, 0.99):.3f} ms",
+                "",
             )
         )
         rows.append(
             (
-                "raw gRPC round trip (unary, loopback) p50 / p99",
+                "baseline: raw gRPC round trip (unary, loopback) p50 / p99",
                 f"{pct(g_rtt, 0.5):.3f} / {pct(g_rtt, 0.99):.3f} ms",
+                "",
             )
         )
         fast = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=30_000)
-        with platform(server.url, workers=16) as (addr, pids):
+        with platform(server.url, processes=1, matches=64) as (addr, pids):
             assert server.pid is not None
             pids["redis"] = server.pid
             named: dict[str, Bot] = {
@@ -275,37 +426,14 @@ def main() -> int:
             }
             with running_bots(conn, addr, named):
                 for count in (1, 16):
-                    before = cpu_snapshot(pids)
-                    wall, records = run_matches(conn, f"b{count}", list(named), count, deals, fast)
-                    time.sleep(0.3)  # let the work horses be reaped (their CPU then counts)
-                    after = cpu_snapshot(pids)
-                    steps = asked_steps(records)
-                    overhead = [s["wall_ms"] - s["think_ms"] for s in steps]
-                    think = [s["think_ms"] for s in steps]
-                    inbox = [s["inbox_ms"] for s in steps]
-                    rows.append(
-                        (
-                            f"overhead per decision, {count} concurrent match(es), p50 / p99",
-                            f"{pct(overhead, 0.5):.3f} / {pct(overhead, 0.99):.3f} ms "
-                            f"(of which request to the referee's send stamp p50 "
-                            f"{statistics.median(inbox):.3f} ms; bot think incl. gRPC p50 "
-                            f"{statistics.median(think):.3f} ms; {len(steps)} decisions)",
-                        )
-                    )
-                    rows.append(
-                        (
-                            f"decisions/s end to end, {count} concurrent match(es)",
-                            f"{len(steps) / wall:,.0f}/s ({len(steps)} in {wall:.2f} s)",
-                        )
-                    )
-                    used = {k: (after[k] - before[k]) * 1000 / len(steps) for k in after}
-                    rows.append(
-                        (
-                            f"CPU ms per decision, {count} concurrent match(es)",
-                            f"{sum(used.values()):.2f} = "
-                            + " + ".join(f"{k} {v:.2f}" for k, v in used.items()),
-                        )
-                    )
+                    label = f"{count} match{'es' if count > 1 else ''}, instant bots"
+                    run = run_matches(conn, pids, f"b{count}", list(named), count, deals, fast)
+                    row_of_run(rows, label, run)
+            named = {f"ten{i}": TimedBot(delay_s=0.010) for i in range(4)}
+            with running_bots(conn, addr, named):
+                label = "16 matches, bots thinking 10 ms"
+                run = run_matches(conn, pids, "t16", list(named), 16, max(1, deals // 2), fast)
+                row_of_run(rows, label, run)
             # clock accuracy: limit = move 100 + bank 0 + grace 50 = 150 ms
             tc = TimeControl(move_ms=100, bank_ms=0, grace_ms=50, queue_ms=30_000)
             limit_s = (tc.move_ms + tc.grace_ms) / 1000
@@ -315,8 +443,8 @@ def main() -> int:
                 "inst-a": TimedBot(),
             }
             with running_bots(conn, addr, named):
-                _wall, records = run_matches(conn, "clock", list(named), 3, 1, tc)
-            steps = asked_steps(records)
+                run = run_matches(conn, pids, "clock", list(named), 3, 1, tc)
+            steps = asked_steps(run.records)
             inside = [s for s in steps if s["seat"] == 0]
             over = [s for s in steps if s["seat"] == 1 and s["seq"] % 2 == 1]
             wrong_in = sum(1 for s in inside if s["timeout"])
@@ -334,20 +462,69 @@ def main() -> int:
                 (
                     "clock: answers 20 ms inside the limit judged timed out",
                     f"{wrong_in} of {len(inside)} (think p50 {in_p50:.1f} ms, limit 150 ms)",
+                    "0",
                 )
             )
             rows.append(
                 (
                     "clock: answers 20 ms over the limit judged in time",
                     f"{wrong_over} of {len(over)} (think p50 {over_p50:.1f} ms, limit 150 ms)",
+                    "0",
                 )
             )
+        if not args.skip_scale:
+            scale(conn, server, rows, deals=1)
         conn.close()
-    width = max(len(k) for k, _ in rows)
-    print(f"| {'measure':<{width}} | value |\n|{'-' * (width + 2)}|-------|")
-    for key, value in rows:
-        print(f"| {key:<{width}} | {value} |")
+    width = max(len(k) for k, _, _ in rows)
+    print(f"| {'measure':<{width}} | measured | target |\n|{'-' * (width + 2)}|---|---|")
+    for key, value, target in rows:
+        print(f"| {key:<{width}} | {value} | {target} |")
     return 0
+
+
+def scale(
+    conn: redis.Redis, server: EmbeddedRedis, rows: list[tuple[str, str, str]], deals: int
+) -> None:
+    """256 matches in one host process; 16 bots of concurrency 64 thinking 200 ms."""
+    count, think_s = 256, 0.200
+    slow = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=60_000)
+    with platform(server.url, processes=1, matches=count) as (addr, pids):
+        assert server.pid is not None
+        pids["redis"] = server.pid
+        named: dict[str, Bot] = {
+            f"big{i}": TimedBot(delay_s=think_s, concurrency=64) for i in range(16)
+        }
+        with running_bots(conn, addr, named), PeakRss(pids) as peaks:
+            run = run_matches(conn, pids, "s256", list(named), count, deals, slow, table=4)
+    steps = asked_steps(run.records)
+    rate = len(steps) / run.wall_s
+    ideal = count / think_s
+    timeouts = sum(1 for s in steps if s["timeout"])
+    # the ramp (first decisions) and the tail (last matches ending) are in the wall time
+    rows.append(
+        (
+            "scale: 256 matches in one host, bots thinking 200 ms: decisions/s",
+            f"{rate:,.0f}/s = {rate / ideal:.0%} of the ideal {ideal:,.0f}/s "
+            f"({len(steps)} decisions in {run.wall_s:.1f} s; timeouts {timeouts})",
+            ">= 85%, no timeouts",
+        )
+    )
+    rows.append(
+        (
+            "scale: peak RSS, host process / referee",
+            f"{peaks.peak['host']:.0f} MB / {peaks.peak['referee']:.0f} MB",
+            "host <= 300 MB",
+        )
+    )
+    used = {k: v * 1000 / len(steps) for k, v in run.cpu.items()}
+    rows.append(
+        (
+            "scale: platform CPU ms per decision; Redis commands per decision",
+            f"{used['referee'] + used['hosts'] + used['redis']:.3f}; "
+            f"{run.commands / len(steps):.3f}",
+            "",
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -24,26 +24,10 @@ referee ends the streams opened with the old token at once (``referee.gateway.au
 
 
 def bot_streams(name: str) -> str:
-    """Hash: stream id -> JSON {referee, since_ms, concurrency} of open streams."""
+    """Hash: stream id -> JSON {referee, link, since_ms, seen_ms, concurrency, ...} of open
+    streams: the bot-streams directory. ``link`` is the address of the referee's internal
+    port, where match hosts send this bot's turns (docs/workers.md)."""
     return f"{PREFIX}bot:{name}:streams"
-
-
-def referee_alive(referee_id: str) -> str:
-    """String: a live referee's last heartbeat (its ms clock), refreshed every
-    ``mailbox.REFEREE_BEAT_S`` with a TTL of ``mailbox.REFEREE_ALIVE_TTL_MS``; gone once it
-    died, ``mailbox.REFEREE_DRAINED`` after a graceful drain pushed its held requests back."""
-    return f"{PREFIX}referee:{referee_id}:alive"
-
-
-# --- mailboxes (referee.mailbox) --------------------------------------------------------
-def inbox(bot_name: str) -> str:
-    """List: turn requests and notifications for a bot, oldest first (RPUSH / LPOP)."""
-    return f"{PREFIX}inbox:{bot_name}"
-
-
-def reply(match_id: str, attempt: int, seq: int) -> str:
-    """List: the referee's ``sent`` stamp then the bot's ``answer`` for one decision."""
-    return f"{PREFIX}reply:{match_id}:{attempt}:{seq}"
 
 
 # --- matches (workers) -------------------------------------------------------------------
@@ -53,7 +37,7 @@ def match_spec(match_id: str) -> str:
 
 
 def match_state(match_id: str) -> str:
-    """Hash: state (queued/running/done/failed), attempt, worker, error, timestamps."""
+    """Hash: state (``workers.queue.MatchState``), attempt, worker, error, timestamps."""
     return f"{PREFIX}match:{match_id}:state"
 
 
@@ -75,7 +59,9 @@ def match_result(match_id: str) -> str:
 RESULTS_STREAM = PREFIX + "results"  # stream: one entry per committed match result
 MATCHES_RECENT = PREFIX + "matches:recent"  # sorted set: match id -> finish time (ms)
 MATCHES_INDEX = PREFIX + "matches:index"  # sorted set: match id -> first enqueue time (ms)
-MATCHES_RUNNING = PREFIX + "matches:running"  # sorted set: match id -> runner heartbeat (ms)
+MATCHES_RUNNING = PREFIX + "matches:running"
+"""Sorted set: match id -> its host's last heartbeat (ms); owned by
+``workers.queue.RunningMatches``."""
 
 # --- seasons (referee.seasons) -----------------------------------------------------------
 SEASONS = PREFIX + "seasons"  # sorted set: season id -> created time (ms)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +24,10 @@ atexit.register(shutil.rmtree, _SESSION_DATA_DIR, True)
 os.environ.pop("ARENA_REDIS_URL", None)
 os.environ.pop("ARENA_ADMIN_TOKEN", None)
 os.environ.pop("ARENA_TOKEN", None)
+
+# The secret of the referee <-> match host stream, for every referee and worker a test
+# starts (children inherit it): never a file in the working tree, never argv.
+os.environ["ARENA_CLUSTER_SECRET"] = secrets.token_urlsafe(32)
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +58,14 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "arena-data"
+
+
+@pytest.fixture(scope="module")
+def referee_address(embedded_redis: EmbeddedRedis) -> Iterator[str]:
+    """An ``arena referee`` process on the session's Redis for one test module (its
+    address, HOST:PORT); bots register per test (``redis_url`` empties Redis)."""
+    from referee.procs import start_referee, stop_process
+
+    referee, address = start_referee(embedded_redis.url)
+    yield address
+    stop_process(referee, 15)

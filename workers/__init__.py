@@ -1,1 +1,2 @@
-"""RQ workers: the match runner, clocks, mailbox client and autopilot. No gRPC here."""
+"""Match hosts: RQ jobs run many at a time per process, the match runner, the internal
+stream to the referees (``link``), clocks, autopilot, replays."""

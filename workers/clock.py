@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.mailbox import ClockInfo
+from referee.messages import ClockInfo
 from workers.spec import TimeControl
 
 

@@ -1,8 +1,8 @@
 """The metrics a match runner writes (through referee.metrics_store), batched.
 
-Per-decision numbers (decisions, think time, platform overhead) are summed in the
-process and flushed about once a second inside a pipeline the runner executes anyway,
-so a decision costs no extra Redis round trip. Penalty and match counters are written
+Per-decision numbers (decisions, think time, platform overhead) are summed for all the
+matches of a host process (:class:`HostMetrics`) and flushed in its once-a-second
+pipeline, so a decision costs no Redis command. Penalty and match counters are written
 in the commit transaction instead (``commit_counters``), so they count once per match.
 
 Names (labels only from season, bot, game, kind):
@@ -59,29 +59,40 @@ class _Histogram:
         pipe.hincrby(key, f"{lt}|count", self.count)
 
 
-class DecisionMetrics:
-    """Per-decision metrics of one match, summed until ``flush``."""
+class HostMetrics:
+    """The per-decision metrics of every match of one host process, summed until flushed."""
 
-    def __init__(self, season: str, game: str):
-        self.season = season
-        self.game = game
-        self.decisions: Counter[str] = Counter()
-        self.hists: defaultdict[str, _Histogram] = defaultdict(_Histogram)
+    def __init__(self) -> None:
+        self.decisions: Counter[tuple[str, str, str]] = Counter()  # (season, bot, game)
+        self.hists: defaultdict[tuple[str, str], _Histogram] = defaultdict(_Histogram)
 
-    def decision(self, bot: str, think_s: float, overhead_s: float) -> None:
-        self.decisions[bot] += 1
-        self.hists[THINK_SECONDS].observe(think_s)
-        self.hists[OVERHEAD_SECONDS].observe(overhead_s)
+    def decision(self, season: str, game: str, bot: str, think_s: float, overhead_s: float) -> None:
+        self.decisions[(season, bot, game)] += 1
+        self.hists[(THINK_SECONDS, game)].observe(think_s)
+        self.hists[(OVERHEAD_SECONDS, game)].observe(overhead_s)
+
+    def take(self) -> HostMetrics:
+        """What was summed so far (to flush); this object starts over."""
+        taken = HostMetrics()
+        taken.decisions, self.decisions = self.decisions, Counter()
+        taken.hists, self.hists = self.hists, defaultdict(_Histogram)
+        return taken
+
+    def put_back(self, taken: HostMetrics) -> None:
+        """A flush failed: keep its numbers for the next one."""
+        self.decisions.update(taken.decisions)
+        for key, hist in taken.hists.items():
+            mine = self.hists[key]
+            mine.buckets.update(hist.buckets)
+            mine.total += hist.total
+            mine.count += hist.count
 
     def flush(self, pipe: Any) -> None:
-        """Queue everything summed so far on ``pipe`` (a redis pipeline) and start over."""
-        for bot, n in self.decisions.items():
-            incr_counter(pipe, DECISIONS, {"season": self.season, "bot": bot, "game": self.game}, n)
-        for name, hist in self.hists.items():
+        for (season, bot, game), n in self.decisions.items():
+            incr_counter(pipe, DECISIONS, {"season": season, "bot": bot, "game": game}, n)
+        for (name, game), hist in self.hists.items():
             if hist.count:
-                hist.flush(pipe, name, {"game": self.game})
-        self.decisions.clear()
-        self.hists.clear()
+                hist.flush(pipe, name, {"game": game})
 
 
 def commit_counters(pipe: Any, season: str, game: str, stats: list[SeatStats]) -> None:

@@ -1,17 +1,14 @@
-"""``arena worker -n N``: N forking RQ workers in one foreground command, plus a janitor.
+"""``arena worker -n PROCESSES --matches PER_PROCESS``: match-host processes in one
+foreground command (docs/workers.md "Match hosts").
 
-Each worker is an ``rq.Worker`` child process (it forks a work horse per job). The parent:
+Each child is a :class:`workers.host.MatchHost` (up to PER_PROCESS matches at once, as
+asyncio tasks). The parent only looks after them: it restarts a host that died (under a
+new name: RQ refuses a name whose dead registration has not expired yet) and on SIGTERM
+passes SIGTERM on (each host finishes its matches within its grace period or hands them
+back), then SIGKILLs what is left.
 
-* heartbeats every live worker in ``keys.WORKERS_ALIVE`` (the metrics read it) and
-  restarts workers that died;
-* runs the janitor every ``interval_s``: a running match whose runner stopped
-  heartbeating for ``stale_s`` is re-enqueued as a new attempt (PITFALLS 2: RQ alone would
-  notice it after 60-90 s plus its 10-minute maintenance interval), and RQ's own registry
-  cleanup runs too.
-
-Work horses get ``PR_SET_PDEATHSIG`` so that a worker killed with SIGKILL takes its
-match down with it instead of leaving an orphan that plays on (PITFALLS 1); the orphan
-would be harmless (attempt fencing), but it would waste a bot's time.
+The parent creates no gRPC object before it forks (PITFALLS 3): the hosts open their
+channels themselves, and a host never forks.
 """
 
 from __future__ import annotations
@@ -27,24 +24,20 @@ import sys
 import threading
 import time
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any, Final
 
 import redis
-from rq import Queue, Worker
-from rq.job import Job
-from rq.registry import clean_registries
 
 from referee import keys
-from referee.mailbox import now_ms
-from workers.queue import QUEUE_NAME, requeue_abandoned, rq_connection
+from workers.host import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, run_host
 
 log = logging.getLogger("workers.pool")
 
-DEFAULT_STALE_S: Final = 10.0
-"""A running match whose heartbeat is this old is taken as abandoned (the runner
-heartbeats every second)."""
-
 _PR_SET_PDEATHSIG: Final = 1
+SHUTDOWN_SLACK_S: Final = 10.0
+
+__all__ = ["DEFAULT_GRACE_S", "DEFAULT_MATCHES", "DEFAULT_STALE_S", "WorkerPool", "die_with_parent"]
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
@@ -54,59 +47,57 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, sig)
 
 
-class ArenaWorker(Worker):
-    """An RQ worker whose work horses die with it."""
-
-    def main_work_horse(self, job: Job, queue: Queue) -> None:
-        die_with_parent(signal.SIGKILL)
-        os.environ["ARENA_WORKER_NAME"] = self.name
-        super().main_work_horse(job, queue)
-
-
-def _worker_main(redis_url: str, name: str, level: str) -> None:
-    """Body of one worker child process."""
+def _host_main(
+    redis_url: str,
+    name: str,
+    level: str,
+    secret: str,
+    matches: int,
+    stale_s: float,
+    grace_s: float,
+    link_tls_ca: str | None,
+) -> None:
+    """Body of one host child process."""
     die_with_parent(signal.SIGTERM)
     logging.basicConfig(
-        level=level, format=f"%(asctime)s {name} %(name)s %(levelname)s %(message)s"
+        level=level, format=f"%(asctime)s {name} %(name)s %(levelname)s %(message)s", force=True
     )
-    conn = redis.Redis.from_url(redis_url)
-    worker = ArenaWorker([Queue(QUEUE_NAME, connection=conn)], connection=conn, name=name)
-    worker.work(with_scheduler=False, logging_level=level)
-
-
-def janitor_pass(conn: redis.Redis, stale_s: float = DEFAULT_STALE_S) -> list[str]:
-    """Re-enqueue every running match whose heartbeat lapsed; return their ids."""
-    stale_before = now_ms() - stale_s * 1000.0
-    requeued = []
-    for raw in conn.zrangebyscore(keys.MATCHES_RUNNING, "-inf", stale_before):
-        match_id = raw.decode() if isinstance(raw, bytes) else str(raw)
-        attempt = conn.hget(keys.match_state(match_id), "attempt")
-        if attempt is None:
-            conn.zrem(keys.MATCHES_RUNNING, match_id)
-            continue
-        if requeue_abandoned(conn, match_id, int(attempt), stale_before):
-            log.warning("match %s: attempt %s abandoned; re-enqueued", match_id, int(attempt))
-            requeued.append(match_id)
-    clean_registries(Queue(QUEUE_NAME, connection=rq_connection(conn)))
-    return requeued
+    os.environ["ARENA_WORKER_NAME"] = name
+    run_host(
+        redis_url,
+        name,
+        secret,
+        max_matches=matches,
+        stale_s=stale_s,
+        grace_s=grace_s,
+        root_certificates=Path(link_tls_ca).read_bytes() if link_tls_ca else None,
+    )
 
 
 class WorkerPool:
-    """N worker processes and the janitor, run in the foreground by :meth:`run`."""
+    """N match-host processes, run in the foreground by :meth:`run`."""
 
     def __init__(
         self,
         redis_url: str,
         num_workers: int = 1,
         *,
+        secret: str,
+        matches: int = DEFAULT_MATCHES,
         stale_s: float = DEFAULT_STALE_S,
+        grace_s: float = DEFAULT_GRACE_S,
         interval_s: float = 1.0,
         level: str = "INFO",
         name_prefix: str | None = None,
+        link_tls_ca: str | None = None,
     ):
+        self.link_tls_ca = link_tls_ca
         self.redis_url = redis_url
         self.num_workers = num_workers
+        self.secret = secret
+        self.matches = matches
         self.stale_s = stale_s
+        self.grace_s = grace_s
         self.interval_s = interval_s
         self.level = level
         self.prefix = name_prefix or f"arena-{socket.gethostname()}-{os.getpid()}"
@@ -118,46 +109,55 @@ class WorkerPool:
         self.last_round_ok = 0.0  # time.monotonic() of the last round that reached Redis
 
     def _spawn(self, slot: int) -> None:
-        # A new name per start: RQ refuses a name whose (dead) registration has not
-        # expired yet, which is the case right after a worker was killed.
         self.generation += 1
         name = f"{self.prefix}-w{slot}" + (f".{self.generation}" if self.generation > 1 else "")
         proc = self._ctx.Process(
-            target=_worker_main, args=(self.redis_url, name, self.level), name=name, daemon=False
+            target=_host_main,
+            args=(
+                self.redis_url,
+                name,
+                self.level,
+                self.secret,
+                self.matches,
+                self.stale_s,
+                self.grace_s,
+                self.link_tls_ca,
+            ),
+            name=name,
+            daemon=False,
         )
         proc.start()
         self.procs[name] = proc
         self.slots[name] = slot
-        log.info("worker %s started (pid %s)", name, proc.pid)
+        log.info("match host %s started (pid %s, %d matches)", name, proc.pid, self.matches)
 
     def start(self) -> None:
         for slot in range(self.num_workers):
             self._spawn(slot)
 
     def tick(self, conn: redis.Redis) -> None:
-        """One round of the parent's duties: restart, heartbeat, janitor."""
+        """Restart hosts that died; check that Redis answers (for ``readiness``)."""
         for name, proc in list(self.procs.items()):
             if not proc.is_alive() and not self.stopping.is_set():
-                log.warning("worker %s exited (code %s); restarting it", name, proc.exitcode)
+                log.warning("match host %s exited (code %s); restarting it", name, proc.exitcode)
                 proc.join(0)
-                conn.hdel(keys.WORKERS_ALIVE, name)
+                with contextlib.suppress(redis.RedisError):
+                    conn.hdel(keys.WORKERS_ALIVE, name)
                 del self.procs[name]
                 self._spawn(self.slots.pop(name))
-        now = f"{now_ms():.0f}"
-        conn.hset(keys.WORKERS_ALIVE, mapping=dict.fromkeys(self.procs, now))
-        janitor_pass(conn, self.stale_s)
+        try:
+            conn.ping()
+            self.last_round_ok = time.monotonic()
+        except redis.RedisError as exc:
+            log.warning("pool: Redis out of reach (%s)", exc)
 
     def run(self) -> None:
-        """Start the workers and look after them until :meth:`stop` (or SIGTERM/SIGINT)."""
-        conn = redis.Redis.from_url(self.redis_url)
+        """Start the hosts and look after them until :meth:`stop` (or SIGTERM/SIGINT)."""
+        conn = redis.Redis.from_url(self.redis_url, socket_timeout=5.0)
         self.start()
         try:
             while not self.stopping.wait(self.interval_s):
-                try:
-                    self.tick(conn)
-                    self.last_round_ok = time.monotonic()
-                except redis.RedisError as exc:
-                    log.error("pool: Redis error (%s); retrying in %.0fs", exc, self.interval_s)
+                self.tick(conn)
         finally:
             self.shutdown(conn)
             conn.close()
@@ -166,8 +166,8 @@ class WorkerPool:
         self.stopping.set()
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Ready: not stopping, every worker process alive, and a round reached Redis in the
-        last three intervals (for ``arena worker --health-port``'s ``/readyz``)."""
+        """Ready: not stopping, every host process alive, and Redis answered in the last
+        three intervals (for ``arena worker --health-port``'s ``/readyz``)."""
         alive = sum(1 for proc in list(self.procs.values()) if proc.is_alive())
         since = time.monotonic() - self.last_round_ok if self.last_round_ok else None
         problems = []
@@ -182,15 +182,14 @@ class WorkerPool:
         details = {"workers_alive": alive, "workers": self.num_workers, "problems": problems}
         return not problems, details
 
-    def shutdown(self, conn: redis.Redis, timeout: float = 5.0) -> None:
-        """Stop every worker: SIGTERM (RQ's warm then cold shutdown), then SIGKILL."""
+    def shutdown(self, conn: redis.Redis) -> None:
+        """SIGTERM every host (it finishes or hands back its matches), then SIGKILL."""
         self.stopping.set()
         for proc in self.procs.values():
             if proc.is_alive() and proc.pid:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
-                    os.kill(proc.pid, signal.SIGTERM)  # second one: cold shutdown
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.grace_s + SHUTDOWN_SLACK_S
         for proc in self.procs.values():
             proc.join(max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
@@ -199,4 +198,4 @@ class WorkerPool:
         with contextlib.suppress(redis.RedisError):
             if self.procs:
                 conn.hdel(keys.WORKERS_ALIVE, *self.procs)
-        log.info("workers stopped")
+        log.info("match hosts stopped")

@@ -1,10 +1,11 @@
 """Enqueue match jobs and read their state, results and records.
 
-A match moves through ``keys.match_state(match_id)["state"]``:
+A match moves through ``keys.match_state(match_id)["state"]`` (:class:`MatchState`):
 
 ``queued`` → ``running`` → ``done`` (result committed exactly once) or ``failed`` (the
-error is kept in the ``error`` field). A match whose runner stopped heartbeating (its
-worker was killed) goes back to ``queued`` with a new RQ job (``workers.janitor``).
+error is kept in the ``error`` field). A match whose host stopped heartbeating (it was
+killed) goes back to ``queued`` with a new RQ job (:func:`janitor_pass`, run by every
+match host). :class:`RunningMatches` owns the set of running matches and their heartbeats.
 
 Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True`` and
 ``False`` connections work.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
+from enum import StrEnum
 from typing import Any, Final, cast
 
 import redis
@@ -23,24 +25,74 @@ from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
 from referee import keys
-from referee.mailbox import now_ms
+from referee.messages import now_ms
 from workers import metrics
 from workers.spec import CommittedResult, MatchSpec
 
 log = logging.getLogger(__name__)
 
 QUEUE_NAME: Final = "arena"
-JOB_FUNC: Final = "workers.runner.run_match"
+JOB_FUNC: Final = "workers.host.match_job"
 RESULT_TTL_S: Final = 24 * 3600
 """RQ keeps a finished job's return value this long (the result itself lives in our key)."""
 FAILURE_TTL_S: Final = 7 * 24 * 3600
 """RQ keeps a failed job (with its traceback) this long."""
 
-QUEUED: Final = "queued"
-RUNNING: Final = "running"
-DONE: Final = "done"
-FAILED: Final = "failed"
+
+class MatchState(StrEnum):
+    """The ``state`` field of ``keys.match_state`` (and of ``keys.season_matches``)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
+    UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
+
+
+QUEUED: Final = MatchState.QUEUED
+RUNNING: Final = MatchState.RUNNING
+DONE: Final = MatchState.DONE
+FAILED: Final = MatchState.FAILED
 ACTIVE_STATES: Final = frozenset({QUEUED, RUNNING, DONE})
+
+
+def season_state(pipe: Any, season: str, match_id: str, state: MatchState) -> None:
+    """Mirror a match's state into its season's match hash (a one-off match has none)."""
+    if season:
+        pipe.hset(keys.season_matches(season), match_id, str(state))
+
+
+class RunningMatches:
+    """The one owner of ``keys.MATCHES_RUNNING``: match id -> its host's last heartbeat (ms).
+
+    Written on start (``beat``), by each host's batched heartbeat (``beat`` with ``xx``),
+    and on commit, failure or abandonment (``remove``); read by the janitor (``stale``) and
+    the metrics (``count``). ``conn`` may be a client or a pipeline."""
+
+    key: Final = keys.MATCHES_RUNNING
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def beat(self, beats: dict[str, float], *, only_existing: bool = False) -> Any:
+        if not beats:
+            return None
+        return self.conn.zadd(self.key, beats, xx=only_existing)
+
+    def remove(self, *match_ids: str) -> Any:
+        return self.conn.zrem(self.key, *match_ids) if match_ids else None
+
+    def stale(self, before_ms: float) -> list[str]:
+        return [_text(m) for m in self.conn.zrangebyscore(self.key, "-inf", before_ms)]
+
+    def heartbeat_of(self, match_id: str) -> float | None:
+        score = self.conn.zscore(self.key, match_id)
+        return None if score is None else float(score)
+
+    def count(self) -> int:
+        return int(self.conn.zcard(self.key))
+
 
 MAX_RETRIES: Final = 5
 """Abandoned attempts re-enqueued before a match is marked failed."""
@@ -173,8 +225,7 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
                     },
                 )
                 pipe.zadd(keys.MATCHES_INDEX, {spec.match_id: now}, nx=True)
-                if spec.season:
-                    pipe.hset(keys.season_matches(spec.season), spec.match_id, QUEUED)
+                season_state(pipe, spec.season, spec.match_id, QUEUED)
                 pipe.execute()
                 break
             except redis.WatchError:
@@ -183,9 +234,10 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
         # Only when an earlier run's job is still executing (a failed match enqueued again
         # before its work horse exited): put the state back so nothing waits for a job.
         error = f"not enqueued: job {job_id(spec.match_id)} of an earlier run is still running"
-        conn.hset(state_key, mapping={"state": FAILED, "error": error})
-        if spec.season:
-            conn.hset(keys.season_matches(spec.season), spec.match_id, FAILED)
+        with conn.pipeline() as pipe:
+            pipe.hset(state_key, mapping={"state": FAILED, "error": error})
+            season_state(pipe, spec.season, spec.match_id, FAILED)
+            pipe.execute()
         log.warning("match %s: %s; try again when it has ended", spec.match_id, error)
         return False
     return True
@@ -194,7 +246,7 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
 def requeue_abandoned(
     conn: redis.Redis, match_id: str, attempt: int, stale_before_ms: float
 ) -> bool:
-    """Re-enqueue a running match whose runner (attempt ``attempt``) stopped heartbeating.
+    """Re-enqueue a running match whose host (attempt ``attempt``) stopped heartbeating.
 
     Does nothing unless the match is still ``running`` that attempt and its heartbeat is
     older than ``stale_before_ms``, so several janitors can race on it safely. The new
@@ -203,9 +255,9 @@ def requeue_abandoned(
     state_key = keys.match_state(match_id)
     with conn.pipeline() as pipe:
         try:
-            pipe.watch(state_key, keys.match_result(match_id), keys.MATCHES_RUNNING)  # type: ignore[no-untyped-call]
+            pipe.watch(state_key, keys.match_result(match_id), RunningMatches.key)  # type: ignore[no-untyped-call]
             state = {_text(k): _text(v) for k, v in pipe.hgetall(state_key).items()}
-            beat = pipe.zscore(keys.MATCHES_RUNNING, match_id)
+            beat = RunningMatches(pipe).heartbeat_of(match_id)
             if (
                 state.get("state") != RUNNING
                 or int(state.get("attempt", "0")) != attempt
@@ -227,13 +279,12 @@ def requeue_abandoned(
                 mapping={
                     "state": new_state,
                     "retries": retries,
-                    "error": f"attempt {attempt} abandoned (runner heartbeat lapsed); "
+                    "error": f"attempt {attempt} abandoned (its host's heartbeat lapsed); "
                     + (f"gave up after {MAX_RETRIES} retries" if give_up else "retried"),
                 },
             )
-            pipe.zrem(keys.MATCHES_RUNNING, match_id)
-            if spec.season:
-                pipe.hset(keys.season_matches(spec.season), match_id, new_state)
+            RunningMatches(pipe).remove(match_id)
+            season_state(pipe, spec.season, match_id, new_state)
             metrics.match_counter(pipe, spec.game, "failed" if give_up else "retried")
             pipe.execute()
         except redis.WatchError:
@@ -246,7 +297,7 @@ def match_status(conn: redis.Redis, match_id: str) -> dict[str, str]:
     ``{"match_id": id, "state": "unknown"}`` if it was never enqueued."""
     raw = conn.hgetall(keys.match_state(match_id))
     if not raw:
-        return {"match_id": match_id, "state": "unknown"}
+        return {"match_id": match_id, "state": MatchState.UNKNOWN}
     out = {_text(k): _text(v) for k, v in raw.items()}
     out.setdefault("match_id", match_id)
     return out
@@ -281,3 +332,20 @@ def list_matches(
     else:
         ids = [_text(m) for m in conn.zrevrange(keys.MATCHES_INDEX, 0, max(0, limit - 1))]
     return [match_status(conn, m) for m in ids]
+
+
+def janitor_pass(conn: redis.Redis, stale_s: float) -> list[str]:
+    """Re-enqueue every running match whose heartbeat is older than ``stale_s``; return
+    their ids (several hosts may run this at once: ``requeue_abandoned`` is race-safe)."""
+    stale_before = now_ms() - stale_s * 1000.0
+    requeued = []
+    running = RunningMatches(conn)
+    for match_id in running.stale(stale_before):
+        attempt = conn.hget(keys.match_state(match_id), "attempt")
+        if attempt is None:
+            running.remove(match_id)
+            continue
+        if requeue_abandoned(conn, match_id, int(attempt), stale_before):
+            log.warning("match %s: attempt %s abandoned; re-enqueued", match_id, int(attempt))
+            requeued.append(match_id)
+    return requeued

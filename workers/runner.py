@@ -1,60 +1,70 @@
-"""The ``run_match`` job: one match, from its stored spec to its committed result.
+"""One match, from its stored spec to its committed result, as an asyncio task of a match
+host (workers/host.py; docs/workers.md "The life of a match").
 
-Read top to bottom: :func:`run_match` loads the spec, takes a new attempt number, plays
-the match (:class:`MatchRun`), commits the result exactly once (:func:`commit`) and tells
-the bots. Workers speak only Redis (referee/mailbox.py); the referee relays to the bots.
+Read top to bottom: :func:`start_attempt` loads the spec and takes a new attempt number,
+:class:`MatchRun` plays the match (each decision goes to the bot's referee over the
+internal stream, :mod:`workers.link`; nothing per decision touches Redis), and
+:func:`commit` writes the result once, atomically, fenced by the attempt number.
 
-Exactly once: every run takes a fresh attempt number (INCR). Reply lists carry the
-attempt, so answers for an older run are never read; a run that sees a newer attempt
-stops (``Superseded``); the commit is one MULTI/EXEC under WATCH that writes the result
-only if there is none. A second run of the same match therefore commits nothing.
+Exactly once: every run takes a fresh attempt number (INCR). A run whose attempt is no
+longer the latest stops (``Superseded``, seen by the host's heartbeat) and its commit is
+refused: the commit is one MULTI/EXEC under WATCH of the attempt and the result, and
+writes only if the attempt is still the latest and no result exists.
+
+A retried match (attempt > 1) is re-dealt from fresh seeds derived from its seed and the
+attempt (``MatchSpec.for_attempt``, recorded in the match record): the abandoned run may
+have shown the bots part of the old deals, and replaying them would hand a bot that
+remembers them its opponents' cards.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import socket
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import redis
 
-from referee import keys, mailbox
+from arena.v1 import internal_pb2
+from referee import keys
 from referee.games.base import PASS, Event, EventKind, Match, Source
 from referee.games.registry import get_game
-from referee.mailbox import (
+from referee.gateway import convert
+from referee.messages import (
     ActionResultMessage,
+    ClockInfo,
     DealEndMessage,
-    InboxMessage,
     MatchEndMessage,
     MatchStartMessage,
+    Notification,
     TurnMessage,
     now_ms,
 )
 from workers import metrics
 from workers.clock import MatchClock
-from workers.queue import DONE, FAILED, RUNNING
+from workers.link import LinkLost, Router
+from workers.queue import MatchState, RunningMatches, season_state
 from workers.spec import CommittedResult, MatchSpec, SeatStats
 
 log = logging.getLogger("workers.runner")
 
-MIN_BLPOP_S: Final = 0.01
-"""Shortest BLPOP wait sent to Redis: 6.2 reads 0.001 s as 0, i.e. block forever."""
+Kind = internal_pb2.Reply
 
-HEARTBEAT_S: Final = 1.0
-"""How often a running match refreshes its heartbeat (and flushes its metrics)."""
-ANSWER_MARGIN_MS: Final = 500.0
-"""How long past a decision's limit the worker still waits for the referee to deliver an
-answer. It only delays the judgement of a late bot; the judgement itself uses stamps."""
-RECORD_VERSION: Final = 1
+RECORD_VERSION: Final = 2
 SAFETY_STRIKES: Final = 25
 """Failures in a row after which the autopilot takes a seat over even when the spec says
 ``strikes=0`` (no autopilot): a Sevens seat that never plays blocks its suits, and the
 deal would never end."""
+REPLY_SLACK_MS: Final = 5_000.0
+"""How long past a turn's own bounds (slot wait + limit) the host waits for the referee's
+reply before it judges the decision itself (a referee that lost a turn: never expected)."""
 
 
 class Superseded(Exception):
@@ -65,62 +75,6 @@ def worker_name() -> str:
     return os.environ.get("ARENA_WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def job_connection() -> redis.Redis:
-    """A text-mode connection to the Redis of the current RQ job, with no socket timeout
-    (blocking pops must never be cut short by the client: PITFALLS 9).
-
-    A single-connection client: a match runs in one thread, and plain commands then skip
-    the pool's per-command checkout (a lock and a readiness poll of the socket, ~30 us on
-    every BLPOP). Pipelines still take a connection from the pool."""
-    from rq import get_current_job
-
-    job = get_current_job()
-    if job is None:
-        url = os.environ.get("ARENA_REDIS_URL")
-        if not url:
-            raise RuntimeError("run_match outside an RQ job needs ARENA_REDIS_URL or conn=")
-        return redis.Redis.from_url(url, decode_responses=True, single_connection_client=True)
-    pool = job.connection.connection_pool
-    kwargs = {**pool.connection_kwargs, "decode_responses": True, "socket_timeout": None}
-    return redis.Redis(
-        connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **kwargs),
-        single_connection_client=True,
-    )
-
-
-def run_match(match_id: str, conn: redis.Redis | None = None) -> str:
-    """Play match ``match_id`` and commit its result; returns what happened in one word:
-    ``committed``, ``duplicate`` (another run committed first), ``superseded`` or
-    ``already-done``. Failures are recorded in the match state, then re-raised."""
-    begun = _begin(match_id, conn)
-    if begun is None:
-        return "already-done"
-    conn, spec, attempt = begun
-    log.info("match %s attempt %d started (%s)", match_id, attempt, spec.game)
-    try:
-        run = MatchRun(conn, spec, attempt)
-        run.play()
-    except Superseded as exc:
-        log.warning("match %s attempt %d stopped: %s; it commits nothing", match_id, attempt, exc)
-        return "superseded"
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        # Redis went away (restart, network): not the match's fault. The state stays
-        # "running"; its heartbeat lapses and the janitor retries it from its seed.
-        log.error("match %s attempt %d lost Redis (%s); left for a retry", match_id, attempt, exc)
-        raise
-    except Exception as exc:
-        _mark_failed(conn, spec, attempt, f"{type(exc).__name__}: {exc}")
-        raise
-    if not commit(conn, spec, attempt, run.committed_result(), run.record()):
-        log.warning(
-            "match %s attempt %d commits nothing: a result was already committed", match_id, attempt
-        )
-        return "duplicate"
-    run.notify_match_end()
-    log.info("match %s attempt %d committed", match_id, attempt)
-    return "committed"
-
-
 BEGIN_PATIENCE_S = 60.0
 """How long a dequeued match waits for Redis before its attempt starts. Until the match is
 marked running, no heartbeat exists for the janitor to find lapsed: a job that failed
@@ -128,35 +82,17 @@ here would leave the match queued with no job (seen in tests/multihost: a worker
 whose link came back could not reach Redis for a moment, "No route to host")."""
 
 
-def _begin(match_id: str, conn: redis.Redis | None) -> tuple[redis.Redis, MatchSpec, int] | None:
-    """Connect, load the spec and take a new attempt number; None when the match is
-    already committed. Waits out a Redis outage of up to ``BEGIN_PATIENCE_S``."""
+def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[MatchSpec, int] | None:
+    """Load the spec, take a new attempt number and mark the match running; None if the
+    match already has a result. Raises ``LookupError`` without a spec. Waits out a Redis
+    outage of up to ``BEGIN_PATIENCE_S`` (a retry after a lost INCR reply skips a number:
+    attempts stay unique)."""
     deadline = time.monotonic() + BEGIN_PATIENCE_S
     delay = 0.2
     while True:
-        client: redis.Redis | None = None
         try:
-            client = conn if conn is not None else job_connection()
-            raw = client.get(keys.match_spec(match_id))
-            if raw is None:
-                raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
-            spec = MatchSpec.from_json(raw)
-            if client.exists(keys.match_result(match_id)):
-                log.info("match %s is already committed; nothing to do", match_id)
-                return None
-            if spec.season and client.hget(keys.season_matches(spec.season), match_id) in (
-                "cancelled",
-                b"cancelled",
-            ):  # referee.seasons.store.cancel_season: a match not running then never starts
-                log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
-                return None
-            # a retry after a lost INCR reply skips a number: attempts stay unique
-            attempt = int(client.incr(keys.match_attempt(match_id)))
-            _mark_running(client, spec, attempt)
-            return client, spec, attempt
+            return _start_attempt(conn, match_id, worker)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            if conn is None and client is not None:
-                client.close()
             if time.monotonic() + delay > deadline:
                 raise
             log.warning(
@@ -166,26 +102,40 @@ def _begin(match_id: str, conn: redis.Redis | None) -> tuple[redis.Redis, MatchS
             delay = min(delay * 2, 5.0)
 
 
-def _mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int) -> None:
+def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[MatchSpec, int] | None:
+    raw = conn.get(keys.match_spec(match_id))
+    if raw is None:
+        raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
+    spec = MatchSpec.from_json(raw)
+    if conn.exists(keys.match_result(match_id)):
+        log.info("match %s is already committed; nothing to do", match_id)
+        return None
+    if spec.season and conn.hget(keys.season_matches(spec.season), match_id) in (
+        MatchState.CANCELLED,
+        MatchState.CANCELLED.encode(),
+    ):  # referee.seasons.store.cancel_season: a match not running then never starts
+        log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
+        return None
+    attempt = int(conn.incr(keys.match_attempt(match_id)))
     now = now_ms()
-    pipe = conn.pipeline()
+    pipe = conn.pipeline(transaction=False)
     pipe.hset(
-        keys.match_state(spec.match_id),
+        keys.match_state(match_id),
         mapping={
-            "state": RUNNING,
+            "state": MatchState.RUNNING,
             "attempt": attempt,
-            "worker": worker_name(),
+            "worker": worker,
             "started_ms": f"{now:.0f}",
             "heartbeat_ms": f"{now:.0f}",
         },
     )
-    pipe.zadd(keys.MATCHES_RUNNING, {spec.match_id: now})
-    if spec.season:
-        pipe.hset(keys.season_matches(spec.season), spec.match_id, RUNNING)
+    RunningMatches(pipe).beat({match_id: now})
+    season_state(pipe, spec.season, match_id, MatchState.RUNNING)
     pipe.execute()
+    return spec, attempt
 
 
-def _mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -> None:
+def mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -> None:
     """Keep the error in the match state, unless a newer attempt or a result exists."""
     key = keys.match_state(spec.match_id)
     with conn.pipeline() as pipe:
@@ -195,10 +145,12 @@ def _mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -
             if pipe.exists(keys.match_result(spec.match_id)) or int(current or 0) != attempt:
                 return
             pipe.multi()
-            pipe.hset(key, mapping={"state": FAILED, "error": error, "failed_ms": int(now_ms())})
-            pipe.zrem(keys.MATCHES_RUNNING, spec.match_id)
-            if spec.season:
-                pipe.hset(keys.season_matches(spec.season), spec.match_id, FAILED)
+            pipe.hset(
+                key,
+                mapping={"state": MatchState.FAILED, "error": error, "failed_ms": int(now_ms())},
+            )
+            RunningMatches(pipe).remove(spec.match_id)
+            season_state(pipe, spec.season, spec.match_id, MatchState.FAILED)
             metrics.match_counter(pipe, spec.game, "failed")
             pipe.execute()
         except redis.WatchError:
@@ -213,12 +165,16 @@ def commit(
     result: CommittedResult,
     record: dict[str, Any],
 ) -> bool:
-    """Commit ``result`` atomically, only if the match has none yet; True if this did it."""
+    """Commit ``result`` atomically if ``attempt`` is still the match's latest and no
+    result exists yet; True if this did it."""
     mid = spec.match_id
     with conn.pipeline() as pipe:
         try:
-            pipe.watch(keys.match_result(mid))  # type: ignore[no-untyped-call]
+            pipe.watch(keys.match_result(mid), keys.match_attempt(mid))  # type: ignore[no-untyped-call]
             if pipe.exists(keys.match_result(mid)):
+                return False
+            latest = pipe.get(keys.match_attempt(mid))
+            if latest is not None and int(latest) != attempt:
                 return False
             pipe.multi()
             pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
@@ -227,21 +183,31 @@ def commit(
             pipe.hset(
                 keys.match_state(mid),
                 mapping={
-                    "state": DONE,
+                    "state": MatchState.DONE,
                     "attempt": attempt,
                     "error": "",
                     "finished_ms": f"{result['finished_ms']:.0f}",
                 },
             )
-            pipe.zrem(keys.MATCHES_RUNNING, mid)
+            RunningMatches(pipe).remove(mid)
             pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
-            if spec.season:
-                pipe.hset(keys.season_matches(spec.season), mid, DONE)
+            season_state(pipe, spec.season, mid, MatchState.DONE)
             metrics.commit_counters(pipe, spec.season, spec.game, result["stats"])
             pipe.execute()
         except redis.WatchError:
             return False
     return True
+
+
+class Host(Protocol):
+    """What a match needs from the process that runs it (workers/host.py)."""
+
+    router: Router
+    metrics: metrics.HostMetrics
+
+    def in_thread(self, fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+        """Run a sync Redis call (``fn(conn, *args)``) off the event loop."""
+        ...
 
 
 @dataclass(slots=True)
@@ -251,7 +217,7 @@ class Reply:
     action: str | None
     think_ms: float
     failure: Literal["", "timeout", "disconnected"]
-    inbox_ms: float = 0.0  # request enqueued -> referee's send stamp (diagnostics only)
+    wait_ms: float = 0.0  # request ready -> referee's send stamp (diagnostics only)
 
 
 FAILURE_KINDS: Final = frozenset(
@@ -259,19 +225,33 @@ FAILURE_KINDS: Final = frozenset(
 )
 
 
+def left_clock(clock: ClockInfo, first_sent_ms: float, now: float) -> ClockInfo:
+    """The clock a request sent again with its clock running shows: move time first, then
+    bank, minus the time since its first send."""
+    elapsed = max(0.0, now - first_sent_ms)
+    move = float(clock["move_ms"]) - elapsed
+    bank = float(clock["bank_ms"])
+    if move < 0:
+        bank += move
+        move = 0.0
+    return {"move_ms": int(move), "bank_ms": int(max(0.0, bank)), "grace_ms": clock["grace_ms"]}
+
+
 class MatchRun:
     """One attempt at one match: the decision loop, the clock, the record."""
 
-    def __init__(self, conn: redis.Redis, spec: MatchSpec, attempt: int):
-        self.conn = conn
-        self.spec = spec
+    def __init__(self, host: Host, spec: MatchSpec, attempt: int):
+        self.host = host
+        self.router = host.router
+        self.original = spec
+        self.spec = spec.for_attempt(attempt)
         self.attempt = attempt
         self.n = len(spec.seats)
         game = get_game(spec.game)
         self.rules = game.rules_from_dict(spec.rules)
-        self.match: Match = game.new_match(self.rules, self.n, spec.seed, spec.deals)
+        self.match: Match = game.new_match(self.rules, self.n, self.spec.seed, self.spec.deals)
         self.clock = MatchClock(spec.time_control, self.n)
-        self.metrics = metrics.DecisionMetrics(spec.season, spec.game)
+        self.metrics = host.metrics
         self.seq = 0
         self.strikes = [0] * self.n
         self.strike_limit = spec.strikes if spec.strikes > 0 else SAFETY_STRIKES
@@ -289,18 +269,20 @@ class MatchRun:
             for bot in spec.seats
         ]
         self.steps: list[dict[str, Any]] = []
-        self.resent = 0  # requests sent again because their referee died holding them
-        self.pending: list[tuple[str, str]] = []  # (inbox key, encoded message) not yet sent
+        self.resent = 0  # requests sent again because their referee died or drained
         self.deals_reported = 0
         self.totals = [0] * self.n
-        self.next_beat = time.monotonic() + HEARTBEAT_S
         self.finished_ms = 0.0
+        self.superseded = False
+        self.rules_json: str | None = None  # Observation.rules_json, encoded once
 
     # --- the match loop ---------------------------------------------------------------
 
-    def play(self) -> None:
-        self.notify_match_start()
+    async def play(self) -> None:
+        await self.notify_match_start()
         while not self.match.is_over():
+            if self.superseded:
+                raise Superseded("a newer attempt has started")
             seat = self.match.to_act()
             legal = self.match.legal_actions()
             if self.autopilot[seat]:
@@ -308,9 +290,8 @@ class MatchRun:
             elif self.spec.autoplay_forced and len(legal) == 1:
                 self.auto_step(seat, legal[0], Source.FORCED)
             else:
-                self.ask_step(seat, legal)
+                await self.ask_step(seat, legal)
         self.finished_ms = now_ms()
-        self.flush()
 
     def auto_step(self, seat: int, action: str, source: str) -> None:
         """Apply an action the platform chose, without asking the bot."""
@@ -327,14 +308,13 @@ class MatchRun:
         )
         self.after_events(events)
 
-    def ask_step(self, seat: int, legal: list[str]) -> None:
+    async def ask_step(self, seat: int, legal: list[str]) -> None:
         """Ask the seat's bot, judge its answer by the clock, apply, tell it the outcome."""
         bot = self.spec.seats[seat]
         deal = self.match.deal_index()
         self.seq += 1
         clock = self.clock.info(seat)
         observation = self.match.observation(seat)
-        enqueued = now_ms()
         turn: TurnMessage = {
             "type": "turn",
             "bot": bot,
@@ -346,12 +326,9 @@ class MatchRun:
             "observation": observation,
             "legal_actions": legal,
             "clock": clock,
-            "reply_key": keys.reply(self.spec.match_id, self.attempt, self.seq),
-            "enqueued_ms": enqueued,
-            "expires_ms": self.clock.queue_deadline_ms(seat, enqueued),
         }
         start = time.perf_counter()
-        reply = self.ask(turn)
+        reply = await self.ask(turn)
         wall_ms = (time.perf_counter() - start) * 1000.0
 
         events = self.judge_and_apply(seat, reply)
@@ -374,7 +351,7 @@ class MatchRun:
             "think_ms": round(reply.think_ms, 3),
             "autopilot": took_over,
         }
-        self.send(bot, result)
+        self.send(result)
         self.steps.append(
             {
                 "deal": deal,
@@ -388,7 +365,7 @@ class MatchRun:
                 "reason": reason,
                 "think_ms": round(reply.think_ms, 3),
                 "wall_ms": round(wall_ms, 3),
-                "inbox_ms": round(reply.inbox_ms, 3),
+                "wait_ms": round(reply.wait_ms, 3),
                 "bank_left_ms": round(self.clock.bank_left_ms[seat], 3),
                 "events": _dicts(events),
             }
@@ -423,7 +400,13 @@ class MatchRun:
         stats["think_ms_total"] += reply.think_ms
         # Overhead is only meaningful when the bot answered: wall time minus think time.
         overhead_ms = 0.0 if reply.failure else max(0.0, wall_ms - reply.think_ms)
-        self.metrics.decision(stats["bot"], reply.think_ms / 1000.0, overhead_ms / 1000.0)
+        self.metrics.decision(
+            self.spec.season,
+            self.spec.game,
+            stats["bot"],
+            reply.think_ms / 1000.0,
+            overhead_ms / 1000.0,
+        )
         return bool(reply.failure) or any(k in FAILURE_KINDS for k in kinds)
 
     def after_events(self, events: list[Event]) -> None:
@@ -445,151 +428,89 @@ class MatchRun:
                         "totals": totals,
                         "result": deal.to_dict(),
                     }
-                    self.send(bot, msg)
+                    self.send(msg)
             self.deals_reported = len(results)
 
-    # --- the mailbox ----------------------------------------------------------------
+    # --- the decision path ------------------------------------------------------------
 
-    def send(self, bot: str, message: InboxMessage) -> None:
-        """Queue a notification; it goes out with the next request (or at the end)."""
-        self.pending.append((keys.inbox(bot), mailbox.encode(message)))
+    def send(self, message: Notification) -> None:
+        """A notification for a bot: encoded once, best effort through its referee."""
+        try:
+            payload = convert.notification_to_proto(message).SerializeToString()
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("match %s: cannot encode a %s: %r", self.spec.match_id, message["type"], exc)
+            return
+        self.router.notify(message["bot"], self.spec.match_id, payload)
 
-    def flush(self, pipe: Any | None = None) -> Any:
-        """Put pending notifications (and, when due, heartbeat and metrics) on ``pipe``
-        (executed here if not given; otherwise the caller executes it)."""
-        own = pipe is None
-        p = self.conn.pipeline(transaction=False) if pipe is None else pipe
-        touched = set()
-        for inbox, raw in self.pending:
-            p.rpush(inbox, raw)
-            touched.add(inbox)
-        for inbox in touched:
-            p.ltrim(inbox, -mailbox.INBOX_MAX_LEN, -1)
-        self.pending.clear()
-        if own or time.monotonic() >= self.next_beat:
-            self.heartbeat(p)
-        if own:
-            p.execute()
-        return p
-
-    def heartbeat(self, pipe: Any) -> None:
-        now = now_ms()
-        self.next_beat = time.monotonic() + HEARTBEAT_S
-        pipe.zadd(keys.MATCHES_RUNNING, {self.spec.match_id: now}, xx=True)
-        pipe.hset(keys.match_state(self.spec.match_id), "heartbeat_ms", f"{now:.0f}")
-        self.metrics.flush(pipe)
-
-    def ask(self, turn: TurnMessage) -> Reply:
-        """Push the request, wait for the referee's send stamp, then for the answer."""
-        inbox = keys.inbox(turn["bot"])
-        raw_turn = mailbox.encode(turn)
-        pipe = self.flush(self.conn.pipeline(transaction=False))
-        pipe.rpush(inbox, raw_turn)
-        pipe.get(keys.match_attempt(self.spec.match_id))
-        latest = pipe.execute()[-1]
-        if latest is not None and int(latest) != self.attempt:
-            raise Superseded(f"attempt {latest} has started")
-        inbox_ms: float | None = None
+    async def ask(self, turn: TurnMessage) -> Reply:
+        """Send the turn to the bot's referee and wait for its one reply; route again (the
+        directory) when the bot's stream ended, the referee drained or its link broke."""
+        tc = self.spec.time_control
+        seat = turn["seat"]
+        bot = turn["bot"]
+        key = (turn["match_id"], turn["attempt"], turn["seq"])
+        limit = self.clock.limit_ms(seat)
+        if self.rules_json is None:
+            self.rules_json = convert.rules_json(turn["observation"])
+        rules = self.rules_json
+        payload = convert.turn_to_proto(turn, None, rules).SerializeToString()
+        ready = now_ms()
+        since = ready  # the bot's clock (or its absence) counts from here
+        first_sent = 0.0
         while True:
-            answer = self.pop_until(turn["reply_key"], turn["expires_ms"])
-            if answer is None:
-                # Never picked up: the bot is busy elsewhere or not connected. Withdraw it.
-                self.conn.lrem(inbox, 1, raw_turn)
+            link = await self.router.route(bot, (first_sent or since) + limit + tc.absent_ms)
+            if link is None:
+                waited = now_ms() - (first_sent or since)
+                if first_sent:  # it held the request, left and never came back in time
+                    return Reply(None, waited, "timeout")
                 return Reply(None, 0.0, "disconnected")
-            if answer["type"] == "answer":  # the stamp was consumed elsewhere; judge this one
-                return Reply(answer["action"], float(answer["think_ms"]), "")
-            if inbox_ms is None:
-                inbox_ms = max(0.0, float(answer["sent_ms"]) - turn["enqueued_ms"])
-            reply = self.await_answer(turn, answer, inbox_ms)
-            if reply is not None:
-                return reply
-            # The referee that sent it died holding it (DESIGN section 8): send the same
-            # request again, first in the inbox, with this decision's clock restarted.
-            turn = {**turn, "expires_ms": self.clock.queue_deadline_ms(turn["seat"], now_ms())}
-            raw_turn = mailbox.encode(turn)
-            self.conn.lpush(inbox, raw_turn)
-            self.resent += 1
-            log.warning(
-                "match %s seq %d: referee %s died holding the request; sent it again",
-                self.spec.match_id,
-                turn["seq"],
-                answer["referee"],
-            )
-
-    def await_answer(
-        self, turn: TurnMessage, stamp: mailbox.SentStamp, inbox_ms: float
-    ) -> Reply | None:
-        """Wait for the answer to a request that ``stamp``'s referee sent; None when that
-        referee died holding it (its ``keys.referee_alive`` was there and is gone), else the
-        answer or a timeout.
-
-        The referee's liveness is read on every wake-up (at most ``REFEREE_BEAT_S`` apart).
-        At the deadline a live referee must beat once more (or vanish) before the timeout
-        is judged, so one that died just before the deadline is never taken for a bot that
-        did not answer. An answer on the reply list is taken whenever it comes. A sender
-        with no liveness key at all (one that does not beat) gets the plain timeout rule."""
-        reply_key = turn["reply_key"]
-        alive_key = keys.referee_alive(str(stamp.get("referee", "")))
-        known = self.conn.exists(alive_key) > 0
-        sent_local = now_ms()
-        deadline = sent_local + self.clock.limit_ms(turn["seat"]) + ANSWER_MARGIN_MS
-        beat_ms = mailbox.REFEREE_BEAT_S * 1000.0
-        beat_at_deadline: str | None = None
-        give_up = 0.0
-        while True:
             now = now_ms()
-            if not known:
-                wake = deadline
-            elif beat_at_deadline is None:
-                wake = min(deadline, now + beat_ms)
-            else:
-                wake = now + 100.0
-            answer = self.pop_until(reply_key, wake)
-            if answer is not None:
-                if answer["type"] == "answer":
-                    return Reply(str(answer["action"]), float(answer["think_ms"]), "", inbox_ms)
-                alive_key = keys.referee_alive(str(answer.get("referee", "")))  # a newer send
-                known = self.conn.exists(alive_key) > 0
-                beat_at_deadline = None
-                continue
-            beat = self.conn.get(alive_key) if known else None
-            if known and beat is None:
-                return None
-            now = now_ms()
-            if now < deadline:
-                continue
-            if beat is None or beat == mailbox.REFEREE_DRAINED:
-                return Reply(None, now - sent_local, "timeout", inbox_ms)
-            if beat_at_deadline is None:
-                beat_at_deadline = str(beat)
-                give_up = now + mailbox.REFEREE_ALIVE_TTL_MS + 1000.0
-                continue
-            if beat != beat_at_deadline or now >= give_up:
-                return Reply(None, now - sent_local, "timeout", inbox_ms)
-
-    def pop_until(self, key: str, deadline_ms: float) -> mailbox.ReplyMessage | None:
-        """The next valid entry of reply list ``key``, or None at ``deadline_ms``."""
-        raw: Any
-        while True:
-            left_s = (deadline_ms - now_ms()) / 1000.0
-            if left_s <= 0:
-                raw = self.conn.lpop(key)
-                if raw is None:
-                    return None
-            else:
-                # Redis 6.2 turns timeouts under 1 ms (0.001 s becomes 0.999 ms) into 0,
-                # which means "block forever": never ask for less than MIN_BLPOP_S.
-                wait_s = max(MIN_BLPOP_S, min(left_s, HEARTBEAT_S))
-                popped = self.conn.blpop([key], timeout=wait_s)
-                if popped is None:
-                    if time.monotonic() >= self.next_beat:
-                        self.flush()
-                    continue
-                raw = popped[1]
+            expires = now + limit + tc.queue_ms
+            future = link.turn(bot, key, payload, limit, expires, first_sent)
             try:
-                return mailbox.decode_reply(raw)
-            except ValueError:
-                log.warning("match %s: ignoring a malformed reply entry %.80r", key, raw)
+                reply = await asyncio.wait_for(
+                    future, (expires - now + limit + REPLY_SLACK_MS) / 1000.0
+                )
+            except LinkLost:
+                reply = None
+            except TimeoutError:
+                link.forget(key)
+                log.error("match %s seq %d: no reply from referee %s", key[0], key[2], link.referee)
+                return Reply(None, limit, "timeout")
+            if reply is None or reply.kind == Kind.DRAINED:
+                # The referee died or is draining (DESIGN section 8): the same request goes
+                # to the bot's new referee with this decision's clock restarted.
+                if reply is not None:
+                    self.router.avoid(link.referee)
+                self.resent += 1
+                first_sent = 0.0
+                since = now_ms()
+                payload = convert.turn_to_proto(turn, None, rules).SerializeToString()
+                log.warning(
+                    "match %s seq %d: referee %s %s holding the request; sending it to the "
+                    "bot's new referee with a new clock",
+                    key[0],
+                    key[2],
+                    link.referee,
+                    "drained" if reply is not None else "died",
+                )
+                continue
+            kind = reply.kind
+            if kind == Kind.ANSWER:
+                think = max(0.0, reply.received_ms - reply.sent_ms)
+                return Reply(reply.action, think, "", max(0.0, reply.sent_ms - ready))
+            if kind == Kind.TIMEOUT:
+                return Reply(None, max(limit, now_ms() - reply.sent_ms), "timeout")
+            if kind == Kind.EXPIRED:
+                return Reply(None, 0.0, "disconnected")
+            # NOT_HERE or BOT_LEFT: the bot's stream is elsewhere now (or nowhere yet).
+            self.router.forget(bot)
+            if kind == Kind.BOT_LEFT and reply.sent_ms > 0:
+                first_sent = first_sent or reply.sent_ms
+                left = left_clock(turn["clock"], first_sent, now_ms())
+                clock_left = {name: int(value) for name, value in left.items()}  # type: ignore[call-overload]
+                payload = convert.turn_to_proto(turn, clock_left, rules).SerializeToString()
+            await asyncio.sleep(0)
 
     # --- notifications and the result ---------------------------------------------------
 
@@ -600,9 +521,10 @@ class MatchRun:
             out.setdefault(bot, []).append(seat)
         return out
 
-    def notify_match_start(self) -> None:
+    async def notify_match_start(self) -> None:
         obs = self.match.observation(0)
         for bot, seats in self.bots().items():
+            await self.router.route(bot, now_ms())  # one directory read, so the start arrives
             msg: MatchStartMessage = {
                 "type": "match_start",
                 "bot": bot,
@@ -616,7 +538,7 @@ class MatchRun:
                 "num_deals": int(obs.get("num_deals", 0)),
                 "season": self.spec.season,
             }
-            self.send(bot, msg)
+            self.send(msg)
 
     def notify_match_end(self) -> None:
         result = self.match.result()
@@ -631,13 +553,7 @@ class MatchRun:
                 "winners": list(result.winners),
                 "result": result.to_dict(),
             }
-            self.send(bot, msg)
-        p = self.conn.pipeline(transaction=False)
-        for inbox, raw in self.pending:
-            p.rpush(inbox, raw)
-            p.ltrim(inbox, -mailbox.INBOX_MAX_LEN, -1)
-        self.pending.clear()
-        p.execute()
+            self.send(msg)
 
     def committed_result(self) -> CommittedResult:
         return {
@@ -653,7 +569,7 @@ class MatchRun:
 
     def record(self) -> dict[str, Any]:
         """Everything needed to audit and replay the match (docs/workers.md)."""
-        return {
+        record = {
             "version": RECORD_VERSION,
             "match_id": self.spec.match_id,
             "attempt": self.attempt,
@@ -666,7 +582,17 @@ class MatchRun:
             "result": self.match.result().to_dict(),
             "stats": self.stats,
             "finished_ms": self.finished_ms,
+            "resent": self.resent,
         }
+        if self.spec is not self.original:
+            record["redealt"] = {
+                "attempt": self.attempt,
+                "scheduled_seed": self.original.seed,
+                "scheduled_deals": None
+                if self.original.deals is None
+                else [d.to_dict() for d in self.original.deals],
+            }
+        return record
 
 
 _AUTOPILOT_NOTE = "; %d failures in a row: the autopilot plays this seat to the end of the match"
@@ -707,8 +633,8 @@ def _outcome(
         return (
             "timed_out",
             "disconnected",
-            "the request waited in your inbox until its deadline without being sent: "
-            "no connected stream of this bot had a free slot",
+            "the request was never sent: no stream of this bot was connected (or none had a "
+            "free slot) before its deadline",
         )
     if reply.failure == "timeout":
         return (

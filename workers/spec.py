@@ -9,9 +9,10 @@ A season (or a one-off command) stores a :class:`MatchSpec` under
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from referee.games.base import DealSpec
@@ -22,14 +23,17 @@ class TimeControl:
     """Clock of every decision (DESIGN section 3): ``move_ms`` per decision, a ``bank_ms``
     reserve per match that absorbs overruns, and ``grace_ms`` for the network.
 
-    ``queue_ms`` is not thinking time: it is how long a request may wait, uncharged, in
-    the inbox of a bot that is busy or disconnected before it counts as a timeout
-    (reason ``disconnected``). docs/workers.md defines the clock precisely."""
+    ``queue_ms`` is not thinking time: it is how long a request may wait, uncharged, at
+    the referee for a free slot of a busy bot before it counts as a timeout (reason
+    ``disconnected``). ``absent_ms``: how long past its clock a bot with no stream
+    anywhere is waited for before its decision is judged ``disconnected``.
+    docs/workers.md defines the clock precisely."""
 
     move_ms: int = 1000
     bank_ms: int = 5000
     grace_ms: int = 50
     queue_ms: int = 30_000
+    absent_ms: int = 3000
 
     def to_dict(self) -> dict[str, int]:
         return {
@@ -37,6 +41,7 @@ class TimeControl:
             "bank_ms": self.bank_ms,
             "grace_ms": self.grace_ms,
             "queue_ms": self.queue_ms,
+            "absent_ms": self.absent_ms,
         }
 
     @classmethod
@@ -46,6 +51,7 @@ class TimeControl:
             bank_ms=int(data.get("bank_ms", 5000)),
             grace_ms=int(data.get("grace_ms", 50)),
             queue_ms=int(data.get("queue_ms", 30_000)),
+            absent_ms=int(data.get("absent_ms", 3000)),
         )
 
 
@@ -67,6 +73,23 @@ class MatchSpec:
     season: str = ""
     strikes: int = 3
     autoplay_forced: bool = False
+
+    def for_attempt(self, attempt: int) -> MatchSpec:
+        """The spec attempt ``attempt`` plays: this one for the first attempt; for a retry,
+        the same seats and rules with every seed replaced by :func:`redeal_seed` (each
+        deal's rotation and dealer kept). A retry must not replay deals the abandoned
+        attempt may have shown the bots (DESIGN section 4, docs/workers.md)."""
+        if attempt <= 1:
+            return self
+        deals = (
+            None
+            if self.deals is None
+            else tuple(
+                DealSpec(seed=redeal_seed(d.seed, attempt, i), rotation=d.rotation, dealer=d.dealer)
+                for i, d in enumerate(self.deals)
+            )
+        )
+        return replace(self, seed=redeal_seed(self.seed, attempt), deals=deals)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +127,12 @@ class MatchSpec:
     @classmethod
     def from_json(cls, text: str | bytes) -> MatchSpec:
         return cls.from_dict(json.loads(text))
+
+
+def redeal_seed(seed: int, attempt: int, index: int = -1) -> int:
+    """The seed of deal ``index`` (-1: the match seed) in retry ``attempt`` of a match."""
+    digest = hashlib.sha256(f"arena-redeal:{seed}:{attempt}:{index}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
 
 
 class SeatStats(TypedDict):

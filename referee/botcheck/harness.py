@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import redis
 
-from referee import keys
+from referee import cluster, keys
 from referee.embedded_redis import EmbeddedRedis, free_port
 from referee.procs import arena_command, stop_process
 
@@ -115,6 +115,8 @@ class ScratchPlatform:
         self._referee: _Child | None = None
         self._bot: _Child | None = None
         self._incidents_read = 0
+        # The scratch referee and the probe (in this process) share the cluster secret.
+        os.environ.setdefault(cluster.SECRET_ENV, secrets.token_urlsafe(32))
         self._env = dict(os.environ)
 
     @property

@@ -1,21 +1,26 @@
-"""Ask a connected bot one question through its mailbox, as a worker would.
+"""Ask a connected bot one question through its referee, as a match host would.
 
-The probe ``RPUSH``es a :class:`~referee.mailbox.TurnMessage` onto the bot's inbox, then
-waits on the decision's reply list for the referee's ``sent`` stamp and the bot's
-``answer`` (referee/mailbox.py). The think time it reports is the referee's measurement.
+The probe is a small match host (:mod:`workers.link`): it sends a ``TurnRequest`` on the
+internal stream to the referee that the bot-streams directory names for the bot, and gets
+back the bot's answer with the referee's send and receive stamps. The think time it
+reports is the referee's measurement.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
-import time
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from referee import keys, mailbox
-from referee.mailbox import ClockInfo, InboxMessage, TurnMessage
+from arena.v1 import internal_pb2
+from referee import cluster, keys
+from referee.gateway import convert
+from referee.messages import ClockInfo, Notification, TurnMessage, now_ms
 
 ANSWER_SLACK_S = 2.0
 """How long past the clock the probe keeps waiting, to tell a late answer from none."""
@@ -25,9 +30,9 @@ ANSWER_SLACK_S = 2.0
 class Reply:
     """What came back for one request.
 
-    ``sent`` is False when no referee took the request from the inbox in time (the bot is
-    not connected, or its concurrency slots are full). ``action`` is None when the bot did
-    not answer before the probe gave up.
+    ``sent`` is False when no referee sent the request in time (the bot is not connected,
+    or its concurrency slots are full). ``action`` is None when the bot did not answer
+    before the probe gave up.
     """
 
     sent: bool
@@ -48,8 +53,13 @@ class Reply:
         return f"answered {self.action!r} after {self.think_ms or 0:.0f} ms"
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class Probe:
-    """Pushes requests into one bot's inbox and reads the answers."""
+    """Sends requests to one bot through its referee and reads the answers (an event loop
+    of its own runs in a daemon thread; :meth:`close` stops it)."""
 
     def __init__(
         self,
@@ -58,15 +68,40 @@ class Probe:
         *,
         send_timeout_s: float = 10.0,
         answer_slack_s: float = ANSWER_SLACK_S,
+        secret: str | None = None,
     ):
+        from workers.link import Router
+
         self.client = client
         self.bot = bot
         self.send_timeout_s = send_timeout_s
         self.answer_slack_s = answer_slack_s
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._router = Router(secret or cluster.resolve_secret(), self._lookup)
+        self._waiting: dict[tuple[str, int, int], concurrent.futures.Future[Reply]] = {}
 
-    def notify(self, message: InboxMessage) -> None:
-        """Push a notification (action result, deal end, ...) into the inbox."""
-        self.client.rpush(keys.inbox(self.bot), mailbox.encode(message))
+    async def _lookup(self, bot: str) -> dict[str, str]:
+        raw = await asyncio.get_running_loop().run_in_executor(
+            None, self.client.hgetall, keys.bot_streams(bot)
+        )
+        return {_text(k): _text(v) for k, v in raw.items()}
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._router.close(), self._loop).result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def notify(self, message: Notification) -> None:
+        """Send a notification (action result, deal end, ...) to the bot."""
+        payload = convert.notification_to_proto(message).SerializeToString()
+
+        async def send() -> None:
+            if await self._router.route(self.bot, now_ms()) is not None:
+                self._router.notify(self.bot, message["match_id"], payload)
+
+        asyncio.run_coroutine_threadsafe(send(), self._loop).result(self.send_timeout_s + 5)
 
     def notice(self, fields: dict[str, Any]) -> int:
         """Send a ``Notice`` (its JSON form: code, message, season, ...) to the bot's streams
@@ -87,7 +122,6 @@ class Probe:
         clock: ClockInfo,
         season: str = "",
     ) -> TurnMessage:
-        now = mailbox.now_ms()
         turn: TurnMessage = {
             "type": "turn",
             "bot": self.bot,
@@ -99,42 +133,45 @@ class Probe:
             "observation": observation,
             "legal_actions": legal_actions,
             "clock": clock,
-            "reply_key": keys.reply(match_id, attempt, seq),
-            "enqueued_ms": now,
-            "expires_ms": now + self.send_timeout_s * 1000.0,
         }
-        self.client.rpush(keys.inbox(self.bot), mailbox.encode(turn))
+        payload = convert.turn_to_proto(turn).SerializeToString()
+        budget_ms = clock["move_ms"] + clock["bank_ms"] + clock["grace_ms"]
+        self._waiting[(match_id, attempt, seq)] = asyncio.run_coroutine_threadsafe(
+            self._ask(turn, payload, budget_ms + self.answer_slack_s * 1000.0), self._loop
+        )
         return turn
 
+    async def _ask(self, turn: TurnMessage, payload: bytes, limit_ms: float) -> Reply:
+        from workers.link import LinkLost
+
+        start = now_ms()
+        until = start + self.send_timeout_s * 1000.0
+        key = (turn["match_id"], turn["attempt"], turn["seq"])
+        while True:
+            link = await self._router.route(self.bot, until)
+            if link is None:
+                return Reply(False, None, None, now_ms() - start)
+            try:
+                reply = await link.turn(self.bot, key, payload, limit_ms, until)
+            except LinkLost:
+                continue
+            kind = reply.kind
+            waited = now_ms() - start
+            if kind == internal_pb2.Reply.ANSWER:
+                return Reply(True, reply.action, reply.received_ms - reply.sent_ms, waited)
+            if kind == internal_pb2.Reply.TIMEOUT:
+                return Reply(True, None, None, waited)
+            if kind == internal_pb2.Reply.EXPIRED or now_ms() >= until:
+                return Reply(False, None, None, waited)
+            self._router.forget(self.bot)  # NOT_HERE, BOT_LEFT, DRAINED: ask again
+            await asyncio.sleep(0.05)
+
     def wait(self, turn: TurnMessage) -> Reply:
-        """Wait for the ``sent`` stamp and the answer of a pushed turn."""
-        start = time.monotonic()
-        reply_key = turn["reply_key"]
+        """Wait for the answer to a pushed turn."""
+        future = self._waiting.pop((turn["match_id"], turn["attempt"], turn["seq"]))
         clock = turn["clock"]
         budget_s = (clock["move_ms"] + clock["bank_ms"] + clock["grace_ms"]) / 1000.0
-        deadline = start + self.send_timeout_s
-        sent = False
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                # Short pops: the client's socket timeout may be short (PITFALLS 9).
-                popped = self.client.blpop([reply_key], timeout=min(1.0, max(0.01, remaining)))
-                if popped is None:
-                    continue
-                message = mailbox.decode_reply(popped[1])
-                if message["type"] == "sent":
-                    sent = True
-                    deadline = time.monotonic() + budget_s + self.answer_slack_s
-                    continue
-                waited = (time.monotonic() - start) * 1000.0
-                return Reply(True, message["action"], message["think_ms"], waited)
-        finally:
-            if not sent:  # nobody took it: do not leave it for a bot that connects later
-                self.client.lrem(keys.inbox(self.bot), 1, mailbox.encode(turn))
-            self.client.delete(reply_key)
-        return Reply(sent, None, None, (time.monotonic() - start) * 1000.0)
+        return future.result(self.send_timeout_s + budget_s + self.answer_slack_s + 10.0)
 
     def ask(self, **fields: Any) -> tuple[TurnMessage, Reply]:
         """Push a turn (the keyword arguments of :meth:`push_turn`) and wait for it."""

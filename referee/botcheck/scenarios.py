@@ -1,7 +1,7 @@
 """The checks ``arena bot check`` runs, in order, each giving a :class:`CheckResult`.
 
-Every question is a real decision taken from an engine state (``states``), pushed into the
-bot's inbox by the :class:`~referee.botcheck.probe.Probe`. An answer passes when it arrives
+Every question is a real decision taken from an engine state (``states``), sent to the
+bot by the :class:`~referee.botcheck.probe.Probe`. An answer passes when it arrives
 within the request's clock and is one of the request's legal actions. When the bot runs
 behind the stdio bridge, incidents the bridge reports (the program crashed, hung, was too
 slow or unreadable so the bridge answered for it, or wrote lines no turn asked for) fail the
@@ -32,7 +32,7 @@ from referee.botcheck.states import (
 from referee.games.action_info import action_info
 from referee.games.base import PASS, RUN_SEPARATOR, Match
 from referee.games.registry import get_game
-from referee.mailbox import ActionResultMessage, ClockInfo, DealEndMessage
+from referee.messages import ActionResultMessage, ClockInfo, DealEndMessage
 
 RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 """The clock of ordinary questions: generous, so only the clock scenario tests speed."""

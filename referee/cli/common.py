@@ -115,6 +115,17 @@ def data_dir_of(args: argparse.Namespace) -> Path:
     return Path(given).expanduser().resolve() if given else default_data_dir()
 
 
+def add_cluster_secret_option(parser: argparse.ArgumentParser) -> None:
+    """``--cluster-secret-file``: the secret of the internal referee <-> worker stream (a
+    file, or $ARENA_CLUSTER_SECRET; never a value on the command line)."""
+    parser.add_argument(
+        "--cluster-secret-file",
+        default=os.environ.get("ARENA_CLUSTER_SECRET_FILE"),
+        help="file holding the cluster secret of the internal stream (default: "
+        "$ARENA_CLUSTER_SECRET, else <data-dir>/cluster.secret, created if missing)",
+    )
+
+
 def resolve_redis_url(args: argparse.Namespace) -> str:
     """The Redis to talk to: ``--redis-url`` (or ``$ARENA_REDIS_URL``), else the embedded
     one that ``arena up`` runs for the data dir."""

@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import logging
 
+from referee import cluster
 from referee.cli.common import (
     ADMIN_TOKEN_ENV,
     Commands,
+    add_cluster_secret_option,
     add_redis_options,
     add_secret_file_option,
     read_secret,
@@ -51,6 +53,24 @@ def register(commands: Commands) -> None:
         default=60.0,
         help="a person's seconds per decision in the web's casual matches (/play; 0 = off)",
     )
+    parser.add_argument(
+        "--link-host", default="", help="address of the internal port for match hosts (--host)"
+    )
+    parser.add_argument(
+        "--link-port", type=int, default=0, help="internal port for match hosts (0 = any free)"
+    )
+    parser.add_argument(
+        "--link-advertise",
+        default="",
+        help="HOST:PORT match hosts dial to reach the internal port (default: where it listens)",
+    )
+    parser.add_argument(
+        "--link-tls",
+        action="store_true",
+        help="serve the internal port with --tls-cert/--tls-key too (hosts then need "
+        "--link-tls-ca)",
+    )
+    add_cluster_secret_option(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
 
@@ -65,6 +85,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--max-streams-per-bot must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
+    if args.link_tls and not args.tls_cert:
+        raise ConfigError("--link-tls serves the internal port with --tls-cert/--tls-key: give both")
+    secret = cluster.resolve_secret(args.cluster_secret_file, str(data_dir_of(args)))
     config = RefereeConfig(
         redis_url=url,
         host=args.host,
@@ -78,6 +101,11 @@ def _run(args: argparse.Namespace) -> int:
         referee_id=args.referee_id,
         drain_grace_s=args.drain_grace,
         human_move_s=args.human_move_s,
+        cluster_secret=secret,
+        link_host=args.link_host,
+        link_port=args.link_port,
+        link_advertise=args.link_advertise,
+        link_tls=args.link_tls,
     )
     try:
         asyncio.run(run_referee(config))

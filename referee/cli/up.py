@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import secrets
 import signal
 import sys
@@ -29,7 +30,9 @@ from referee.cli.common import (
 )
 from referee.errors import ConfigError
 from referee.procs import RefereeStartError, start_referee, stop_process
-from workers.pool import DEFAULT_STALE_S, WorkerPool, die_with_parent
+from referee import cluster
+from referee.cli import workers_cmd
+from workers.pool import WorkerPool, die_with_parent
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REFEREE_START_S = 60.0
@@ -40,14 +43,13 @@ def register(commands: Commands) -> None:
         "up", up, help="run everything in the foreground: Redis, a referee and N workers"
     )
     add_redis_options(p)
-    p.add_argument("-n", "--num-workers", type=int, default=2, help="worker processes (2)")
+    workers_cmd.add_host_options(p, processes=1)  # 1 match host x 64 matches
     p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
     p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
     p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
     add_secret_file_option(
         p, "admin-token", ADMIN_TOKEN_ENV, "League admin token (none: a new one, printed)"
     )
-    p.add_argument("--stale-s", type=float, default=DEFAULT_STALE_S, help=argparse.SUPPRESS)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
 
@@ -69,9 +71,11 @@ def _echo(line: str) -> None:
 def up(args: argparse.Namespace) -> int:
     level = str(args.log_level).upper()
     logging.basicConfig(level=level, format=LOG_FORMAT)
-    if args.num_workers < 1:
-        raise ConfigError("-n must be at least 1")
     token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV) or secrets.token_urlsafe(24)
+    # The referee and the hosts share the internal stream's secret: the given one, or a new
+    # one for this run (the referee gets it in its environment).
+    given = os.environ.get(cluster.SECRET_ENV) or args.cluster_secret_file
+    secret = cluster.resolve_secret(args.cluster_secret_file) if given else secrets.token_urlsafe(32)
     with running_or_embedded_redis(args) as url:
         try:
             referee, grpc_addr = start_referee(
@@ -86,12 +90,12 @@ def up(args: argparse.Namespace) -> int:
                 level,
                 timeout=REFEREE_START_S,
                 on_line=_echo,
-                env=child_env(**{ADMIN_TOKEN_ENV: token}),
+                env=child_env(**{ADMIN_TOKEN_ENV: token, cluster.SECRET_ENV: secret}),
                 preexec_fn=die_with_parent,
             )
         except RefereeStartError as exc:
             raise ConfigError(f"arena up: the referee did not start: {exc}") from None
-        pool = WorkerPool(url, args.num_workers, stale_s=args.stale_s, level=level)
+        pool = workers_cmd.make_pool(args, url, secret)
         install_stop(pool)
         try:
             print(
@@ -99,7 +103,8 @@ def up(args: argparse.Namespace) -> int:
                 f"          referee grpc {grpc_addr}"
                 + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
                 + f"\n          admin token {token}\n"
-                f"          {args.num_workers} worker(s); Ctrl-C stops everything",
+                f"          {args.num_workers} match host(s) x {args.matches} matches; "
+                "Ctrl-C stops everything",
                 flush=True,
             )
             pool.run()

@@ -7,26 +7,30 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import secrets
 import time
 
 import redis
 
+from referee import cluster
 from referee.cli.common import (
     Commands,
+    add_cluster_secret_option,
     add_redis_options,
     connect,
+    data_dir_of,
     fail,
     redacted_url,
     running_or_embedded_redis,
 )
-from referee.cli.up import install_stop
+from referee.cli import up as up_cmd
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from workers import queue
 from workers.health import HealthServer
-from workers.pool import DEFAULT_STALE_S, WorkerPool
+from workers.pool import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, WorkerPool
 from workers.replay import ReplayMismatch, render_replay, verify_record
 from workers.spec import MatchSpec, TimeControl
 
@@ -34,15 +38,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def register(commands: Commands) -> None:
-    p = commands.add("worker", _worker, help="run N match workers (RQ) in the foreground")
-    add_redis_options(p)
-    p.add_argument("-n", "--num-workers", type=int, default=1, help="worker processes (1)")
-    p.add_argument(
-        "--stale-s",
-        type=float,
-        default=DEFAULT_STALE_S,
-        help="re-enqueue a running match whose heartbeat is this many seconds old",
+    p = commands.add(
+        "worker", _worker, help="run match hosts in the foreground (N processes x M matches)"
     )
+    add_redis_options(p)
+    add_host_options(p, processes=1)
     p.add_argument(
         "--health-host", default="127.0.0.1", help="address of the health port (127.0.0.1)"
     )
@@ -72,7 +72,15 @@ def register(commands: Commands) -> None:
     p.add_argument("--move-ms", type=int, default=1000)
     p.add_argument("--bank-ms", type=int, default=5000)
     p.add_argument("--grace-ms", type=int, default=50)
-    p.add_argument("--queue-ms", type=int, default=30_000, help="max uncharged inbox wait")
+    p.add_argument(
+        "--queue-ms", type=int, default=30_000, help="max uncharged wait for a busy bot's slot"
+    )
+    p.add_argument(
+        "--absent-ms",
+        type=int,
+        default=3000,
+        help="how long past its clock a bot with no stream is waited for (then: disconnected)",
+    )
     p.add_argument("--strikes", type=int, default=3, help="failures in a row before autopilot")
     p.add_argument("--autoplay-forced", action="store_true", help="auto-play forced moves")
     p.add_argument("--wait", action="store_true", help="wait for the result and print it")
@@ -92,17 +100,68 @@ def register(commands: Commands) -> None:
 # --- arena worker ---------------------------------------------------------------------------
 
 
-def _worker(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
+def add_host_options(p: argparse.ArgumentParser, processes: int) -> None:
+    """The match-host options of ``arena worker`` and ``arena up``."""
+    p.add_argument(
+        "-n",
+        "--num-workers",
+        type=int,
+        default=processes,
+        help=f"match-host processes ({processes})",
+    )
+    p.add_argument(
+        "--matches",
+        type=int,
+        default=DEFAULT_MATCHES,
+        help=f"matches each process runs at once ({DEFAULT_MATCHES})",
+    )
+    p.add_argument(
+        "--stale-s",
+        type=float,
+        default=DEFAULT_STALE_S,
+        help="re-run a running match whose host has not heartbeaten for this many seconds",
+    )
+    p.add_argument(
+        "--grace-s",
+        type=float,
+        default=DEFAULT_GRACE_S,
+        help="on SIGTERM, seconds running matches get to finish before they are handed back",
+    )
+    p.add_argument(
+        "--link-tls-ca",
+        default=os.environ.get("ARENA_LINK_TLS_CA"),
+        help="CA certificate (PEM) of referees whose internal port serves TLS (--link-tls)",
+    )
+    add_cluster_secret_option(p)
+
+
+def make_pool(args: argparse.Namespace, url: str, secret: str) -> WorkerPool:
+    """The match-host pool of ``arena worker``/``arena up`` from their options."""
     if args.num_workers < 1:
         raise ConfigError("-n must be at least 1")
+    if args.matches < 1:
+        raise ConfigError("--matches must be at least 1")
+    return WorkerPool(
+        url,
+        args.num_workers,
+        secret=secret,
+        matches=args.matches,
+        stale_s=args.stale_s,
+        grace_s=args.grace_s,
+        level=str(args.log_level).upper(),
+        link_tls_ca=args.link_tls_ca,
+    )
+
+
+def _worker(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
+    secret = cluster.resolve_secret(args.cluster_secret_file, str(data_dir_of(args)))
     with running_or_embedded_redis(args) as url:
-        pool = WorkerPool(
-            url, args.num_workers, stale_s=args.stale_s, level=str(args.log_level).upper()
-        )
-        install_stop(pool)
+        pool = make_pool(args, url, secret)
+        up_cmd.install_stop(pool)
         print(
-            f"{args.num_workers} worker(s) on {redacted_url(url)}; Ctrl-C stops them",
+            f"{args.num_workers} match host(s) x {args.matches} matches on "
+            f"{redacted_url(url)}; Ctrl-C stops them",
             flush=True,
         )
         with contextlib.ExitStack() as stack:
@@ -184,6 +243,7 @@ def build_spec(args: argparse.Namespace) -> MatchSpec:
             bank_ms=args.bank_ms,
             grace_ms=args.grace_ms,
             queue_ms=args.queue_ms,
+            absent_ms=args.absent_ms,
         ),
         strikes=args.strikes,
         autoplay_forced=args.autoplay_forced,

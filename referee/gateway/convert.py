@@ -1,8 +1,8 @@
-"""Mailbox JSON (referee.mailbox, docs/OBSERVATIONS.md) -> proto messages (arena.v1).
+"""Message dicts (referee.messages, docs/OBSERVATIONS.md) -> proto messages (arena.v1).
 
 Only the fields the documents name are copied, so nothing a worker might add by mistake
 reaches a bot. Every function raises ``ValueError`` (or ``KeyError``/``TypeError``) on a
-message that does not have the documented shape; the relay logs and drops such messages.
+message that does not have the documented shape; the match host logs and drops such messages.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from arena.v1 import bot_pb2, game_pb2
 from referee.games.action_info import action_info
-from referee.mailbox import (
+from referee.messages import (
     ActionResultMessage,
     DealEndMessage,
     MatchEndMessage,
@@ -54,11 +54,12 @@ def observation_to_proto(obs: Mapping[str, Any]) -> Any:
     return msg
 
 
-def fill_observation(msg: Any, obs: Mapping[str, Any]) -> None:
-    """Fill an empty ``arena.v1.Observation`` in place (sub-messages are not copied)."""
+def fill_observation(msg: Any, obs: Mapping[str, Any], rules_json: str | None = None) -> None:
+    """Fill an empty ``arena.v1.Observation`` in place (sub-messages are not copied).
+    ``rules_json``: the rules already encoded (a match host encodes them once per match)."""
     msg.game = str(obs["game"])
     msg.preset = str(obs.get("preset", ""))
-    msg.rules_json = _json(obs.get("rules", {}))
+    msg.rules_json = rules_json if rules_json is not None else _json(obs.get("rules", {}))
     msg.seat = int(obs["seat"])
     msg.num_players = int(obs["num_players"])
     msg.deal_index = int(obs.get("deal_index", 0))
@@ -105,7 +106,14 @@ def fill_observation(msg: Any, obs: Mapping[str, Any]) -> None:
         raise ValueError(f"unknown game {game!r} in observation: expected 'sevens' or 'sedma'")
 
 
-def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> Any:
+def rules_json(obs: Mapping[str, Any]) -> str:
+    """The ``Observation.rules_json`` of ``obs`` (the same for every decision of a match)."""
+    return _json(obs.get("rules", {}))
+
+
+def turn_to_proto(
+    turn: TurnMessage, clock: Mapping[str, int] | None = None, rules: str | None = None
+) -> Any:
     """A :class:`TurnMessage` -> ``RefereeMessage(turn=TurnRequest)``.
 
     ``clock`` overrides the message's clock (a request sent again after a reconnect shows
@@ -117,7 +125,7 @@ def turn_to_proto(turn: TurnMessage, clock: Mapping[str, int] | None = None) -> 
     request.attempt = int(turn["attempt"])
     request.seq = int(turn["seq"])
     request.seat = int(turn["seat"])
-    fill_observation(request.observation, turn["observation"])
+    fill_observation(request.observation, turn["observation"], rules)
     request.legal_actions.extend(str(a) for a in turn["legal_actions"])
     for info in action_info(turn["observation"], request.legal_actions):
         request.action_info.add(**info)

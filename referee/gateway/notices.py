@@ -109,7 +109,7 @@ async def notify_bot(hub: Hub, bot: str, message: Any) -> int:
     """Write ``message`` to every stream of ``bot`` this referee holds; returns how many
     got it (a stream that is closing is skipped)."""
     sent = 0
-    for session in [s for s in hub.sessions if s.bot == bot]:
+    for session in list(hub.sessions.get(bot, [])):
         try:
             await session.send_notice(message)
             sent += 1
@@ -143,7 +143,7 @@ async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, A
     if code_state is None or not season:
         return 0
     code, state = code_state
-    local = {s.bot for s in hub.sessions}
+    local = set(hub.sessions)
     if not local:
         return 0
     info = cast(dict[str, str], await client.hgetall(keys.season(season)))

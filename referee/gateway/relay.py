@@ -1,26 +1,35 @@
-"""The relay: one bot stream <-> the bot's Redis mailbox (DESIGN section 3, referee.mailbox).
+"""The relay: bot streams on one side, match hosts' internal streams on the other
+(DESIGN section 3, docs/gateway.md, docs/workers.md "The decision path").
 
 For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
 
-* waits for ``Hello`` (protocol version, concurrency) and answers ``Welcome``;
-* pops the bot's inbox while it holds fewer turn requests than the bot declared, forwards
-  notifications as their proto messages, and for a turn: drops it when ``expires_ms``
-  has passed, else writes it to the stream and RPUSHes a ``SentStamp`` to its reply list;
-* for each ``Action``: if it answers an open request of THIS stream it stamps the receive
-  time and RPUSHes an ``AnswerMessage`` (``think_ms`` = receive - send); a second answer is
-  told DUPLICATE, an answer to nothing open STALE (both in-stream); an answer to another
-  bot's decision ends the stream with PERMISSION_DENIED;
-* when the stream ends, pushes the requests it holds, unanswered and still awaited, back to
-  the FRONT of the inbox, so the bot gets them again on its next stream (the worker keeps
-  the first ``SentStamp``: the clock keeps running);
+* waits for ``Hello`` (protocol version, concurrency), records the stream in the
+  bot-streams directory (``keys.bot_streams``, with this referee's internal address) and
+  answers ``Welcome``;
+* writes what the hosts send for its bot: turn requests (at most ``concurrency`` held at
+  once; the others wait here, uncharged) and notifications, all as the bytes the host
+  encoded, never decoded here. The send stamp is taken just before a turn's write; every
+  write is bounded in time (PITFALLS 16): a bot that does not read loses its stream;
+* for each ``Action``: if it answers a request this stream holds, stamps the receive time
+  and returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
+  DUPLICATE, an answer to nothing open STALE (both in-stream); an answer to another bot's
+  decision ends the stream with PERMISSION_DENIED;
 * when the same bot opens a new stream on this referee, the bot's other streams here hand
-  the requests they hold to the inbox front the same way (a bot reconnects because its old
-  stream is dead, maybe without the referee having noticed: a SIGKILLed bot's transport
-  can die silently), so the new stream gets them at once; dead transports themselves are
-  found by the server's keepalive and by housekeeping's liveness check (issue 14 item 3).
+  the requests they hold back to their hosts (``BOT_LEFT``, the clock running: the hosts
+  send them to the newest stream) and take no new turn until the bot speaks on them (a
+  bot reconnects because its old stream is dead, maybe without the referee having noticed:
+  a SIGKILLed bot's transport can die silently); dead transports themselves are found by
+  the server's keepalive and by housekeeping's check of the call (issue 14 item 3).
 
-:class:`Hub` is the referee-wide part: the sessions, who holds which open decision, the
-drain. Several referees may share one Redis: each session pops only its own bot's inbox.
+Each ``MatchRelay.Link`` stream (one per match-host process) is a :class:`HostLink`. Every
+turn gets exactly one :class:`~arena.v1.internal_pb2.Reply`: ``ANSWER``, ``TIMEOUT`` (held
+past its limit), ``EXPIRED`` (never sent: no free slot before ``expires_ms``),
+``NOT_HERE`` (no stream of the bot on this referee), ``BOT_LEFT`` (its stream ended; the
+host re-routes it, the clock running from ``sent_ms``) or ``DRAINED`` (this referee is
+shutting down; the host re-sends it to the bot's new referee with a new clock).
+
+:class:`Hub` is the referee-wide part: the sessions per bot, the waiting turns, who holds
+which open decision, the links, the drain.
 """
 
 from __future__ import annotations
@@ -31,21 +40,20 @@ import json
 import logging
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, cast
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 import redis.asyncio
 from redis.exceptions import RedisError
 
-from arena.v1 import bot_pb2
-from referee import keys, mailbox
+from arena.v1 import bot_pb2, internal_pb2
+from referee import cluster, keys
 from referee.bots import STREAM_STALE_MS
 from referee.errors import ArenaError, AuthError
-from referee.gateway import convert, status
+from referee.gateway import status
 from referee.gateway.auth import CURRENT_BOT
 from referee.gateway.errors import (
     ActingForAnotherBot,
@@ -55,34 +63,36 @@ from referee.gateway.errors import (
     SlowReader,
     TooManyStreams,
 )
+from referee.messages import now_ms
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-POP_WAIT_S = 5.0
-"""BLPOP wait. A closing stream does not wait for it: it unblocks its popper's connection
-(``CLIENT UNBLOCK``, which makes the BLPOP return empty, never losing a popped entry)."""
 HELLO_TIMEOUT_S = 10.0
-WRITE_TIMEOUT_S = 5.0
-"""The longest one write to a bot may take, waiting for the stream's write lock included
-(PITFALLS 16: ``context.write`` waits on HTTP/2 flow control, so a bot that does not read
-would hold it forever). A write that does not complete in time ends that bot's stream
-(RESOURCE_EXHAUSTED) and only that one; a turn it held goes back to the inbox."""
 HOUSEKEEPING_S = 5.0
-"""How often a session refreshes its ``bot_streams`` entry, expires requests and checks
-that its bot was not revoked."""
-DEADLINE_SLACK_MS = 500.0
-"""An open request is given up locally this long after its clock (move + bank + grace) ran
-out: the worker has timed it out by then, and the slot it held takes the next request (the
-worker's ``timed_out`` result may sit behind other messages in a full stream's inbox)."""
+"""How often a session refreshes its ``bot_streams`` entry and checks that its bot was not
+revoked."""
+WRITE_TIMEOUT_S = 5.0
+"""Longest wait for one write to a bot's stream (HTTP/2 flow control: a bot that does not
+read would hold it forever, PITFALLS 16); past it the stream ends."""
+LINK_WRITE_TIMEOUT_S = 10.0
+"""Longest wait for one write to a host's internal stream; past it the link ends (the host
+sends its open requests again)."""
+TIMEOUT_SLACK_MS = 2.0
+"""The TIMEOUT reply goes this long after the limit: an answer stamped before it is judged
+by its stamps (an answer exactly at the limit is in time)."""
 MAX_ACTION_CHARS = 200
-POP_BATCH = 64
-"""Most inbox entries taken by one non-blocking ``LPOP key count`` after a BLPOP (never more
-than the stream's free slots, so a batch can never hold more turns than it may send)."""
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
+SWEEP_S = 10.0
+"""How often a referee deletes the stream records of dead referees (for every bot)."""
 
+Kind = internal_pb2.Reply
 Key = tuple[str, int, int]
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    ReplyKind: TypeAlias = internal_pb2.Reply.Kind.ValueType
 
 _REGISTER_STREAM = """
 local entries = redis.call('HGETALL', KEYS[1])
@@ -101,7 +111,6 @@ redis.call('HSET', KEYS[1], ARGV[4], ARGV[5])
 return live + 1
 """
 
-
 _PURGE_STALE = """
 local entries = redis.call('HGETALL', KEYS[1])
 local purged = 0
@@ -115,18 +124,6 @@ for i = 1, #entries, 2 do
 end
 return purged
 """
-_PUSH_REPLIES = """
-for i = 1, #KEYS do
-  redis.call('RPUSH', KEYS[i], ARGV[i + 1])
-  redis.call('EXPIRE', KEYS[i], ARGV[1])
-end
-return #KEYS
-"""
-"""RPUSH ``ARGV[i+1]`` to reply list ``KEYS[i]`` and refresh its TTL (``ARGV[1]``) for each
-key: one command instead of a pipeline of two per entry (~45 us less client CPU a push)."""
-
-SWEEP_S = 10.0
-"""How often a referee deletes the stream records of dead referees (for every bot)."""
 
 
 @dataclass
@@ -144,38 +141,42 @@ def parse_bot_message(data: bytes) -> Any:
         return Malformed(f"the message is not an arena.v1.BotMessage: {exc}")
 
 
-@dataclass
-class OpenRequest:
+def serialize_to_bot(message: Any) -> bytes:
+    """Response serializer: bytes a host encoded go out as they are; proto messages of the
+    referee's own (Welcome, Pong, results) are encoded here."""
+    if isinstance(message, bytes):
+        return message
+    data: bytes = message.SerializeToString()
+    return data
+
+
+def parse_host_batch(data: bytes) -> Any:
+    try:
+        return internal_pb2.HostBatch.FromString(data)
+    except Exception as exc:
+        return Malformed(f"the message is not an arena.v1.HostBatch: {exc}")
+
+
+@dataclass(eq=False)
+class Request:
+    """One turn a host sent for a bot: waiting here for a slot, or held by a session."""
+
     key: Key
-    turn: dict[str, Any]  # the inbox message, to push back if unanswered
-    reply_key: str
-    sent_ms: float  # the FIRST send (a resend keeps it: the clock keeps running)
-    deadline_ms: float  # after this nobody waits for the answer
-    stamped: asyncio.Event = field(default_factory=asyncio.Event)
+    bot: str
+    link: HostLink | None
+    payload: bytes
+    limit_ms: float
+    expires_ms: float
+    first_sent_ms: float
+    sent_ms: float = 0.0
+    session: BotSession | None = None
     timer: asyncio.TimerHandle | None = None
-
-
-def _deadline(turn: dict[str, Any], sent_ms: float) -> float:
-    clock = turn.get("clock", {})
-    budget = float(clock.get("move_ms", 0)) + float(clock.get("bank_ms", 0))
-    return sent_ms + budget + float(clock.get("grace_ms", 0)) + DEADLINE_SLACK_MS
-
-
-def _left_clock(turn: dict[str, Any], first_sent_ms: float, now: float) -> dict[str, int]:
-    """The clock a resent request shows: move time first, then bank, minus time elapsed."""
-    clock = turn["clock"]
-    elapsed = max(0.0, now - first_sent_ms)
-    move = float(clock["move_ms"]) - elapsed
-    bank = float(clock["bank_ms"])
-    if move < 0:
-        bank += move
-        move = 0.0
-    return {"move_ms": int(move), "bank_ms": int(max(0.0, bank)), "grace_ms": clock["grace_ms"]}
 
 
 @dataclass
 class HubConfig:
     referee_id: str
+    link_address: str = ""  # where hosts reach this referee's internal port (the directory)
     max_streams_per_bot: int = 4
     max_concurrency: int = 64
     keepalive_time_ms: int = 30_000
@@ -186,54 +187,124 @@ class HubConfig:
 
 
 class Hub:
-    """Referee-wide relay state: the live sessions and who holds which open decision."""
+    """Referee-wide relay state: sessions per bot, waiting turns, open decisions, links."""
 
-    def __init__(
-        self,
-        client: redis.asyncio.Redis,
-        config: HubConfig,
-        pop_client_factory: Callable[[], redis.asyncio.Redis],
-    ) -> None:
+    def __init__(self, client: redis.asyncio.Redis, config: HubConfig) -> None:
         self.redis = client
-        # Each stream's popper gets a client of its own (one connection, unblockable).
-        self.new_pop_client = pop_client_factory
         self.config = config
         self.draining = False
-        self.sessions: set[BotSession] = set()
-        self.owner: dict[Key, str] = {}
+        self.sessions: dict[str, list[BotSession]] = {}
+        self.waiting: dict[str, deque[Request]] = {}
+        self.owner: dict[Key, str] = {}  # open (held) request -> its bot
+        self.links: set[HostLink] = set()
         self._closing: set[asyncio.Task[None]] = set()
         self._register_script = client.register_script(_REGISTER_STREAM)
         self._purge_script = client.register_script(_PURGE_STALE)
-        self.push_replies_script = client.register_script(_PUSH_REPLIES)
 
-    async def beat(self, client: redis.asyncio.Redis) -> None:
-        """Refresh ``keys.referee_alive``: while it exists, workers trust the requests this
-        referee stamped as sent; once it is gone they send them again (DESIGN section 8)."""
-        await client.set(
-            keys.referee_alive(self.config.referee_id),
-            f"{mailbox.now_ms():.0f}",
-            px=mailbox.REFEREE_ALIVE_TTL_MS,
+    def all_sessions(self) -> list[BotSession]:
+        return [s for group in self.sessions.values() for s in group]
+
+    # --- turns from hosts --------------------------------------------------------------
+    def submit(self, link: HostLink, turn: Any) -> None:
+        key: Key = (turn.match_id, int(turn.attempt), int(turn.seq))
+        if self.draining:
+            link.reply(key, Kind.DRAINED)
+            return
+        if not self.sessions.get(turn.bot):
+            link.reply(key, Kind.NOT_HERE)
+            return
+        request = Request(
+            key=key,
+            bot=turn.bot,
+            link=link,
+            payload=bytes(turn.request),
+            limit_ms=float(turn.limit_ms),
+            expires_ms=float(turn.expires_ms),
+            first_sent_ms=float(turn.first_sent_ms),
         )
+        queue = self.waiting.setdefault(turn.bot, deque())
+        queue.append(request)
+        delay = max(0.0, (request.expires_ms - now_ms()) / 1000.0)
+        request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request)
+        self.dispatch(turn.bot)
 
-    async def beat_forever(self, client: redis.asyncio.Redis) -> None:
-        """:meth:`beat` every ``REFEREE_BEAT_S`` on ``client`` (a connection of its own, so
-        a busy command pool never delays it into looking dead)."""
-        while True:
-            await asyncio.sleep(mailbox.REFEREE_BEAT_S)
-            try:
-                await self.beat(client)
-            except RedisError as exc:
-                log.warning("refreshing the referee's liveness key failed: %s", exc)
+    def _expire(self, request: Request) -> None:
+        """A waiting turn's ``expires_ms`` passed: nothing came free for it."""
+        queue = self.waiting.get(request.bot)
+        if queue is None or request.session is not None:
+            return
+        with contextlib.suppress(ValueError):
+            queue.remove(request)
+            self._reply(request, Kind.EXPIRED)
 
-    async def mark_drained(self) -> None:
-        """After a drain: the held requests are back in their inboxes, so workers must keep
-        their clocks running and not send them again."""
-        await self.redis.set(
-            keys.referee_alive(self.config.referee_id),
-            mailbox.REFEREE_DRAINED,
-            ex=mailbox.REFEREE_DRAINED_TTL_S,
-        )
+    def dispatch(self, bot: str) -> None:
+        """Hand waiting turns of ``bot`` to its sessions with free slots, oldest first."""
+        queue = self.waiting.get(bot)
+        if not queue:
+            return
+        sessions = self.sessions.get(bot, [])
+        while queue:
+            free = [s for s in sessions if s.has_slot()]
+            if not free:
+                return
+            session = min(free, key=lambda s: len(s.open))
+            request = queue.popleft()
+            if request.timer is not None:
+                request.timer.cancel()
+                request.timer = None
+            session.hold(request)
 
+    def notify(self, notify: Any) -> None:
+        """Best effort: write a notification to a stream of its bot, if one is here."""
+        sessions = self.sessions.get(notify.bot)
+        if not sessions:
+            return
+        target = sessions[0]
+        for session in sessions:  # the stream that holds a turn of this match, if any
+            if any(key[0] == notify.match_id for key in session.open):
+                target = session
+                break
+        target.enqueue(bytes(notify.message))
+
+    def _reply(
+        self, request: Request, kind: ReplyKind, action: str = "", received: float = 0.0
+    ) -> None:
+        if request.link is not None:
+            request.link.reply(request.key, kind, action, request.sent_ms, received)
+
+    def forget_link(self, link: HostLink) -> None:
+        """A host went away: drop its waiting turns; held ones stay until answered or timed
+        out (the bot is thinking), their answers go nowhere."""
+        self.links.discard(link)
+        for queue in self.waiting.values():
+            for request in [r for r in queue if r.link is link]:
+                queue.remove(request)
+                if request.timer is not None:
+                    request.timer.cancel()
+        for session in self.all_sessions():
+            for request in session.open.values():
+                if request.link is link:
+                    request.link = None
+
+    # --- sessions ------------------------------------------------------------------------
+    def add_session(self, session: BotSession) -> None:
+        self.sessions.setdefault(session.bot, []).append(session)
+
+    def remove_session(self, session: BotSession) -> None:
+        group = self.sessions.get(session.bot, [])
+        if session in group:
+            group.remove(session)
+        if group:
+            self.dispatch(session.bot)
+            return
+        self.sessions.pop(session.bot, None)
+        queue = self.waiting.pop(session.bot, deque())
+        for request in queue:  # nobody here can send them: the host asks the directory
+            if request.timer is not None:
+                request.timer.cancel()
+            self._reply(request, Kind.DRAINED if self.draining else Kind.BOT_LEFT)
+
+    # --- directory -------------------------------------------------------------------
     async def sweep_forever(self) -> None:
         """Purge ``bot_streams`` entries nobody refreshed (their referee died)."""
         while True:
@@ -249,7 +320,7 @@ class Hub:
         for name in names:
             purged += int(
                 await self._purge_script(
-                    keys=[keys.bot_streams(name)], args=[mailbox.now_ms(), STREAM_STALE_MS]
+                    keys=[keys.bot_streams(name)], args=[now_ms(), STREAM_STALE_MS]
                 )
             )
         if purged:
@@ -261,7 +332,7 @@ class Hub:
         result = await self._register_script(
             keys=[keys.bot_streams(bot)],
             args=[
-                mailbox.now_ms(),
+                now_ms(),
                 STREAM_STALE_MS,
                 self.config.max_streams_per_bot,
                 stream_id,
@@ -277,23 +348,33 @@ class Hub:
         task.add_done_callback(self._closing.discard)
 
     async def drain(self, grace_s: float) -> None:
-        """Stop popping, tell every bot, let open requests be answered, then end streams.
-
-        Unanswered requests are pushed back to their inboxes as the streams close."""
+        """Take no new turns, tell every bot, let held requests be answered, then hand the
+        rest back to their hosts (``DRAINED``) and end the streams."""
         self.draining = True
-        sessions = list(self.sessions)
-        await asyncio.gather(*(s.begin_drain() for s in sessions), return_exceptions=True)
+        for bot, queue in list(self.waiting.items()):
+            while queue:
+                request = queue.popleft()
+                if request.timer is not None:
+                    request.timer.cancel()
+                self._reply(request, Kind.DRAINED)
+            self.waiting.pop(bot, None)
+        sessions = self.all_sessions()
+        for session in sessions:
+            session.begin_drain()
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(s.open for s in self.sessions):
+        while time.monotonic() < deadline and any(s.open for s in self.all_sessions()):
             await asyncio.sleep(0.05)
-        for session in list(self.sessions):
+        for session in self.all_sessions():
+            session.give_back(Kind.DRAINED)
             session.request_stop(
                 Draining(
                     "the referee is shutting down: connect again (to it or another referee); "
-                    "requests you held are waiting in your inbox"
+                    "the requests you held will be sent to you again"
                 )
             )
-        await self.wait_closed(timeout=POP_WAIT_S + 5.0)
+        await self.wait_closed(timeout=self.config.write_timeout_s + 5.0)
+        for link in list(self.links):
+            await link.flush(timeout=2.0)
 
     async def wait_closed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -314,24 +395,18 @@ class BotSession:
         self.session_id = uuid.uuid4().hex[:12]
         self.stream_id = f"{hub.config.referee_id}:{self.session_id}"
         self.redis = hub.redis
-        self.inbox = keys.inbox(bot)
         self.concurrency = 1
-        self.open: dict[Key, OpenRequest] = {}
+        self.open: dict[Key, Request] = {}
         self._answered: OrderedDict[Key, None] = OrderedDict()
-        self._write_lock = asyncio.Lock()
-        self._has_slot = asyncio.Event()
-        self._stopping = False  # no more pops
-        self._suspect = False  # handed over to a newer stream: no pops until the bot speaks
+        self._outbox: deque[Any] = deque()  # bytes, proto messages, or a Request to send
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._closing_writer = False
+        self._keeper: asyncio.Task[None] | None = None
+        self._stopping = False  # takes no more turns
+        self._suspect = False  # handed over to a newer stream: no turns until the bot speaks
         self._stop_reason: ArenaError | None = None
         self._stop_event = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        # Stamps and answers waiting for the reply pusher: (reply key, JSON, request whose
-        # ``stamped`` is set once this entry is in Redis, or None).
-        self._replies: list[tuple[str, str, OpenRequest | None]] = []
-        self._pusher: asyncio.Task[None] | None = None
-        self._popper: asyncio.Task[None] | None = None
-        self._pop_client_id: int | None = None
-        self._keeper: asyncio.Task[None] | None = None
         self._registered = False
         self._closed = False
         self._record: dict[str, Any] = {}
@@ -387,13 +462,23 @@ class BotSession:
         self.concurrency = max(1, min(asked, self.hub.config.max_concurrency))
         self._record = {
             "referee": self.hub.config.referee_id,
-            "since_ms": mailbox.now_ms(),
-            "seen_ms": mailbox.now_ms(),
+            "link": self.hub.config.link_address,
+            "since_ms": now_ms(),
+            "seen_ms": now_ms(),
             "concurrency": self.concurrency,
             "peer": self.peer,
             "bot_version": hello.bot_version[:100],
             "games": list(hello.games)[:10],
         }
+        self._writer = asyncio.ensure_future(self._write_loop())
+        welcome = bot_pb2.Welcome(
+            bot=self.bot,
+            protocol_version=PROTOCOL_VERSION,
+            session_id=self.session_id,
+            max_concurrent_matches=self.concurrency,
+            keepalive_time_ms=self.hub.config.keepalive_time_ms,
+            referee_id=self.hub.config.referee_id,
+        )
         count = await self.hub.register_stream(self.bot, self.stream_id, self._record)
         if count < 0:
             limit = self.hub.config.max_streams_per_bot
@@ -408,19 +493,11 @@ class BotSession:
         # bot whose declared games leave out the season's game); [] means every game.
         with contextlib.suppress(RedisError):
             await self.redis.hset(keys.bot(self.bot), "games", json.dumps(self._record["games"]))
-        for other in list(self.hub.sessions):
-            if other.bot == self.bot and other.open:
-                await other.hand_over(self)
-        self.hub.sessions.add(self)
-        welcome = bot_pb2.Welcome(
-            bot=self.bot,
-            protocol_version=PROTOCOL_VERSION,
-            session_id=self.session_id,
-            max_concurrent_matches=self.concurrency,
-            keepalive_time_ms=self.hub.config.keepalive_time_ms,
-            referee_id=self.hub.config.referee_id,
-        )
-        await self._write(bot_pb2.RefereeMessage(welcome=welcome))
+        self.enqueue(bot_pb2.RefereeMessage(welcome=welcome))
+        for other in list(self.hub.sessions.get(self.bot, [])):
+            if other.open:
+                other.hand_over(self)
+        self.hub.add_session(self)
         log.info(
             "bot %s connected (session %s, concurrency %d, %s)",
             self.bot,
@@ -428,96 +505,16 @@ class BotSession:
             self.concurrency,
             hello.bot_version,
         )
-        self._update_slot()
-        self._popper = asyncio.ensure_future(self._pop_loop())
         self._keeper = asyncio.ensure_future(self._housekeeping())
+        self.hub.dispatch(self.bot)
 
-    def request_stop(self, reason: ArenaError | None) -> None:
-        """End the stream (with ``reason``'s status, or OK when None)."""
-        self._stopping = True
-        self._has_slot.set()
-        if self._stop_reason is None:
-            self._stop_reason = reason
-        self._stop_event.set()
+    def has_slot(self) -> bool:
+        return not self._stopping and not self._suspect and len(self.open) < self.concurrency
 
-    async def begin_drain(self) -> None:
-        self._stopping = True
-        self._has_slot.set()
-        with contextlib.suppress(Exception):
-            await self._write(
-                bot_pb2.RefereeMessage(
-                    notice=bot_pb2.Notice(
-                        code="draining",
-                        message="the referee is shutting down: answer the requests you hold; "
-                        "reconnect when this stream ends",
-                    )
-                )
-            )
-
-    async def close(self) -> None:
-        """Stop popping, push back what the bot holds, forget the stream. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stopping = True
-        self._has_slot.set()
-        try:
-            if self._popper is not None:
-                await self._stop_popper()
-            if self._keeper is not None:
-                self._keeper.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._keeper
-            while self._tasks:  # answers being pushed (a finished one may start the pusher)
-                await asyncio.gather(*list(self._tasks), return_exceptions=True)
-            await self._push_back()
-            if self._registered:
-                with contextlib.suppress(RedisError):
-                    await self.redis.hdel(keys.bot_streams(self.bot), self.stream_id)
-        finally:
-            self.hub.sessions.discard(self)
-            log.info("bot %s disconnected (session %s)", self.bot, self.session_id)
-
-    async def _stop_popper(self) -> None:
-        """Wake the popper out of its BLPOP and wait until it has finished."""
-        assert self._popper is not None
-        deadline = time.monotonic() + POP_WAIT_S + 5.0
-        while not self._popper.done() and time.monotonic() < deadline:
-            if self._pop_client_id is not None:
-                try:
-                    await self.redis.client_unblock(self._pop_client_id)
-                except RedisError as exc:
-                    log.debug("CLIENT UNBLOCK failed: %s", exc)
-            # Repeat: the popper may have been between its check and a new BLPOP.
-            await asyncio.wait({self._popper}, timeout=0.1)
-
-    def _close_request(self, key: Key) -> OpenRequest | None:
-        """Forget an open request (answered, timed out or expired); frees its slot."""
-        request = self.open.pop(key, None)
-        if request is None:
-            return None
-        self.hub.owner.pop(key, None)
-        if request.timer is not None:
-            request.timer.cancel()
-        self._update_slot()
-        return request
-
-    def _arm_timer(self, request: OpenRequest) -> None:
-        if request.timer is not None:
-            request.timer.cancel()
-        delay = max(0.0, (request.deadline_ms - mailbox.now_ms()) / 1000.0)
-        request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request.key)
-
-    def _expire(self, key: Key) -> None:
-        if self._close_request(key) is not None:
-            log.info("gave up waiting for %s to answer %s: its clock ran out", self.bot, key)
-
-    async def hand_over(self, successor: BotSession) -> None:
-        """The bot opened ``successor``: give the requests this stream holds back to the
-        inbox (its clock running) so the new stream gets them; an answer that still comes
-        here is told STALE (the copy on the new stream counts). This stream pops nothing
-        more until the bot sends a message on it (a dead one never does; keepalive or
-        housekeeping closes it)."""
+    def hand_over(self, successor: BotSession) -> None:
+        """The bot opened ``successor``: hand the requests this stream holds back to their
+        hosts (``BOT_LEFT`` with their send stamps: the clock keeps running) and take no new
+        turn until the bot sends a message here (a dead stream never does)."""
         log.info(
             "bot %s opened session %s: session %s hands its %d request(s) over",
             self.bot,
@@ -526,301 +523,147 @@ class BotSession:
             len(self.open),
         )
         self._suspect = True
-        self._update_slot()
-        await self._push_back()
-        if self._pop_client_id is not None:  # out of a BLPOP that would take the next one
-            with contextlib.suppress(RedisError):
-                await self.redis.client_unblock(self._pop_client_id)
+        self.give_back(Kind.BOT_LEFT)
 
     def _alive(self) -> None:
-        """The bot spoke on this stream: it is alive, pop for it again."""
+        """The bot spoke on this stream: it is alive, it may take turns again."""
         if self._suspect:
             self._suspect = False
-            self._update_slot()
+            self.hub.dispatch(self.bot)
 
-    async def _push_back(self) -> None:
-        now = mailbox.now_ms()
-        keep = sorted(
-            (r for r in self.open.values() if r.deadline_ms > now), key=lambda r: r.sent_ms
+    def request_stop(self, reason: ArenaError | None) -> None:
+        """End the stream (with ``reason``'s status, or OK when None)."""
+        self._stopping = True
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._stop_event.set()
+
+    def begin_drain(self) -> None:
+        self._stopping = True
+        self.enqueue(
+            bot_pb2.RefereeMessage(
+                notice=bot_pb2.Notice(
+                    code="draining",
+                    message="the referee is shutting down: answer the requests you hold; "
+                    "reconnect when this stream ends",
+                )
+            )
         )
-        for key in list(self.open):
-            self._close_request(key)
-        if not keep:
+
+    async def close(self) -> None:
+        """Hand back what the bot holds, forget the stream. Idempotent."""
+        if self._closed:
             return
-        entries = []
-        for request in reversed(keep):  # LPUSH reverses: the oldest ends up first
-            turn = dict(request.turn)
-            turn["first_sent_ms"] = request.sent_ms
-            # After the send, nobody waits past the answer deadline: a copy still in the
-            # inbox then is dropped rather than sent to a bot whose decision already timed out.
-            turn["expires_ms"] = request.deadline_ms
-            entries.append(json.dumps(turn, separators=(",", ":")))
+        self._closed = True
+        self._stopping = True
         try:
-            await self.redis.lpush(self.inbox, *entries)
-            log.info("pushed %d unanswered request(s) back to %s", len(entries), self.inbox)
-        except RedisError as exc:
-            log.error("could not push %d request(s) back to %s: %s", len(entries), self.inbox, exc)
+            self.give_back(Kind.DRAINED if self.hub.draining else Kind.BOT_LEFT)
+            if self._keeper is not None and not self._keeper.done():
+                self._keeper.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._keeper
+            await self._stop_writer()
+            if self._registered:
+                with contextlib.suppress(RedisError):
+                    await self.redis.hdel(keys.bot_streams(self.bot), self.stream_id)
+        finally:
+            self.hub.remove_session(self)
+            log.info("bot %s disconnected (session %s)", self.bot, self.session_id)
+
+    async def _stop_writer(self) -> None:
+        """Let the writer finish the write in flight (bounded): a write cancelled midway
+        would leave an operation open, and the stream's final status could not be sent."""
+        writer = self._writer
+        if writer is None or writer.done():
+            return
+        self._outbox.clear()
+        self._closing_writer = True
+        self._wake.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(writer), self.hub.config.write_timeout_s)
+        if not writer.done():
+            writer.cancel()
+            with contextlib.suppress(BaseException):
+                await writer
+
+    def give_back(self, kind: ReplyKind) -> None:
+        """Reply ``kind`` for every request this stream holds (the host sends it again)."""
+        for key in list(self.open):
+            request = self._close_request(key)
+            if request is not None:
+                self.hub._reply(request, kind)
+
+    # --- turns ----------------------------------------------------------------------
+    def hold(self, request: Request) -> None:
+        """Take ``request`` into a free slot; the writer stamps and sends it."""
+        request.session = self
+        self.open[request.key] = request
+        self.hub.owner[request.key] = self.bot
+        self.enqueue(request)
+
+    def _close_request(self, key: Key) -> Request | None:
+        """Forget a held request (answered, timed out, handed back); frees its slot."""
+        request = self.open.pop(key, None)
+        if request is None:
+            return None
+        self.hub.owner.pop(key, None)
+        if request.timer is not None:
+            request.timer.cancel()
+            request.timer = None
+        return request
+
+    def _time_out(self, key: Key) -> None:
+        request = self._close_request(key)
+        if request is not None:
+            self.hub._reply(request, Kind.TIMEOUT)
+            self.hub.dispatch(self.bot)
 
     # --- writing to the bot ----------------------------------------------------------
-    async def _write(self, message: Any) -> float:
-        """Write one message; returns when the write began (after any wait for the lock).
-
-        Bounded by ``write_timeout_s``, the wait for the lock included: a bot that does not
-        read its stream gets :class:`SlowReader` (its stream ends, and only its own)."""
-        limit = self.hub.config.write_timeout_s
-        try:
-            async with asyncio.timeout(limit):
-                async with self._write_lock:
-                    began_ms = mailbox.now_ms()
-                    await self.context.write(message)
-                    return began_ms
-        except TimeoutError:
-            error = SlowReader(
-                f"a message to bot {self.bot!r} could not be written within {limit:g} s: "
-                "the bot does not read its stream (or its flow-control window is too small); "
-                "read every message the referee sends, as it comes"
-            )
-            log.warning(
-                "ending the stream of %s (session %s): %s", self.bot, self.session_id, error
-            )
-            self.request_stop(error)
-            raise error from None
-
     async def send_notice(self, message: Any) -> None:
-        """Write a ``RefereeMessage(notice=...)`` between the other messages
+        """Queue a ``RefereeMessage(notice=...)`` between the other messages
         (referee.gateway.notices); it takes no concurrency slot."""
-        await self._write(message)
+        self.enqueue(message)
 
-    def _update_slot(self) -> None:
-        if self._stopping or (not self._suspect and len(self.open) < self.concurrency):
-            self._has_slot.set()
-        else:
-            self._has_slot.clear()
+    def enqueue(self, item: Any) -> None:
+        self._outbox.append(item)
+        self._wake.set()
 
-    async def _pop_loop(self) -> None:
-        client = self.hub.new_pop_client()
-        try:
-            await self._pop_with(client)
-        finally:
-            self._pop_client_id = None
-            with contextlib.suppress(Exception):
-                await client.aclose()
-
-    async def _pop_with(self, client: redis.asyncio.Redis) -> None:
-        backoff = 0.1
-        busy = False  # the last non-blocking look found entries
-        while not self._stopping:
-            await self._has_slot.wait()
-            if self._stopping:
-                break
-            try:
-                if self._pop_client_id is None:
-                    self._pop_client_id = int(await client.client_id())
-                    continue  # check _stopping again before blocking
-                item = await client.blpop([self.inbox], timeout=POP_WAIT_S)
-            except RedisError as exc:
-                self._pop_client_id = None  # a new connection has a new id
-                log.warning("popping %s failed (%s); retrying in %.1f s", self.inbox, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
-                continue
-            backoff = 0.1
-            if item is None:
-                continue
-            batch = [str(item[1])]
-            # Look for more without blocking only when more is likely: the inbox was busy
-            # at the last look, or this is a notification (a worker pushes those together
-            # with its next request). An idle bot's lone turn costs no extra round trip.
-            probe = busy or not batch[0].startswith('{"type":"turn"')
-            while await self._deliver_batch(batch) and probe:
-                # A busy inbox: take what else is there in one round trip (no blocking),
-                # at most as many entries as there are free slots.
-                free = min(self.concurrency - len(self.open), POP_BATCH)
-                if free <= 0 or self._stopping:
-                    break
+    async def _write_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        timeout = self.hub.config.write_timeout_s
+        while not self._closing_writer:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._outbox and not self._closing_writer:
+                item = self._outbox.popleft()
+                if isinstance(item, Request):
+                    if self.open.get(item.key) is not item:
+                        continue  # handed back or timed out before its turn came
+                    stamp = now_ms()
+                    item.sent_ms = item.first_sent_ms or stamp
+                    left_s = (item.sent_ms + item.limit_ms + TIMEOUT_SLACK_MS - stamp) / 1000.0
+                    item.timer = loop.call_later(max(0.0, left_s), self._time_out, item.key)
+                    data: Any = item.payload
+                else:
+                    data = item
                 try:
-                    more = await client.lpop(self.inbox, free)
-                except RedisError:
-                    break  # the blocking pop above reports and backs off
-                busy = bool(more)
-                if not more:
-                    break
-                batch = [str(raw) for raw in more]
-            if self._stopping:
-                break
-
-    async def _deliver_batch(self, batch: list[str]) -> bool:
-        """Relay popped entries in order; False when the popper must stop (what was not
-        delivered is pushed back to the front of the inbox, in order)."""
-        for i, raw in enumerate(batch):
-            if self._stopping or self._suspect:
-                await self._give_back(*batch[i:])
-                return False
-            try:
-                await self._deliver(raw)
-            except _StreamGone:
-                await self._give_back(*batch[i:])
-                return False
-            except Exception:
-                log.exception("relaying to %s failed; ending its stream", self.bot)
-                self.request_stop(ArenaError("internal error in the relay: reconnect"))
-                if batch[i + 1 :]:
-                    await self._give_back(*batch[i + 1 :])
-                return False
-        return True
-
-    async def _give_back(self, *raws: str) -> None:
-        """Push entries back to the front of the inbox, keeping their order."""
-        try:
-            await self.redis.lpush(self.inbox, *reversed(raws))
-        except RedisError as exc:
-            log.error("lost %d inbox message(s) of %s: %s", len(raws), self.bot, exc)
-
-    async def _deliver(self, raw: str) -> None:
-        try:
-            message = mailbox.decode_inbox(raw)
-        except ValueError as exc:
-            log.error("dropped a malformed entry of %s: %s", self.inbox, exc)
-            return
-        if message.get("bot") != self.bot:
-            log.error(
-                "dropped a message for bot %r found in the inbox of %r",
-                message.get("bot"),
-                self.bot,
-            )
-            return
-        if message["type"] == "turn":
-            await self._send_turn(cast(dict[str, Any], message), raw)
-            return
-        if message["type"] == "action_result" and message["status"] == "timed_out":
-            self._close_request((message["match_id"], int(message["attempt"]), int(message["seq"])))
-        try:
-            proto = convert.notification_to_proto(message)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.error("dropped a malformed %s for %s: %r", message["type"], self.bot, exc)
-            return
-        await self._write_or_gone(proto)
-
-    async def _write_or_gone(self, proto: Any) -> None:
-        try:
-            await self._write(proto)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise _StreamGone() from exc
-
-    async def _send_turn(self, turn: dict[str, Any], raw: str) -> None:
-        now = mailbox.now_ms()
-        if float(turn.get("expires_ms", 0)) < now:
-            log.info(
-                "dropped expired request %s/%s/%s for %s",
-                turn.get("match_id"),
-                turn.get("attempt"),
-                turn.get("seq"),
-                self.bot,
-            )
-            return
-        try:
-            key: Key = (str(turn["match_id"]), int(turn["attempt"]), int(turn["seq"]))
-            observation = turn["observation"]
-            if int(observation["seat"]) != int(turn["seat"]):
-                raise ValueError(
-                    f"observation of seat {observation['seat']} in a request for seat "
-                    f"{turn['seat']}"
-                )
-            first_sent = turn.get("first_sent_ms")
-            clock = None if first_sent is None else _left_clock(turn, float(first_sent), now)
-            proto = convert.turn_to_proto(cast(mailbox.TurnMessage, turn), clock)
-            reply_key = str(turn["reply_key"])
-        except (ValueError, KeyError, TypeError) as exc:
-            log.error("dropped a malformed turn request for %s: %r", self.bot, exc)
-            return
-        if key in self.open:
-            log.warning("request %s is already open on this stream; ignored the copy", key)
-            return
-        if proto.ByteSize() > self.hub.config.max_message_bytes:
-            log.error(
-                "dropped request %s for %s: %d bytes is over the %d-byte message limit",
-                key,
-                self.bot,
-                proto.ByteSize(),
-                self.hub.config.max_message_bytes,
-            )
-            return
-        original = dict(turn)  # a shallow copy: nothing below changes the nested values
-        original.pop("first_sent_ms", None)
-        sent_ms = mailbox.now_ms() if first_sent is None else float(first_sent)
-        request = OpenRequest(
-            key=key,
-            turn=original,
-            reply_key=reply_key,
-            sent_ms=sent_ms,
-            deadline_ms=_deadline(turn, sent_ms),
-        )
-        self.open[key] = request
-        self.hub.owner[key] = self.bot
-        self._update_slot()
-        self._arm_timer(request)
-        try:
-            write_ms = await self._write(proto)  # the send stamp: after any wait for the lock
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._close_request(key)
-            raise _StreamGone() from exc
-        if first_sent is None:
-            stamp: mailbox.SentStamp = {
-                "type": "sent",
-                "referee": self.hub.config.referee_id,
-                "sent_ms": write_ms,
-            }
-            request.sent_ms = write_ms
-            request.deadline_ms = _deadline(turn, write_ms)
-            self._arm_timer(request)
-            # Pushed by the reply pusher (the popper goes on with the next entry); the
-            # answer may be pushed once the stamp is in (never waits forever: see there).
-            self._queue_reply(reply_key, mailbox.encode(stamp), request)
-        else:
-            request.stamped.set()
-
-    def _queue_reply(self, key: str, value: str, stamped: OpenRequest | None = None) -> None:
-        """RPUSH ``value`` to reply list ``key`` soon. Entries queued while a push is in
-        flight go together in the next pipeline, in order; ``stamped.stamped`` is set once
-        the entry was pushed (or given up on)."""
-        self._replies.append((key, value, stamped))
-        if self._pusher is None or self._pusher.done():
-            self._pusher = asyncio.ensure_future(self._push_replies())
-            self._tasks.add(self._pusher)
-            self._pusher.add_done_callback(self._tasks.discard)
-
-    async def _push_replies(self) -> None:
-        while self._replies:
-            batch, self._replies = self._replies, []
-            try:
-                await self._rpush_many([(key, value) for key, value, _ in batch])
-            finally:
-                for _, _, request in batch:
-                    if request is not None:
-                        request.stamped.set()
-
-    async def _rpush_many(self, entries: list[tuple[str, str]]) -> None:
-        """RPUSH each ``(key, value)`` (and refresh the key's TTL), in one command."""
-        for attempt in range(3):
-            try:
-                await self.hub.push_replies_script(
-                    keys=[key for key, _ in entries],
-                    args=[mailbox.REPLY_TTL_S, *(value for _, value in entries)],
-                )
-                return
-            except RedisError as exc:
-                log.warning(
-                    "RPUSH to %s failed (%s), attempt %d",
-                    ", ".join(sorted({key for key, _ in entries})),
-                    exc,
-                    attempt + 1,
-                )
-                await asyncio.sleep(0.05 * (attempt + 1))
-        log.error("gave up pushing to %s", ", ".join(sorted({key for key, _ in entries})))
+                    await asyncio.wait_for(self.context.write(data), timeout)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    error = (
+                        SlowReader(
+                            f"a message to bot {self.bot!r} could not be written within "
+                            f"{timeout:g} s: the bot does not read its stream (or its "
+                            "flow-control window is too small); read every message the "
+                            "referee sends, as it comes"
+                        )
+                        if isinstance(exc, TimeoutError)
+                        else ProtocolError(f"writing to the stream failed: {exc!r}")
+                    )
+                    log.warning("ending the stream of %s: %s", self.bot, error)
+                    self.request_stop(error)
+                    return
 
     # --- reading from the bot --------------------------------------------------------
     async def _read_loop(self, stream: Any) -> None:
@@ -832,16 +675,14 @@ class BotSession:
             if kind == "action":
                 await self._on_action(message.action)
             elif kind == "ping":
-                await self._write(
-                    bot_pb2.RefereeMessage(pong=bot_pb2.Pong(nonce=message.ping.nonce))
-                )
+                self.enqueue(bot_pb2.RefereeMessage(pong=bot_pb2.Pong(nonce=message.ping.nonce)))
             elif kind == "hello":
                 raise ProtocolError("Hello was already received: send it once, first")
             else:
                 raise MalformedMessage("empty BotMessage: set one of hello, action or ping")
 
     async def _on_action(self, action: Any) -> None:
-        received_ms = mailbox.now_ms()
+        received_ms = now_ms()
         if not action.match_id:
             raise MalformedMessage("Action.match_id is empty: echo the TurnRequest's match_id")
         if len(action.action) > MAX_ACTION_CHARS:
@@ -850,19 +691,16 @@ class BotSession:
                 f"{MAX_ACTION_CHARS} (a card '7D', a run '8D+9D', 'pass')"
             )
         key: Key = (action.match_id, int(action.attempt), int(action.seq))
-        request = self._close_request(key)
-        if request is not None:
+        request = self.open.get(key)
+        if request is not None and request.sent_ms > 0:
+            self._close_request(key)
             self._remember_answered(key)
-            if request.stamped.is_set():  # the usual case: no task needed
-                self._queue_answer(request, action.action, received_ms)
-                return
-            task = asyncio.ensure_future(self._push_answer(request, action.action, received_ms))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self.hub._reply(request, Kind.ANSWER, action.action, received_ms)
+            self.hub.dispatch(self.bot)
             return
         where = f"match {action.match_id} attempt {action.attempt} seq {action.seq}"
         if key in self._answered:
-            await self._tell(
+            self._tell(
                 action,
                 bot_pb2.ActionResult.DUPLICATE,
                 "duplicate",
@@ -875,7 +713,7 @@ class BotSession:
                 f"{where} is not a decision of bot {self.bot!r}: answer only the TurnRequests "
                 "sent to you"
             )
-        await self._tell(
+        self._tell(
             action,
             bot_pb2.ActionResult.STALE,
             "stale",
@@ -897,7 +735,7 @@ class BotSession:
             return False
         return isinstance(seats, list) and self.bot not in seats
 
-    async def _tell(self, action: Any, code: Any, reason: str, text: str) -> None:
+    def _tell(self, action: Any, code: Any, reason: str, text: str) -> None:
         result = bot_pb2.ActionResult(
             match_id=action.match_id,
             attempt=action.attempt,
@@ -906,27 +744,12 @@ class BotSession:
             reason=reason,
             message=text,
         )
-        await self._write(bot_pb2.RefereeMessage(result=result))
+        self.enqueue(bot_pb2.RefereeMessage(result=result))
 
     def _remember_answered(self, key: Key) -> None:
         self._answered[key] = None
         while len(self._answered) > ANSWERED_MEMORY:
             self._answered.popitem(last=False)
-
-    async def _push_answer(self, request: OpenRequest, action: str, received_ms: float) -> None:
-        await request.stamped.wait()
-        self._queue_answer(request, action, received_ms)
-
-    def _queue_answer(self, request: OpenRequest, action: str, received_ms: float) -> None:
-        answer: mailbox.AnswerMessage = {
-            "type": "answer",
-            "referee": self.hub.config.referee_id,
-            "action": action,
-            "sent_ms": request.sent_ms,
-            "received_ms": received_ms,
-            "think_ms": max(0.0, received_ms - request.sent_ms),
-        }
-        self._queue_reply(request.reply_key, mailbox.encode(answer))
 
     # --- housekeeping ------------------------------------------------------------------
     async def _housekeeping(self) -> None:
@@ -936,12 +759,8 @@ class BotSession:
                 log.warning("stream of %s (%s) is dead; closing it", self.bot, self.session_id)
                 self.request_stop(None)
                 return
-            now = mailbox.now_ms()
-            for key, request in list(self.open.items()):
-                if request.deadline_ms < now:
-                    self._expire(key)
             try:
-                self._record["seen_ms"] = now
+                self._record["seen_ms"] = now_ms()
                 pipe = self.redis.pipeline(transaction=False)
                 pipe.hset(keys.bot_streams(self.bot), self.stream_id, json.dumps(self._record))
                 pipe.hget(keys.bot(self.bot), "revoked")
@@ -952,10 +771,6 @@ class BotSession:
             if revoked == "1":
                 self.request_stop(AuthError(f"bot {self.bot!r} was revoked"))
                 return
-
-
-class _StreamGone(Exception):
-    """Writing to the bot failed: the stream is gone."""
 
 
 class BotGatewayServicer:
@@ -1001,7 +816,121 @@ class BotGatewayServicer:
                 "Play": grpc.stream_stream_rpc_method_handler(
                     self.Play,
                     request_deserializer=parse_bot_message,
-                    response_serializer=bot_pb2.RefereeMessage.SerializeToString,
+                    response_serializer=serialize_to_bot,
+                )
+            },
+        )
+
+
+class HostLink:
+    """One ``MatchRelay.Link`` stream: a match host's turns in, replies out (batched)."""
+
+    def __init__(self, hub: Hub, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        self.hub = hub
+        self.context = context
+        self._replies: list[Any] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.closed = False
+
+    def reply(
+        self,
+        key: Key,
+        kind: ReplyKind,
+        action: str = "",
+        sent_ms: float = 0.0,
+        received: float = 0.0,
+    ) -> None:
+        if self.closed:
+            return
+        self._replies.append(
+            internal_pb2.Reply(
+                match_id=key[0],
+                attempt=key[1],
+                seq=key[2],
+                kind=kind,
+                action=action,
+                sent_ms=sent_ms,
+                received_ms=received,
+            )
+        )
+        self._idle.clear()
+        self._wake.set()
+
+    async def flush(self, timeout: float) -> None:
+        """Wait (at most ``timeout``) until every queued reply was written."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def write_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._replies:
+                batch, self._replies = self._replies, []
+                message = internal_pb2.RelayBatch(replies=batch)
+                try:
+                    await asyncio.wait_for(self.context.write(message), LINK_WRITE_TIMEOUT_S)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("ending a host link: a write failed or stalled (%r)", exc)
+                    self.closed = True
+                    self._idle.set()
+                    return
+            self._idle.set()
+
+
+class MatchRelayServicer:
+    """``arena.v1.MatchRelay``: the internal stream of match hosts (cluster secret)."""
+
+    def __init__(self, hub: Hub, secret: str) -> None:
+        self.hub = hub
+        self.secret = secret
+
+    async def Link(
+        self, request_iterator: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        metadata = {str(k): str(v) for k, v in (context.invocation_metadata() or ())}
+        if not cluster.secret_matches(metadata, self.secret):
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "the internal stream needs 'authorization: Bearer <cluster secret>' "
+                "(the same $ARENA_CLUSTER_SECRET or secret file on every referee and worker)",
+            )
+            return
+        link = HostLink(self.hub, context)
+        self.hub.links.add(link)
+        writer = asyncio.ensure_future(link.write_loop())
+        try:
+            async for batch in request_iterator:
+                if isinstance(batch, Malformed):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, batch.error)
+                    return
+                for item in batch.items:
+                    which = item.WhichOneof("item")
+                    if which == "turn":
+                        self.hub.submit(link, item.turn)
+                    elif which == "notify":
+                        self.hub.notify(item.notify)
+                if link.closed:
+                    break
+        finally:
+            link.closed = True
+            self.hub.forget_link(link)
+            writer.cancel()
+            with contextlib.suppress(BaseException):
+                await writer
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            "arena.v1.MatchRelay",
+            {
+                "Link": grpc.stream_stream_rpc_method_handler(
+                    self.Link,
+                    request_deserializer=parse_host_batch,
+                    response_serializer=internal_pb2.RelayBatch.SerializeToString,
                 )
             },
         )

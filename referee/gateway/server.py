@@ -9,13 +9,18 @@ Keepalive (PITFALLS 6), the same numbers as ``sample_bots/sdk.py``:
 * ``Welcome.keepalive_time_ms`` tells other clients the 30 s interval to use.
 
 Shutdown (SIGTERM/SIGINT or :meth:`RefereeServer.stop`): health NOT_SERVING, new streams
-UNAVAILABLE, sessions stop popping and send a ``Notice``, open requests get ``drain_grace_s``
-to be answered, the rest are pushed back to their inboxes, then the server stops.
+UNAVAILABLE, new turns from hosts are answered DRAINED, sessions send a ``Notice``, held
+requests get ``drain_grace_s`` to be answered, the rest go back to their hosts (DRAINED:
+they send them to the bot's new referee), then the server stops.
 
-Every step of it is bounded (PITFALLS 16): each write to a bot (lock wait included) takes at
-most ``write_timeout_s``, else that bot's stream alone ends with RESOURCE_EXHAUSTED; the
-wait for sessions to close and the server's own grace are fixed, so a bot that never reads
+Every step of it is bounded (PITFALLS 16): each write to a bot takes at most
+``write_timeout_s``, else that bot's stream alone ends with RESOURCE_EXHAUSTED; the wait
+for sessions to close and the server's own grace are fixed, so a bot that never reads
 cannot hold SIGTERM or stall the other bots' streams.
+
+A second ``grpc.aio`` server on the internal port (``link_host:link_port``) serves
+``MatchRelay.Link`` to match hosts, authenticated by the cluster secret; the address hosts
+dial (``link_advertise``) goes into the bot-streams directory.
 """
 
 from __future__ import annotations
@@ -39,18 +44,18 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
-from referee import web
+from referee import cluster, web
 from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
 from referee.gateway.relay import (
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
-    POP_WAIT_S,
     WRITE_TIMEOUT_S,
     BotGatewayServicer,
     Hub,
     HubConfig,
+    MatchRelayServicer,
 )
 from referee.seasons import driver
 
@@ -65,9 +70,9 @@ MAX_MESSAGE_BYTES = 64 * 1024
 """Largest message a bot may send or receive (gRPC's default is 4 MiB: PITFALLS 7)."""
 
 COMMAND_CONNECTIONS = 64
-POP_CONNECTIONS = 20_000
-"""At most this many bot streams (and WatchEvents feeds) wait at once (Redis' maxclients is 10k by
-default: raise it for more bots per referee)."""
+FEED_CONNECTIONS = 20_000
+"""At most this many WatchEvents feeds wait at once (Redis' maxclients is 10k by default)."""
+REDIS_SOCKET_TIMEOUT_S = 15.0
 
 SERVICE_NAMES = (
     bot_pb2.DESCRIPTOR.services_by_name["BotGateway"].full_name,
@@ -110,9 +115,17 @@ class RefereeConfig:
     drain_grace_s: float = 5.0
     housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
     hello_timeout_s: float = HELLO_TIMEOUT_S
-    write_timeout_s: float = WRITE_TIMEOUT_S  # one write to a bot, lock wait included
+    write_timeout_s: float = WRITE_TIMEOUT_S  # one write to a bot
     hooks: bool = True  # run referee.web (HTTP) and referee.seasons.driver (seasons)
     human_move_s: float = 60.0  # a person's clock per decision in /play matches (0 = off)
+    cluster_secret: str = ""  # authenticates match hosts (never argv; "" = $ARENA_CLUSTER_SECRET)
+    link_host: str = ""  # internal port's listen address ("" = the same as host)
+    link_port: int = 0  # 0 = any free port
+    link_advertise: str = ""  # HOST:PORT hosts dial ("" = link_host:the bound port)
+    link_tls: bool = False  # serve the internal port with tls_cert/tls_key too
+
+    def resolved_link_host(self) -> str:
+        return self.link_host or self.host
 
     def resolved_referee_id(self) -> str:
         return self.referee_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
@@ -131,12 +144,10 @@ class RefereeServer:
         self.referee_id = config.resolved_referee_id()
         self.port = 0
         self.stop_event = asyncio.Event()
-        # Commands share a bounded pool (callers wait for a free connection); a blocking pop
-        # holds a connection while it waits, so each stream's popper has its own.
-        # socket_timeout must exceed the BLPOP wait (PITFALLS 9).
+        # Commands share a bounded pool (callers wait for a free connection).
         common: dict[str, Any] = {
             "decode_responses": True,
-            "socket_timeout": POP_WAIT_S + 10.0,
+            "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
             "socket_connect_timeout": 5.0,
         }
         self.redis = redis.asyncio.Redis(
@@ -146,12 +157,8 @@ class RefereeServer:
         )
         # WatchEvents subscriptions wait on their own connections too.
         self.pop_redis = redis.asyncio.Redis.from_url(
-            config.redis_url, max_connections=POP_CONNECTIONS, **common
+            config.redis_url, max_connections=FEED_CONNECTIONS, **common
         )
-
-        def pop_client() -> redis.asyncio.Redis:
-            return redis.asyncio.Redis.from_url(config.redis_url, max_connections=1, **common)
-
         self.hub = Hub(
             self.redis,
             HubConfig(
@@ -164,7 +171,6 @@ class RefereeServer:
                 write_timeout_s=config.write_timeout_s,
                 keepalive_time_ms=KEEPALIVE_TIME_MS,
             ),
-            pop_client,
         )
         self.health = health.aio.HealthServicer()
         self.league: LeagueCore | None = None
@@ -172,14 +178,14 @@ class RefereeServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._sweeper: asyncio.Future[None] | None = None
         self._notices: asyncio.Future[None] | None = None
-        self._beater: asyncio.Future[None] | None = None
-        self._beat_redis: redis.asyncio.Redis | None = None
         self.token_watch = TokenWatch(self.redis)
         self._watcher: asyncio.Future[None] | None = None
         # pub/sub waits for messages: a connection of its own, no socket timeout
         self._watch_redis = redis.asyncio.Redis.from_url(
             config.redis_url, decode_responses=True, socket_connect_timeout=5.0
         )
+        self.link_server: grpc.aio.Server | None = None
+        self.link_port = 0
         self._stopped = False
 
     async def start(self) -> int:
@@ -197,14 +203,9 @@ class RefereeServer:
                 await self._watcher
         with contextlib.suppress(Exception):
             await self._watch_redis.aclose()
-        if self._beater is not None and not self._beater.done():
-            self._beater.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beater
-        if self._beat_redis is not None:
-            with contextlib.suppress(Exception):
-                await self._beat_redis.aclose()
-            self._beat_redis = None
+        if self.link_server is not None:
+            await self.link_server.stop(None)
+            self.link_server = None
         if self.league is not None:
             self.league.close()
         await self.redis.aclose(close_connection_pool=True)  # our own BlockingConnectionPool
@@ -212,11 +213,7 @@ class RefereeServer:
 
     async def _start(self) -> int:
         await self.redis.ping()
-        # Alive before any stream can stamp a request as sent (workers read a missing key
-        # as a dead referee and send its requests again).
-        self._beat_redis = self.hub.new_pop_client()
-        await self.hub.beat(self._beat_redis)
-        self._beater = asyncio.ensure_future(self.hub.beat_forever(self._beat_redis))
+        await self._start_link_server()
         server = grpc.aio.server(
             interceptors=[BotAuthInterceptor(self.redis, self.token_watch)],
             options=server_options(self.config.max_message_bytes),
@@ -254,6 +251,30 @@ class RefereeServer:
         if self.config.hooks:
             await self._start_hooks()
         return self.port
+
+    async def _start_link_server(self) -> None:
+        """The internal port: ``MatchRelay.Link`` for match hosts, authenticated by the
+        cluster secret; its address goes into every bot-streams directory entry."""
+        secret = self.config.cluster_secret or cluster.resolve_secret()  # else $ARENA_...
+        server = grpc.aio.server(options=cluster.link_server_options())
+        server.add_generic_rpc_handlers([MatchRelayServicer(self.hub, secret).handler()])
+        address = f"{self.config.resolved_link_host()}:{self.config.link_port}"
+        try:
+            if self.config.link_tls:
+                port = self._add_port(server, address)
+            else:
+                port = server.add_insecure_port(address)
+        except RuntimeError:
+            port = 0
+        if port == 0:
+            await server.stop(None)
+            raise OSError(f"could not listen on {address} (the internal port for match hosts)")
+        await server.start()
+        self.link_server = server
+        self.link_port = port
+        self.hub.config.link_address = self.config.link_advertise or (
+            f"{self.config.resolved_link_host()}:{port}"
+        )
 
     def _add_port(self, server: grpc.aio.Server, address: str) -> int:
         if not (self.config.tls_cert or self.config.tls_key):
@@ -332,12 +353,6 @@ class RefereeServer:
         self.stop_event.set()
         await self.health.enter_graceful_shutdown()
         await self.hub.drain(self.config.drain_grace_s)
-        if self._beater is not None:
-            self._beater.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beater
-        with contextlib.suppress(Exception):
-            await self.hub.mark_drained()
         if self.server is not None:
             await self.server.stop(grace=1.0)
         for task in (self._sweeper, self._notices):
@@ -364,7 +379,13 @@ async def run_referee(config: RefereeConfig, *, announce: bool = True) -> None:
             loop.add_signal_handler(sig, referee.stop_event.set)
     if announce:
         print(f"referee listening on {config.host}:{port}", flush=True)
-    log.info("referee %s serving on %s:%d", referee.referee_id, config.host, port)
+    log.info(
+        "referee %s serving on %s:%d; match hosts reach it at %s",
+        referee.referee_id,
+        config.host,
+        port,
+        referee.hub.config.link_address,
+    )
     try:
         await referee.wait()
     finally:

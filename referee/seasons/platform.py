@@ -59,6 +59,7 @@ class Platform:
         self._redis: EmbeddedRedis | None = None
         self.redis_url = redis_url or ""
         self.admin_token = secrets.token_urlsafe(18)
+        self.cluster_secret = secrets.token_urlsafe(32)  # referee <-> match hosts
         self.port = 0
         self.http_port = 0
         self.referee: subprocess.Popen[bytes] | None = None
@@ -113,7 +114,7 @@ class Platform:
                 "--http-port",
                 str(self.http_port),
             ],
-            {"ARENA_ADMIN_TOKEN": self.admin_token},
+            {"ARENA_ADMIN_TOKEN": self.admin_token, "ARENA_CLUSTER_SECRET": self.cluster_secret},
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -133,7 +134,8 @@ class Platform:
             self.referee = None
 
     def start_workers(self, processes: int = 1, per_process: int = 2) -> None:
-        """``processes`` times ``arena worker -n per_process``."""
+        """``processes`` times ``arena worker -n per_process`` (each host process runs up to
+        16 matches at once)."""
         for _ in range(processes):
             index = len(self.workers)
             self.workers.append(
@@ -145,11 +147,14 @@ class Platform:
                         "worker",
                         "-n",
                         str(per_process),
+                        "--matches",
+                        "16",
                         "--stale-s",
                         "3",
                         "--log-level",
                         "WARNING",
                     ],
+                    {"ARENA_CLUSTER_SECRET": self.cluster_secret},
                 )
             )
 

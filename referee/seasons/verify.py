@@ -4,14 +4,15 @@
 2. The schedule rebuilt from the seed (and the owners recorded at creation) equals the
    schedule the season played: same tables, seats, match seeds and deal specs.
 3. Every committed match is re-dealt from the seeds derived from the season seed (not from
-   anything the match record says), its recorded steps are replayed on that fresh deal, and
-   the initial hands and the result must equal the recorded ones.
+   anything the match record says; a retried match, attempt n > 1, from the seeds
+   ``workers.spec.redeal_seed`` derives from those and n), its recorded steps are replayed
+   on that fresh deal, and the initial hands and the result must equal the recorded ones.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -21,6 +22,7 @@ from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
+from workers.spec import redeal_seed
 
 
 @dataclass(slots=True)
@@ -114,7 +116,15 @@ def _check_match(
 ) -> int:
     if list(record.get("spec", {}).get("seats", [])) != list(m.seats):
         report.problems.append(f"{m.match_id}: seats {record['spec']['seats']} != {list(m.seats)}")
-    match: Match = new_match(rules, len(m.seats), m.seed, m.deals)
+    seed, deals = m.seed, m.deals
+    attempt = int(record.get("attempt", 1))
+    if attempt > 1:  # a retried match is re-dealt from seeds derived from the scheduled ones
+        seed = redeal_seed(m.seed, attempt)
+        if deals is not None:
+            deals = tuple(
+                replace(d, seed=redeal_seed(d.seed, attempt, i)) for i, d in enumerate(deals)
+            )
+    match: Match = new_match(rules, len(m.seats), seed, deals)
     try:
         _replay(match, record.get("steps", []))
     except Exception as exc:  # a record the fresh deal cannot replay is a finding

@@ -1,9 +1,10 @@
-"""Helpers of the gateway tests: a referee in-process, raw bot streams, worker-like pushes."""
+"""Helpers of the gateway tests: a referee in-process, raw bot streams, a match host's link."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import time
 import zlib
@@ -15,10 +16,13 @@ import grpc.aio  # type: ignore[import-untyped]
 import redis
 import redis.asyncio
 
-from arena.v1 import bot_pb2, bot_pb2_grpc
-from referee import bots, keys, mailbox
+from arena.v1 import bot_pb2, bot_pb2_grpc, internal_pb2
+from referee import bots, cluster, keys
+from referee.gateway import convert
 from referee.gateway.server import RefereeConfig, RefereeServer
+from referee.messages import Notification, TurnMessage, now_ms
 from sample_bots.sdk import channel_options
+from workers.link import LinkLost, Router
 
 ALL_CARDS = [r + s for s in "CDHS" for r in "A23456789TJQK"]
 
@@ -28,6 +32,7 @@ async def running_referee(redis_url: str, **options: Any) -> AsyncIterator[Refer
     """A referee on a free loopback port (no HTTP, no seasons hooks), stopped afterwards."""
     options.setdefault("drain_grace_s", 0.5)
     options.setdefault("port", 0)
+    options.setdefault("cluster_secret", os.environ[cluster.SECRET_ENV])
     config = RefereeConfig(redis_url=redis_url, http_port=0, hooks=False, **options)
     server = RefereeServer(config)
     await server.start()
@@ -87,11 +92,9 @@ def turn_message(
     attempt: int = 1,
     move_ms: int = 5000,
     bank_ms: int = 1000,
-    expires_in_ms: float = 30_000,
-) -> mailbox.TurnMessage:
+) -> TurnMessage:
     hands = hands or deal_hands(4, seq)
     observation = sevens_observation(seat, hands)
-    now = mailbox.now_ms()
     return {
         "type": "turn",
         "bot": bot,
@@ -103,27 +106,67 @@ def turn_message(
         "observation": observation,
         "legal_actions": [*sorted(hands[seat])[:3], "pass"],
         "clock": {"move_ms": move_ms, "bank_ms": bank_ms, "grace_ms": 50},
-        "reply_key": keys.reply(match_id, attempt, seq),
-        "enqueued_ms": now,
-        "expires_ms": now + expires_in_ms,
     }
 
 
-def push(client: redis.Redis, message: mailbox.InboxMessage) -> None:
-    """RPUSH onto the bot's inbox, the way a worker does."""
-    client.rpush(keys.inbox(message["bot"]), mailbox.encode(message))
+class FakeHost:
+    """A match host's side of the internal stream (``workers.link``), driven by hand."""
 
+    def __init__(
+        self, redis_url: str, secret: str | None = None, root_certificates: bytes | None = None
+    ) -> None:
+        self.client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        secret = secret or os.environ[cluster.SECRET_ENV]
+        self.router = Router(secret, self._lookup, root_certificates)
 
-async def wait_replies(
-    client: redis.asyncio.Redis, key: str, count: int, timeout: float = 10.0
-) -> list[mailbox.ReplyMessage]:
-    """Wait until the reply list holds ``count`` entries; return them decoded."""
-    deadline = time.monotonic() + timeout
-    while True:
-        raw = await client.lrange(key, 0, -1)
-        if len(raw) >= count or time.monotonic() > deadline:
-            return [mailbox.decode_reply(r) for r in raw]
-        await asyncio.sleep(0.01)
+    async def _lookup(self, bot: str) -> dict[str, str]:
+        entries = await self.client.hgetall(keys.bot_streams(bot))
+        return {str(k): str(v) for k, v in entries.items()}
+
+    async def send(
+        self,
+        turn: TurnMessage,
+        *,
+        limit_ms: float | None = None,
+        expires_in_ms: float = 30_000,
+        first_sent_ms: float = 0.0,
+        route_s: float = 5.0,
+    ) -> asyncio.Future[Any]:
+        """Send ``turn`` to its bot's referee; the future gets the one Reply."""
+        link = await self.router.route(turn["bot"], now_ms() + route_s * 1000.0)
+        assert link is not None, f"no stream of {turn['bot']} in the directory"
+        clock = turn["clock"]
+        limit = limit_ms if limit_ms is not None else sum(clock.values())  # type: ignore[arg-type]
+        payload = convert.turn_to_proto(turn).SerializeToString()
+        key = (turn["match_id"], turn["attempt"], turn["seq"])
+        return link.turn(
+            turn["bot"], key, payload, float(limit), now_ms() + expires_in_ms, first_sent_ms
+        )
+
+    async def ask(self, turn: TurnMessage, timeout: float = 10.0, **kw: Any) -> Any:
+        """Send ``turn`` and wait for its reply, sending it again when a link was lost (a
+        referee that went away), as a match host does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                reply = await asyncio.wait_for(await self.send(turn, **kw), timeout)
+            except LinkLost:
+                continue
+            if reply.kind not in (internal_pb2.Reply.NOT_HERE, internal_pb2.Reply.BOT_LEFT):
+                return reply
+            self.router.forget(turn["bot"])
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no referee of {turn['bot']} answered within {timeout} s")
+
+    async def notify(self, message: Notification) -> None:
+        link = await self.router.route(message["bot"], now_ms() + 5000.0)
+        assert link is not None
+        payload = convert.notification_to_proto(message).SerializeToString()
+        link.notify(message["bot"], message["match_id"], payload)
+
+    async def close(self) -> None:
+        await self.router.close()
+        await self.client.aclose()
 
 
 def hello(concurrency: int = 4, version: int = 1) -> Any:
@@ -216,7 +259,7 @@ class LeakChecker:
         self.pushed: dict[tuple[str, int, int], tuple[int, list[list[str]]]] = {}
         self.checked = 0
 
-    def turn(self, bot: str, match_id: str, seq: int, **kw: Any) -> mailbox.TurnMessage:
+    def turn(self, bot: str, match_id: str, seq: int, **kw: Any) -> TurnMessage:
         """A turn message (see :func:`turn_message`) whose hands are remembered."""
         hands = kw.pop("hands", None) or deal_hands(4, zlib.crc32(f"{match_id}/{seq}".encode()))
         message = turn_message(bot, match_id, seq, hands=hands, **kw)

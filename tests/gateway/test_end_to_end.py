@@ -1,4 +1,5 @@
-"""A worker-like push reaches an SDK bot and its answer lands on the reply list."""
+"""A turn sent on a match host's internal stream reaches an SDK bot; its answer comes back
+with the referee's send and receive stamps."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from referee import mailbox
+from arena.v1 import internal_pb2
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import Turn
-from tests.gateway.helpers import push, register, running_referee, turn_message, wait_replies
+from tests.gateway.helpers import FakeHost, register, running_referee, turn_message
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,20 +47,17 @@ def test_sdk_bot_answers_a_pushed_turn(
             task = asyncio.ensure_future(
                 bot.run_async(f"127.0.0.1:{referee.port}", token, stop=stop)
             )
+            host = FakeHost(redis_url)
             try:
                 turn = turn_message("alice", "m1", 1)
-                push(redis_client, turn)
-                replies = await wait_replies(referee.redis, turn["reply_key"], 2)
+                answer = await host.ask(turn, route_s=10)
             finally:
                 stop.set()
                 await asyncio.wait_for(task, 10)
-        assert [r["type"] for r in replies] == ["sent", "answer"]
-        sent, answer = replies
-        assert answer["type"] == "answer" and sent["type"] == "sent"
-        assert answer["action"] == turn["legal_actions"][0]
-        assert answer["sent_ms"] == sent["sent_ms"]
-        assert answer["received_ms"] >= answer["sent_ms"]
-        assert answer["think_ms"] == answer["received_ms"] - answer["sent_ms"]
+                await host.close()
+        assert answer.kind == internal_pb2.Reply.ANSWER
+        assert answer.action == turn["legal_actions"][0]
+        assert answer.received_ms >= answer.sent_ms > 0
 
     asyncio.run(scenario())
     # choose_inline runs choose on the stream's own thread; otherwise a pool thread does.
@@ -99,13 +97,17 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
             cwd=ROOT,
         )
         turn = turn_message("bob", "m2", 7)
-        push(redis_client, turn)
-        reply = redis_client.blpop([turn["reply_key"]], timeout=20)
-        assert reply is not None and mailbox.decode_reply(reply[1])["type"] == "sent"
-        reply = redis_client.blpop([turn["reply_key"]], timeout=20)
-        assert reply is not None
-        answer = mailbox.decode_reply(reply[1])
-        assert answer["type"] == "answer" and answer["action"] in turn["legal_actions"]
+
+        async def ask() -> internal_pb2.Reply:
+            host = FakeHost(redis_url)
+            try:
+                reply: internal_pb2.Reply = await host.ask(turn, timeout=20, route_s=20)
+                return reply
+            finally:
+                await host.close()
+
+        answer = asyncio.run(ask())
+        assert answer.kind == internal_pb2.Reply.ANSWER and answer.action in turn["legal_actions"]
     finally:
         if bot is not None:
             stop_process(bot, 10)

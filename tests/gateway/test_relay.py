@@ -1,6 +1,8 @@
-"""The relay between bot streams and the Redis mailboxes (DESIGN section 3, referee.mailbox).
+"""The relay between bot streams and match hosts' internal streams (DESIGN section 3,
+docs/gateway.md): a real referee in-process, raw bot streams, and a host's link
+(``workers.link``) driven by hand.
 
-Every TurnRequest a test bot reads is checked by a LeakChecker: its hand is the pushed hand
+Every TurnRequest a test bot reads is checked by a LeakChecker: its hand is the sent hand
 of its seat and no other seat's card appears in it (DESIGN section 8)."""
 
 from __future__ import annotations
@@ -10,19 +12,22 @@ import json
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+import pytest
 import redis
 
-from arena.v1 import bot_pb2
-from referee import keys, mailbox
+from arena.v1 import bot_pb2, internal_pb2
+from referee import keys
+from referee.messages import DealEndMessage, MatchEndMessage, MatchStartMessage, now_ms
 from tests.gateway.helpers import (
+    FakeHost,
     LeakChecker,
     RawBot,
     action,
-    push,
     register,
     running_referee,
-    wait_replies,
 )
+
+Kind = internal_pb2.Reply
 
 
 def _run(coro: Any) -> Any:
@@ -35,28 +40,25 @@ def test_turn_answer_stamps_and_think_time(redis_url: str, redis_client: redis.R
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect()
             turn = leaks.turn("alice", "m1", 3, seat=2)
-            push(redis_client, turn)
+            pending = await host.send(turn)
             request = await bot.read_kind("turn")
             assert (request.match_id, request.attempt, request.seq) == ("m1", 1, 3)
             assert list(request.legal_actions) == turn["legal_actions"]
             assert request.clock.move_ms == 5000 and request.clock.bank_ms == 1000
             assert request.observation.sevens.pot == 4
-            sent = await wait_replies(ref.redis, turn["reply_key"], 1)
-            assert sent[0]["type"] == "sent"
             await asyncio.sleep(0.05)  # think
+            before = now_ms()
             await bot.send(action("m1", 3, turn["legal_actions"][0]))
-            replies = await wait_replies(ref.redis, turn["reply_key"], 2)
-            assert [r["type"] for r in replies] == ["sent", "answer"]
-            answer = replies[1]
-            assert answer["type"] == "answer"
-            assert answer["action"] == turn["legal_actions"][0]
-            assert answer["think_ms"] >= 50.0  # measured from the send stamp
-            assert answer["think_ms"] == answer["received_ms"] - answer["sent_ms"]
-            assert redis_client.ttl(turn["reply_key"]) > 0
+            reply = await asyncio.wait_for(pending, 5)
+            assert reply.kind == Kind.ANSWER and reply.action == turn["legal_actions"][0]
+            assert reply.received_ms - reply.sent_ms >= 50.0  # measured from the send stamp
+            assert reply.sent_ms <= before <= reply.received_ms + 1.0
             await bot.close()
+            await host.close()
 
     _run(scenario())
     assert leaks.checked == 1
@@ -68,10 +70,10 @@ def test_stale_and_duplicate_answers(redis_url: str, redis_client: redis.Redis) 
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect()
-            turn = leaks.turn("alice", "m1", 1)
-            push(redis_client, turn)
+            pending = await host.send(leaks.turn("alice", "m1", 1))
             await bot.read_kind("turn")
             # An answer for a seq nobody asked: stale, told in-stream, the stream lives on.
             await bot.send(action("m1", 9, "7C"))
@@ -86,12 +88,10 @@ def test_stale_and_duplicate_answers(redis_url: str, redis_client: redis.Redis) 
             await bot.send(action("m1", 1, "7C"))
             result = await bot.read_kind("result")
             assert result.status == bot_pb2.ActionResult.DUPLICATE and result.seq == 1
-            replies = await wait_replies(ref.redis, turn["reply_key"], 2)
-            await asyncio.sleep(0.1)
-            replies = await wait_replies(ref.redis, turn["reply_key"], 3, timeout=0.2)
-            assert [r["type"] for r in replies] == ["sent", "answer"]  # only the first counts
-            assert replies[1]["type"] == "answer" and replies[1]["action"] == "pass"
+            reply = await asyncio.wait_for(pending, 5)
+            assert reply.kind == Kind.ANSWER and reply.action == "pass"  # the first counts
             await bot.close()
+            await host.close()
 
     _run(scenario())
 
@@ -104,9 +104,10 @@ def test_acting_for_another_bot(redis_url: str, redis_client: redis.Redis) -> No
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             victim = RawBot(ref.port, alice, checker=leaks)
             await victim.connect()
-            push(redis_client, leaks.turn("alice", "m1", 1))
+            pending = await host.send(leaks.turn("alice", "m1", 1))
             await victim.read_kind("turn")
             thief = RawBot(ref.port, mallory)
             await thief.connect()
@@ -119,35 +120,16 @@ def test_acting_for_another_bot(redis_url: str, redis_client: redis.Redis) -> No
             assert await thief2.status() == grpc.StatusCode.PERMISSION_DENIED
             # alice's request is still hers to answer.
             await victim.send(action("m1", 1, "pass"))
-            replies = await wait_replies(ref.redis, keys.reply("m1", 1, 1), 2)
-            assert [r["type"] for r in replies] == ["sent", "answer"]
+            reply = await asyncio.wait_for(pending, 5)
+            assert reply.kind == Kind.ANSWER and reply.action == "pass"
             for bot in (victim, thief, thief2):
                 await bot.close()
+            await host.close()
 
     _run(scenario())
 
 
-def test_expired_requests_are_dropped(redis_url: str, redis_client: redis.Redis) -> None:
-    token = register(redis_client, "alice")
-    leaks = LeakChecker()
-
-    async def scenario() -> None:
-        async with running_referee(redis_url) as ref:
-            old = leaks.turn("alice", "m1", 1, expires_in_ms=-1)
-            fresh = leaks.turn("alice", "m1", 2)
-            push(redis_client, old)
-            push(redis_client, fresh)
-            bot = RawBot(ref.port, token, checker=leaks)
-            await bot.connect()
-            request = await bot.read_kind("turn")
-            assert request.seq == 2
-            assert redis_client.llen(old["reply_key"]) == 0  # never sent, never stamped
-            await bot.close()
-
-    _run(scenario())
-
-
-def _timed_out(match_id: str, seq: int) -> mailbox.ActionResultMessage:
+def _timed_out(match_id: str, seq: int) -> dict[str, Any]:
     return {
         "type": "action_result",
         "bot": "alice",
@@ -164,16 +146,20 @@ def _timed_out(match_id: str, seq: int) -> mailbox.ActionResultMessage:
     }
 
 
-def test_concurrency_slots_and_notifications(redis_url: str, redis_client: redis.Redis) -> None:
-    """A bot that declared 1 holds one request at a time; notifications take no slot."""
+def test_concurrency_slots_expiry_and_notifications(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A bot that declared 1 holds one request at a time; the others wait at the referee
+    uncharged (or expire unsent); notifications take no slot and keep their order."""
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect(concurrency=1)
-            start: mailbox.MatchStartMessage = {
+            start: MatchStartMessage = {
                 "type": "match_start",
                 "bot": "alice",
                 "match_id": "m1",
@@ -186,20 +172,23 @@ def test_concurrency_slots_and_notifications(redis_url: str, redis_client: redis
                 "num_deals": 2,
                 "season": "s1",
             }
-            push(redis_client, start)
-            push(redis_client, leaks.turn("alice", "m1", 1))
-            push(redis_client, leaks.turn("alice", "m2", 1))
+            await host.notify(start)
+            first_reply = await host.send(leaks.turn("alice", "m1", 1))
+            second_reply = await host.send(leaks.turn("alice", "m2", 1))
+            expiring = await host.send(leaks.turn("alice", "m3", 1), expires_in_ms=200)
             got_start = await bot.read_kind("match_start")
             assert list(got_start.players) == start["players"]
             assert json.loads(got_start.rules_json) == {"name": "sevens"}
             first = await bot.read_kind("turn")
             assert first.match_id == "m1"
-            await asyncio.sleep(0.3)
-            assert redis_client.llen(keys.inbox("alice")) == 1  # m2 waits, uncharged
+            expired = await asyncio.wait_for(expiring, 5)  # never sent: nothing charged
+            assert expired.kind == Kind.EXPIRED and expired.sent_ms == 0
+            assert not second_reply.done()  # m2 waits, uncharged
             await bot.send(action("m1", 1, "pass"))
+            assert (await asyncio.wait_for(first_reply, 5)).kind == Kind.ANSWER
             second = await bot.read_kind("turn")  # the answer freed the slot
             assert second.match_id == "m2"
-            deal_end: mailbox.DealEndMessage = {
+            deal_end: DealEndMessage = {
                 "type": "deal_end",
                 "bot": "alice",
                 "match_id": "m1",
@@ -210,7 +199,7 @@ def test_concurrency_slots_and_notifications(redis_url: str, redis_client: redis
                 "totals": [-1, -1, 3, -1],
                 "result": {"order": [2, 0, 1, 3]},
             }
-            match_end: mailbox.MatchEndMessage = {
+            match_end: MatchEndMessage = {
                 "type": "match_end",
                 "bot": "alice",
                 "match_id": "m1",
@@ -220,107 +209,97 @@ def test_concurrency_slots_and_notifications(redis_url: str, redis_client: redis
                 "winners": [2],
                 "result": {"deals": 1},
             }
-            await bot.send(action("m2", 1, "pass"))
-            push(redis_client, deal_end)
-            push(redis_client, match_end)
+            await host.notify(deal_end)
+            await host.notify(match_end)
             got_deal = await bot.read_kind("deal_end")
             assert got_deal.winner == 2 and list(got_deal.deltas) == [-1, -1, 3, -1]
             got_end = await bot.read_kind("match_end")
             assert list(got_end.winners) == [2] and json.loads(got_end.result_json) == {"deals": 1}
+            await bot.send(action("m2", 1, "pass"))
+            assert (await asyncio.wait_for(second_reply, 5)).kind == Kind.ANSWER
             await bot.close()
+            await host.close()
 
     _run(scenario())
 
 
-def test_timed_out_result_closes_the_request(redis_url: str, redis_client: redis.Redis) -> None:
+def test_the_clock_running_out_frees_the_slot_and_a_late_answer_is_stale(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
-            await bot.connect(concurrency=2)
-            push(redis_client, leaks.turn("alice", "m1", 1))
+            await bot.connect(concurrency=1)
+            slow = await host.send(leaks.turn("alice", "m1", 1, move_ms=100, bank_ms=0))
+            waiting = await host.send(leaks.turn("alice", "m2", 1))
             await bot.read_kind("turn")
-            push(redis_client, _timed_out("m1", 1))
-            result = await bot.read_kind("result")
-            assert result.status == bot_pb2.ActionResult.TIMED_OUT
-            assert result.think_ms == 6050 and result.penalty == 1
+            timed_out = await asyncio.wait_for(slow, 5)
+            assert timed_out.kind == Kind.TIMEOUT
+            assert now_ms() - timed_out.sent_ms >= 150.0  # move 100 + grace 50
+            second = await bot.read_kind("turn", timeout=5)  # the slot is free again
+            assert second.match_id == "m2"
             await bot.send(action("m1", 1, "7C"))  # too late: the request is closed
             late = await bot.read_kind("result")
             assert late.status == bot_pb2.ActionResult.STALE
-            replies = await wait_replies(ref.redis, keys.reply("m1", 1, 1), 2, timeout=0.3)
-            assert [r["type"] for r in replies] == ["sent"]
-            await bot.close()
-
-    _run(scenario())
-
-
-def test_a_full_stream_frees_its_slot_when_the_clock_runs_out(
-    redis_url: str, redis_client: redis.Redis
-) -> None:
-    """The worker's timed_out result cannot be popped by a full stream; the clock frees it."""
-    token = register(redis_client, "alice")
-    leaks = LeakChecker()
-
-    async def scenario() -> None:
-        async with running_referee(redis_url) as ref:
-            bot = RawBot(ref.port, token, checker=leaks)
-            await bot.connect(concurrency=1)
-            push(redis_client, leaks.turn("alice", "m1", 1, move_ms=100, bank_ms=0))
-            push(redis_client, leaks.turn("alice", "m2", 1))
-            await bot.read_kind("turn")
-            push(redis_client, _timed_out("m1", 1))  # behind m2: not reachable while full
-            second = await bot.read_kind("turn", timeout=5)  # 100 + 50 ms + slack later
-            assert second.match_id == "m2"
-            await bot.send(action("m2", 1, "pass"))  # frees the slot: the result comes next
+            await host.notify(_timed_out("m1", 1))  # type: ignore[arg-type]
             result = await bot.read_kind("result")
-            assert result.match_id == "m1" and result.status == bot_pb2.ActionResult.TIMED_OUT
+            assert result.status == bot_pb2.ActionResult.TIMED_OUT
+            assert result.think_ms == 6050 and result.penalty == 1
+            await bot.send(action("m2", 1, "pass"))
+            assert (await asyncio.wait_for(waiting, 5)).kind == Kind.ANSWER
             await bot.close()
+            await host.close()
 
     _run(scenario())
 
 
-def test_disconnect_with_request_in_hand_then_reconnect(
+def test_disconnect_with_requests_in_hand_then_reconnect(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
+    """The host hears BOT_LEFT for every request the stream held (with its send stamp) or
+    that waited for it; sent again with ``first_sent_ms``, the clock keeps running."""
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect(concurrency=2)
-            push(redis_client, leaks.turn("alice", "m1", 1))
-            push(redis_client, leaks.turn("alice", "m2", 1))
-            push(redis_client, leaks.turn("alice", "m3", 1))
+            turns = [leaks.turn("alice", f"m{i}", 1) for i in (1, 2, 3)]
+            pending = [await host.send(t) for t in turns]
             a = await bot.read_kind("turn")
             b = await bot.read_kind("turn")
             assert {a.match_id, b.match_id} == {"m1", "m2"}
-            first_sent = (await wait_replies(ref.redis, keys.reply("m1", 1, 1), 1))[0]
             await bot.close()  # vanish holding m1 and m2
+            replies = [await asyncio.wait_for(p, 5) for p in pending]
+            assert [r.kind for r in replies] == [Kind.BOT_LEFT] * 3
+            assert replies[0].sent_ms > 0 and replies[1].sent_ms > 0
+            assert replies[2].sent_ms == 0  # m3 was never sent
             await ref.hub.wait_closed(5.0)
-            inbox = [json.loads(r) for r in redis_client.lrange(keys.inbox("alice"), 0, -1)]
-            assert [m["match_id"] for m in inbox] == ["m1", "m2", "m3"]  # back at the front
+            host.router.forget("alice")
             again = RawBot(ref.port, token, checker=leaks)
             await again.connect(concurrency=1)
-            resent = await again.read_kind("turn")
-            assert (resent.match_id, resent.seq) == ("m1", 1)
-            assert resent.clock.move_ms < 5000  # the clock kept running while away
+            first_sent = replies[0].sent_ms
+            resent = await host.send(turns[0], first_sent_ms=first_sent)
+            request = await again.read_kind("turn")
+            assert (request.match_id, request.seq) == ("m1", 1)
             await again.send(action("m1", 1, "pass"))
-            replies = await wait_replies(ref.redis, keys.reply("m1", 1, 1), 2)
-            assert [r["type"] for r in replies] == ["sent", "answer"]  # one stamp only
-            answer = replies[1]
-            assert answer["type"] == "answer" and first_sent["type"] == "sent"
-            assert answer["sent_ms"] == first_sent["sent_ms"]  # charged from the first send
-            nxt = await again.read_kind("turn")
-            assert nxt.match_id == "m2"
+            answer = await asyncio.wait_for(resent, 5)
+            assert answer.kind == Kind.ANSWER and answer.sent_ms == first_sent  # one clock
             await again.close()
+            await host.close()
 
     _run(scenario())
 
 
-def test_two_referees_share_one_redis(redis_url: str, redis_client: redis.Redis) -> None:
+def test_two_referees_share_one_directory(redis_url: str, redis_client: redis.Redis) -> None:
+    """Each bot's turns go to the referee that holds it (the directory says which); a
+    referee that holds no stream of a bot answers NOT_HERE."""
     names = [f"bot{i}" for i in range(6)]
     tokens = {n: register(redis_client, n) for n in names}
     leaks = LeakChecker()
@@ -330,53 +309,65 @@ def test_two_referees_share_one_redis(redis_url: str, redis_client: redis.Redis)
             running_referee(redis_url, referee_id="ref-a") as ref_a,
             running_referee(redis_url, referee_id="ref-b") as ref_b,
         ):
+            host = FakeHost(redis_url)
             streams = {}
             for i, name in enumerate(names):
                 port = (ref_a if i % 2 == 0 else ref_b).port
                 streams[name] = RawBot(port, tokens[name], checker=leaks)
                 welcome = await streams[name].connect()
                 assert welcome.referee_id == ("ref-a" if i % 2 == 0 else "ref-b")
-            for name in names:
-                for seq in range(1, 4):
-                    push(redis_client, leaks.turn(name, f"match-{name}", seq, seat=seq % 4))
+            pending = [
+                await host.send(leaks.turn(name, f"match-{name}", seq, seat=seq % 4))
+                for name in names
+                for seq in range(1, 4)
+            ]
+            for i, name in enumerate(names):
+                link = host.router.cached(name)
+                assert link is not None and link.referee == ("ref-a" if i % 2 == 0 else "ref-b")
 
             async def answer_all(name: str) -> list[int]:
                 seqs = []
                 for _ in range(3):
                     req = await streams[name].read_kind("turn")
-                    assert req.match_id == f"match-{name}"  # only its own inbox
+                    assert req.match_id == f"match-{name}"  # only its own requests
                     seqs.append(req.seq)
                     await streams[name].send(action(req.match_id, req.seq, req.legal_actions[0]))
                 return seqs
 
             results = await asyncio.gather(*(answer_all(n) for n in names))
             assert all(sorted(r) == [1, 2, 3] for r in results)
-            for i, name in enumerate(names):
-                replies = await wait_replies(ref_a.redis, keys.reply(f"match-{name}", 1, 1), 2)
-                assert replies[1]["referee"] == ("ref-a" if i % 2 == 0 else "ref-b")
+            answered = await asyncio.wait_for(asyncio.gather(*pending), 5)
+            assert {r.kind for r in answered} == {Kind.ANSWER}
+            # bot1 is on ref-b: ask ref-a for it anyway
+            link_a = host.router.cached("bot0")
+            assert link_a is not None
+            wrong = link_a.turn("bot1", ("x", 1, 1), b"", 1000.0, now_ms() + 5000.0)
+            assert (await asyncio.wait_for(wrong, 5)).kind == Kind.NOT_HERE
             for bot in streams.values():
                 await bot.close()
+            await host.close()
 
     _run(scenario())
     assert leaks.checked == 18
 
 
 def test_hundred_concurrent_streams(redis_url: str, redis_client: redis.Redis) -> None:
-    """100 bots, each answering a burst of 5 requests pushed at once."""
+    """100 bots, each answering a burst of 5 requests sent at once over one link."""
     count, burst = 100, 5
     names = [f"b{i:03d}" for i in range(count)]
-    pipe = redis_client.pipeline()
     tokens = {n: register(redis_client, n) for n in names}
     leaks = LeakChecker()
 
     async def scenario() -> None:
         async with running_referee(redis_url, max_concurrency=burst) as ref:
+            host = FakeHost(redis_url)
             streams = {n: RawBot(ref.port, tokens[n], checker=leaks) for n in names}
             await asyncio.gather(*(s.connect(concurrency=burst) for s in streams.values()))
-            for name in names:
-                for seq in range(burst):
-                    pipe.rpush(keys.inbox(name), mailbox.encode(leaks.turn(name, name, seq)))
-            pipe.execute()
+            pending = [
+                await host.send(leaks.turn(name, name, seq))
+                for name in names
+                for seq in range(burst)
+            ]
 
             async def serve(name: str) -> None:
                 for _ in range(burst):
@@ -384,38 +375,99 @@ def test_hundred_concurrent_streams(redis_url: str, redis_client: redis.Redis) -
                     await streams[name].send(action(req.match_id, req.seq, req.legal_actions[-1]))
 
             await asyncio.gather(*(serve(n) for n in names))
-            for name in names:
-                replies = await wait_replies(ref.redis, keys.reply(name, 1, burst - 1), 2)
-                assert [r["type"] for r in replies] == ["sent", "answer"]
+            replies = await asyncio.wait_for(asyncio.gather(*pending), 30)
+            assert {r.kind for r in replies} == {Kind.ANSWER}
+            assert len(host.router.links) == 1  # one internal stream carried them all
             await asyncio.gather(*(s.close() for s in streams.values()))
+            await host.close()
 
     _run(scenario())
     assert leaks.checked == count * burst
 
 
-def test_malformed_and_oversized_inbox_entries_are_dropped(
+def test_a_bot_that_does_not_read_loses_only_its_stream(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    """Bad entries never reach the bot nor stop the relay; the next good request does."""
+    """PITFALLS 16: every write to a bot stream is bounded; a bot that never reads is cut
+    off after the write timeout, its requests come back to the host, others play on."""
+    sleepy = register(redis_client, "sleepy")
+    alice = register(redis_client, "alice")
+    leaks = LeakChecker()
+
+    async def scenario() -> None:
+        async with running_referee(redis_url, write_timeout_s=0.5) as ref:
+            host = FakeHost(redis_url)
+            stuck = RawBot(ref.port, sleepy, options=[("grpc.http2.bdp_probe", 0)])
+            await stuck.connect()
+            fine = RawBot(ref.port, alice, checker=leaks)
+            await fine.connect()
+            held = await host.send(leaks.turn("sleepy", "s1", 1, move_ms=60_000))
+            big: MatchEndMessage = {
+                "type": "match_end",
+                "bot": "sleepy",
+                "match_id": "s1",
+                "attempt": 1,
+                "totals": [0],
+                "unit": "chips",
+                "winners": [0],
+                "result": {"padding": "x" * 60_000},
+            }
+            for _ in range(100):  # ~6 MB the bot never reads: past every flow-control window
+                await host.notify(big)
+            reply = await asyncio.wait_for(held, 30)
+            assert reply.kind == Kind.BOT_LEFT
+            pending = await host.send(leaks.turn("alice", "a1", 1))
+            await fine.read_kind("turn")
+            await fine.send(action("a1", 1, "pass"))
+            assert (await asyncio.wait_for(pending, 5)).kind == Kind.ANSWER
+            for bot in (stuck, fine):
+                await bot.close()
+            await host.close()
+
+    _run(scenario())
+
+
+def test_the_internal_stream_needs_the_cluster_secret(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    token = register(redis_client, "alice")
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            bot = RawBot(ref.port, token)
+            await bot.connect()
+            intruder = FakeHost(redis_url, secret="not-the-cluster-secret-at-all")
+            pending = await intruder.send(LeakChecker().turn("alice", "m1", 1))
+            from workers.link import LinkLost
+
+            with pytest.raises(LinkLost, match="UNAUTHENTICATED"):
+                await asyncio.wait_for(pending, 5)
+            await bot.close()
+            await intruder.close()
+
+    _run(scenario())
+
+
+def test_a_draining_referee_hands_held_requests_back(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
     async def scenario() -> None:
-        async with running_referee(redis_url) as ref:
-            huge = leaks.turn("alice", "m1", 1)
-            huge["observation"]["history"] = [{"seat": 0, "kind": "pass"}] * 20_000
-            wrong_seat = leaks.turn("alice", "m1", 2)
-            wrong_seat["observation"]["seat"] = 3
-            other_bot = leaks.turn("bob", "m1", 3)
-            redis_client.rpush(keys.inbox("alice"), "not json", '{"type": "nonsense"}')
-            for message in (huge, wrong_seat, other_bot, leaks.turn("alice", "m1", 4)):
-                redis_client.rpush(keys.inbox("alice"), mailbox.encode(message))
+        async with running_referee(redis_url, drain_grace_s=0.2) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect()
-            request = await bot.read_kind("turn")
-            assert request.seq == 4
-            for seq in (1, 2, 3):
-                assert redis_client.llen(keys.reply("m1", 1, seq)) == 0
+            pending = await host.send(leaks.turn("alice", "m1", 1))
+            await bot.read_kind("turn")
+            stop = asyncio.ensure_future(ref.stop())
+            notice = await bot.read_kind("notice")
+            assert notice.code == "draining"
+            reply = await asyncio.wait_for(pending, 10)
+            assert reply.kind == Kind.DRAINED
+            await stop
             await bot.close()
+            await host.close()
 
     _run(scenario())

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 
+from arena.v1 import internal_pb2
 from referee import bots, keys
 from referee.cli.main import main as arena
 from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
@@ -19,14 +20,15 @@ from referee.gateway import convert, server
 from sample_bots import sdk
 from sample_bots.random_bot import RandomBot
 from tests.gateway.helpers import (
+    FakeHost,
     LeakChecker,
     deal_hands,
-    push,
     register,
     running_referee,
     sevens_observation,
-    wait_replies,
 )
+
+ANSWER = internal_pb2.Reply.ANSWER
 
 SEDMA_OBSERVATION: dict[str, Any] = {
     "game": "sedma",
@@ -121,16 +123,16 @@ def test_sdk_serves_matches_concurrently_and_survives_choose_errors(
         async with running_referee(redis_url) as ref:
             stop = asyncio.Event()
             task = asyncio.ensure_future(bot.run_async(f"127.0.0.1:{ref.port}", token, stop=stop))
+            host = FakeHost(redis_url)
             try:
                 m1 = leaks.turn("slowpoke", "m1", 1)
                 m2 = leaks.turn("slowpoke", "m2", 1)
-                push(redis_client, m1)
-                push(redis_client, m2)
-                replies2 = await wait_replies(ref.redis, m2["reply_key"], 2)
+                pending1 = await host.send(m1, route_s=10)
+                pending2 = await host.send(m2)
+                answer2 = await asyncio.wait_for(pending2, 10)
                 bot.m2_done.set()
-                replies1 = await wait_replies(ref.redis, m1["reply_key"], 2)
-                push(
-                    redis_client,
+                answer1 = await asyncio.wait_for(pending1, 10)
+                await host.notify(
                     {
                         "type": "action_result",
                         "bot": "slowpoke",
@@ -146,8 +148,7 @@ def test_sdk_serves_matches_concurrently_and_survives_choose_errors(
                         "autopilot": False,
                     },
                 )
-                push(
-                    redis_client,
+                await host.notify(
                     {
                         "type": "match_start",
                         "bot": "slowpoke",
@@ -168,9 +169,9 @@ def test_sdk_serves_matches_concurrently_and_survives_choose_errors(
             finally:
                 stop.set()
                 await asyncio.wait_for(task, 10)
-        answer1, answer2 = replies1[1], replies2[1]
-        assert answer2["type"] == "answer" and answer2["action"] == m2["legal_actions"][-1]
-        assert answer1["type"] == "answer" and answer1["action"] == m1["legal_actions"][0]
+                await host.close()
+        assert answer2.kind == ANSWER and answer2.action == m2["legal_actions"][-1]
+        assert answer1.kind == ANSWER and answer1.action == m1["legal_actions"][0]
         assert bot.results[0].status == "refused" and bot.results[0].reason == "not_legal"
         assert bot.starts[0]["rules"] == {"name": "fan-tan"} and bot.starts[0]["seats"] == [1]
         for turn in bot.turns:  # the SDK's dicts carry the pushed observation, nothing more

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import grpc  # type: ignore[import-untyped]
 import redis
 
-from referee import keys, mailbox
+from arena.v1 import internal_pb2
 from sample_bots.sdk import Bot, Turn, is_fatal
-from tests.gateway.helpers import action, hello, push, register, running_referee, turn_message
+from tests.gateway.helpers import (
+    FakeHost,
+    action,
+    hello,
+    register,
+    running_referee,
+    turn_message,
+)
 from tests.gateway.test_protocol import _status_of
 
 
@@ -36,30 +42,29 @@ def test_an_over_long_action_is_replaced_not_sent_again_and_again(redis_url: str
     token = register(client, "huge")
     bot = HugeAnswerBot()
 
-    async def scenario() -> list[mailbox.ReplyMessage]:
+    async def scenario() -> list[internal_pb2.Reply]:
         async with running_referee(redis_url) as referee:
             stop = threading.Event()
             thread = threading.Thread(
                 target=bot.run, args=(f"127.0.0.1:{referee.port}", token), kwargs={"stop": stop}
             )
             thread.start()
+            host = FakeHost(redis_url)
             turn = turn_message("huge", "m-huge", 1)
-            push(client, turn)
-            key = keys.reply("m-huge", 1, 1)
-            deadline = time.monotonic() + 20
-            while client.llen(key) < 2 and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            replies = [await host.ask(turn, timeout=20, route_s=20)]
+            await asyncio.sleep(0.3)  # a second answer would be told DUPLICATE, not sent
             stop.set()
             thread.join(10)
-            return [mailbox.decode_reply(r) for r in client.lrange(key, 0, -1)]
+            await host.close()
+            return replies
 
     try:
         replies = asyncio.run(scenario())
     finally:
         client.close()
-    answers = [r for r in replies if r["type"] == "answer"]
+    answers = [r for r in replies if r.kind == internal_pb2.Reply.ANSWER]
     assert len(answers) == 1 and bot.calls == 1, replies
-    assert answers[0]["action"] == turn_message("huge", "m-huge", 1)["legal_actions"][0]
+    assert answers[0].action == turn_message("huge", "m-huge", 1)["legal_actions"][0]
 
 
 def test_the_referees_too_large_status_is_fatal_and_too_many_streams_is_not(

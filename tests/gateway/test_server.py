@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -18,19 +19,18 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from arena.v1 import league_pb2, league_pb2_grpc
-from referee import bots, keys
+from arena.v1 import internal_pb2, league_pb2, league_pb2_grpc
+from referee import bots, cluster, keys
 from referee.gateway.server import RefereeConfig, RefereeServer
 from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import BotRefused
 from tests.gateway.helpers import (
+    FakeHost,
     LeakChecker,
     RawBot,
     action,
-    push,
     register,
     running_referee,
-    wait_replies,
 )
 
 
@@ -65,7 +65,7 @@ def test_health_and_reflection(redis_url: str) -> None:
     _run(scenario())
 
 
-def test_drain_tells_bots_pushes_back_and_goes_not_serving(
+def test_drain_tells_bots_hands_requests_back_and_goes_not_serving(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     token = register(redis_client, "alice")
@@ -73,9 +73,10 @@ def test_drain_tells_bots_pushes_back_and_goes_not_serving(
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
             bot = RawBot(ref.port, token, checker=leaks)
             await bot.connect()
-            push(redis_client, leaks.turn("alice", "m1", 1))
+            held = await host.send(leaks.turn("alice", "m1", 1))
             await bot.read_kind("turn")
             async with grpc.aio.insecure_channel(f"127.0.0.1:{ref.port}") as channel:
                 health = health_pb2_grpc.HealthStub(channel)
@@ -88,10 +89,12 @@ def test_drain_tells_bots_pushes_back_and_goes_not_serving(
                 assert await late.status() == grpc.StatusCode.UNAVAILABLE
                 await late.close()
                 assert await bot.status() == grpc.StatusCode.UNAVAILABLE
+                reply = await asyncio.wait_for(held, 10)
+                assert reply.kind == internal_pb2.Reply.DRAINED  # for the bot's next referee
                 await stopping
             await bot.close()
-        inbox = redis_client.lrange(keys.inbox("alice"), 0, -1)
-        assert [json.loads(m)["match_id"] for m in inbox] == ["m1"]  # for the next referee
+            await host.close()
+        assert not redis_client.hlen(keys.bot_streams("alice"))
 
     _run(scenario())
 
@@ -108,11 +111,12 @@ def test_sdk_reconnects_to_a_restarted_referee(redis_url: str, redis_client: red
         task = asyncio.ensure_future(bot.run_async(f"127.0.0.1:{port}", token, stop=stop))
         try:
             for match in ("m1", "m2"):  # one referee, then a new one on the same port
-                async with running_referee(redis_url, port=port) as ref:
+                async with running_referee(redis_url, port=port):
+                    host = FakeHost(redis_url)
                     turn = LeakChecker().turn("alice", match, 1)
-                    push(redis_client, turn)
-                    replies = await wait_replies(ref.redis, turn["reply_key"], 2, timeout=20)
-                    assert [r["type"] for r in replies] == ["sent", "answer"]
+                    reply = await host.ask(turn, timeout=20, route_s=20)
+                    assert reply.kind == internal_pb2.Reply.ANSWER
+                    await host.close()
         finally:
             stop.set()
             await asyncio.wait_for(task, 10)
@@ -149,16 +153,19 @@ def test_tls(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> None:
     leaks = LeakChecker()
 
     async def scenario() -> None:
-        async with running_referee(redis_url, tls_cert=str(cert), tls_key=str(key)) as ref:
+        async with running_referee(
+            redis_url, tls_cert=str(cert), tls_key=str(key), link_tls=True
+        ) as ref:
+            host = FakeHost(redis_url, root_certificates=cert.read_bytes())  # TLS there too
             credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
             bot = RawBot(ref.port, token, credentials=credentials, checker=leaks)
             assert (await bot.connect()).bot == "alice"
-            push(redis_client, leaks.turn("alice", "m1", 1))
+            pending = await host.send(leaks.turn("alice", "m1", 1))
             request = await bot.read_kind("turn")
             await bot.send(action("m1", 1, request.legal_actions[0]))
-            replies = await wait_replies(ref.redis, keys.reply("m1", 1, 1), 2)
-            assert [r["type"] for r in replies] == ["sent", "answer"]
+            assert (await asyncio.wait_for(pending, 10)).kind == internal_pb2.Reply.ANSWER
             await bot.close()
+            host.router.forget("alice")
             plain = RawBot(ref.port, token)  # a plaintext client cannot talk to it
             with pytest.raises(grpc.aio.AioRpcError):
                 await plain.connect()
@@ -169,12 +176,11 @@ def test_tls(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> None:
             task = asyncio.ensure_future(
                 sdk_bot.run_async(f"localhost:{ref.port}", token, tls_ca=str(cert), stop=stop)
             )
-            turn = leaks.turn("alice", "m2", 1)
-            push(redis_client, turn)
-            replies = await wait_replies(ref.redis, turn["reply_key"], 2)
+            reply = await host.ask(leaks.turn("alice", "m2", 1), route_s=10)
             stop.set()
             await asyncio.wait_for(task, 10)
-            assert [r["type"] for r in replies] == ["sent", "answer"]
+            assert reply.kind == internal_pb2.Reply.ANSWER
+            await host.close()
 
     _run(scenario())
 
@@ -332,8 +338,8 @@ def test_hooks_run_and_a_failing_hook_does_not_stop_the_referee(
 def test_a_drained_referees_requests_reach_the_bot_through_another(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    """Referee A drains while the bot holds a request; the SDK moves to referee B and the
-    request comes again, its clock still counted from the first send."""
+    """Referee A drains while the bot holds a request: the host hears DRAINED; the SDK
+    moves to referee B and the request, sent again there, is answered (a new clock)."""
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
@@ -354,7 +360,7 @@ def test_a_drained_referees_requests_reach_the_bot_through_another(
             ref_a = RefereeServer(
                 RefereeConfig(
                     redis_url=redis_url, port=0, http_port=0, hooks=False, referee_id="A",
-                    drain_grace_s=0.5,
+                    drain_grace_s=0.5, cluster_secret=os.environ[cluster.SECRET_ENV],
                 )
             )  # fmt: skip
             await ref_a.start()
@@ -362,21 +368,28 @@ def test_a_drained_referees_requests_reach_the_bot_through_another(
             bot = Waiter()
             servers = f"127.0.0.1:{ref_a.port},127.0.0.1:{ref_b.port}"
             task = asyncio.ensure_future(bot.run_async(servers, token, stop=stop))
+            host = FakeHost(redis_url)
             try:
                 while not redis_client.hlen(keys.bot_streams("alice")):
                     await asyncio.sleep(0.02)
                 turn = leaks.turn("alice", "m1", 1)
-                push(redis_client, turn)
-                first = await wait_replies(ref_b.redis, turn["reply_key"], 1)
-                assert first[0]["type"] == "sent" and first[0]["referee"] == "A"
-                await ref_a.stop()  # drains; the request goes back to the inbox
-                replies = await wait_replies(ref_b.redis, turn["reply_key"], 2, timeout=20)
-                assert [r["type"] for r in replies] == ["sent", "answer"]
-                answer = replies[1]
-                assert answer["type"] == "answer" and answer["referee"] == "B"
-                assert answer["sent_ms"] == first[0]["sent_ms"]
+                first = await host.send(turn)
+                link = host.router.cached("alice")
+                assert link is not None and link.referee == "A"
+                while not bot.seen:
+                    await asyncio.sleep(0.02)
+                await ref_a.stop()  # drains: the request comes back to the host
+                drained = await asyncio.wait_for(first, 10)
+                assert drained.kind == internal_pb2.Reply.DRAINED
+                host.router.avoid("A", 60_000.0)
+                answer = await host.ask(turn, timeout=20, route_s=20)
+                assert answer.kind == internal_pb2.Reply.ANSWER
+                assert answer.sent_ms > drained.sent_ms  # sent again: a new clock
+                again = host.router.cached("alice")
+                assert again is not None and again.referee == "B"
                 assert bot.seen == ["m1", "m1"]
             finally:
+                await host.close()
                 stop.set()
                 await asyncio.wait_for(task, 10)
                 await ref_a.stop()

@@ -1,13 +1,12 @@
-"""The checker's scenarios against a scripted relay (a unit test of referee.botcheck).
+"""The checker's scenarios against a scripted bot (a unit test of referee.botcheck).
 
-The relay stands in for referee + bot: it pops the bot's inbox in real Redis, pushes the
-``sent`` stamp and an answer chosen by a policy, exactly as the mailbox contract says. The
-full path (real referee, bridge and bot processes) is tested in test_botcheck_e2e.py.
+An SDK bot answers with an action chosen by a policy, through a real referee process; the
+probe reaches it over the internal stream as a match host would. The full path (bridge and
+bot processes, a referee the checker restarts) is tested in test_botcheck_e2e.py.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,101 +14,62 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys, mailbox
 from referee.botcheck.probe import Probe
 from referee.botcheck.report import FAIL, PASS, SKIP, Report
 from referee.botcheck.scenarios import CheckContext, run_all
 from referee.botcheck.states import available_games
+from referee.messages import ClockInfo
+from tests.workers.policy_bot import PolicyBot, policy_bots
 
 BOT = "relay-bot"
-Policy = Callable[[mailbox.TurnMessage], str | None]
+TurnMessage = dict[str, Any]
+Policy = Callable[[TurnMessage], str | None]
 
 
-class Relay:
-    """Answers the bot's inbox with ``policy(turn)`` (None: never answer)."""
-
-    def __init__(
-        self, url: str, policy: Policy, delay_s: Callable[[mailbox.TurnMessage], float]
-    ) -> None:
-        self.client = redis.Redis.from_url(url, decode_responses=True)
-        self.policy = policy
-        self.delay_s = delay_s
-        self.seen: list[mailbox.InboxMessage] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Relay:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.client.close()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            popped = self.client.blpop([keys.inbox(BOT)], timeout=0.1)
-            if popped is None:
-                continue
-            message = mailbox.decode_inbox(popped[1])
-            self.seen.append(message)
-            if message["type"] != "turn":
-                continue
-            sent = mailbox.now_ms()
-            stamp: mailbox.SentStamp = {"type": "sent", "referee": "relay", "sent_ms": sent}
-            self.client.rpush(message["reply_key"], mailbox.encode(stamp))
-            action = self.policy(message)
-            if action is None:
-                continue
-            time.sleep(self.delay_s(message))
-            received = mailbox.now_ms()
-            answer: mailbox.AnswerMessage = {
-                "type": "answer",
-                "referee": "relay",
-                "action": action,
-                "sent_ms": sent,
-                "received_ms": received,
-                "think_ms": received - sent,
-            }
-            self.client.rpush(message["reply_key"], mailbox.encode(answer))
+def first_legal(turn: TurnMessage) -> str:
+    return str(turn["legal_actions"][0])
 
 
-def first_legal(turn: mailbox.TurnMessage) -> str:
-    return turn["legal_actions"][0]
+QUICK_CLOCK: ClockInfo = {"move_ms": 800, "bank_ms": 0, "grace_ms": 50}
 
 
-QUICK_CLOCK: mailbox.ClockInfo = {"move_ms": 800, "bank_ms": 0, "grace_ms": 50}
-
-
-def _no_delay(_turn: mailbox.TurnMessage) -> float:
+def _no_delay(_turn: TurnMessage) -> float:
     return 0.0
 
 
 def _check(
-    url: str,
+    where: tuple[str, str],
     policy: Policy,
-    delay_s: Callable[[mailbox.TurnMessage], float] = _no_delay,
+    delay_s: Callable[[TurnMessage], float] = _no_delay,
     **ctx: Any,
 ) -> Report:
+    url, server = where
     client = redis.Redis.from_url(url, decode_responses=True)
     report = Report(BOT)
+
+    def answer(turn: TurnMessage) -> tuple[str | None, float]:
+        action = policy(turn)
+        return action, (0.0 if action is None else delay_s(turn))
+
+    probe = None
     try:
-        with Relay(url, policy, delay_s):
+        with policy_bots(client, server, PolicyBot(BOT, answer)):
             probe = Probe(client, BOT, send_timeout_s=2.0, answer_slack_s=0.3)
             context = CheckContext(probe=probe, games=available_games(), clock=QUICK_CLOCK, **ctx)
             run_all(context, report)
     finally:
+        if probe is not None:
+            probe.close()
         client.close()
     return report
 
 
 @pytest.fixture
-def url(redis_url: str) -> Iterator[str]:
-    yield redis_url
+def url(redis_url: str, referee_address: str) -> Iterator[tuple[str, str]]:
+    yield redis_url, referee_address
 
 
-def test_a_correct_bot_passes_every_scenario(url: str) -> None:
+def test_a_correct_bot_passes_every_scenario(url: tuple[str, str]) -> None:
     report = _check(url, first_legal)
     statuses = {r.name: r.status for r in report}
     assert report.passed, statuses
@@ -118,7 +78,7 @@ def test_a_correct_bot_passes_every_scenario(url: str) -> None:
     assert report.get("reconnect after the referee restarts").status == SKIP
 
 
-def test_an_always_pass_bot_fails_where_it_must_play(url: str) -> None:
+def test_an_always_pass_bot_fails_where_it_must_play(url: tuple[str, str]) -> None:
     report = _check(url, lambda _turn: "pass")
     assert not report.passed
     failed = report.failures[0]
@@ -126,7 +86,7 @@ def test_an_always_pass_bot_fails_where_it_must_play(url: str) -> None:
     assert "answered 'pass', which is not legal here" in failed.reason
 
 
-def test_a_bot_that_never_answers_is_reported_with_the_clock(url: str) -> None:
+def test_a_bot_that_never_answers_is_reported_with_the_clock(url: tuple[str, str]) -> None:
     report = _check(url, lambda _turn: None, only=["plays a deal", "clock"])
     assert not report.passed
     assert len(report.failures) == len(report.results) == len(available_games()) + 1
@@ -134,8 +94,8 @@ def test_a_bot_that_never_answers_is_reported_with_the_clock(url: str) -> None:
     assert "the clock allowed 850 ms" in report.failures[0].reason
 
 
-def test_a_slow_bot_fails_only_the_tight_clock(url: str) -> None:
-    def thinks_900_ms_when_short_of_time(turn: mailbox.TurnMessage) -> float:
+def test_a_slow_bot_fails_only_the_tight_clock(url: tuple[str, str]) -> None:
+    def thinks_900_ms_when_short_of_time(turn: TurnMessage) -> float:
         # Slow only when the clock is short, so the test does not wait on every decision.
         return 0.9 if turn["clock"]["move_ms"] < QUICK_CLOCK["move_ms"] else 0.0
 
@@ -145,10 +105,10 @@ def test_a_slow_bot_fails_only_the_tight_clock(url: str) -> None:
     assert "over the clock" in report.failures[0].reason
 
 
-def test_a_bot_that_answers_the_old_attempt_fails_the_retry(url: str) -> None:
+def test_a_bot_that_answers_the_old_attempt_fails_the_retry(url: tuple[str, str]) -> None:
     first_answers: dict[str, str] = {}
 
-    def sticky(turn: mailbox.TurnMessage) -> str:
+    def sticky(turn: TurnMessage) -> str:
         # A bot that caches its first answer per match: wrong once the match is retried.
         return first_answers.setdefault(turn["match_id"], turn["legal_actions"][0])
 
@@ -158,13 +118,13 @@ def test_a_bot_that_answers_the_old_attempt_fails_the_retry(url: str) -> None:
     assert "attempt 2" in stale.reason
 
 
-def test_reconnect_scenario_uses_the_restart_hook(url: str) -> None:
+def test_reconnect_scenario_uses_the_restart_hook(url: tuple[str, str]) -> None:
     restarts: list[float] = []
     report = _check(url, first_legal, restart_referee=lambda: restarts.append(time.time()))
     assert restarts and report.get("reconnect after the referee restarts").status == PASS
 
 
-def test_bridge_incidents_fail_the_scenario_they_happened_in(url: str) -> None:
+def test_bridge_incidents_fail_the_scenario_they_happened_in(url: tuple[str, str]) -> None:
     incidents = [
         [],
         [
@@ -187,10 +147,12 @@ def test_bridge_incidents_fail_the_scenario_they_happened_in(url: str) -> None:
     assert "KeyError: 'trick'" in text
 
 
-def test_a_bot_that_mixes_up_concurrent_requests_fails_the_interleaved_check(url: str) -> None:
+def test_a_bot_that_mixes_up_concurrent_requests_fails_the_interleaved_check(
+    url: tuple[str, str],
+) -> None:
     previous: list[str] = []
 
-    def mixed_up(turn: mailbox.TurnMessage) -> str:
+    def mixed_up(turn: TurnMessage) -> str:
         # Answers each request with what it chose for the one before (a shared variable).
         chosen = previous[-1] if previous else turn["legal_actions"][0]
         previous.append(turn["legal_actions"][0])

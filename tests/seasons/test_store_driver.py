@@ -18,7 +18,7 @@ from referee.seasons import store
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.verify import verify_season
-from workers.runner import run_match
+from workers.host import run_match
 
 BOTS = ["ann", "bob", "cat"]
 

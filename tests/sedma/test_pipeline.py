@@ -1,4 +1,4 @@
-"""Sedma through the real match runner: real Redis, mailbox bots, commit and replay.
+"""Sedma through the real match runner: real Redis, a referee, SDK bots, commit and replay.
 
 The runner is generic over the registry; this checks that the Sedma engine meets its
 contract there (refusals answered by the autopilot, timeouts, partnership totals, a record
@@ -8,22 +8,22 @@ that re-simulates to the committed result).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import redis
 
 from referee.games.base import DealSpec
-from referee.mailbox import TurnMessage
-from tests.workers.mailbox_bot import MailboxBot
+from tests.workers.policy_bot import PolicyBot, policy_bots
 from workers import queue
+from workers.host import run_match
 from workers.replay import render_replay, verify_record
-from workers.runner import run_match
 from workers.spec import MatchSpec, TimeControl
 
 # Generous limits: the bots answer at once, and a loaded machine must not turn that into timeouts.
 FAST = TimeControl(move_ms=2000, bank_ms=2000, grace_ms=50, queue_ms=2000)
 
 
-def sometimes_wrong(turn: TurnMessage) -> tuple[str | None, float]:
+def sometimes_wrong(turn: dict[str, Any]) -> tuple[str | None, float]:
     """A bot that sends a card it does not hold on every fifth decision."""
     rng = random.Random(turn["seq"])
     if turn["seq"] % 5 == 0:
@@ -31,11 +31,13 @@ def sometimes_wrong(turn: TurnMessage) -> tuple[str | None, float]:
     return rng.choice(turn["legal_actions"]), 0.0
 
 
-def random_bot(turn: TurnMessage) -> tuple[str | None, float]:
+def random_bot(turn: dict[str, Any]) -> tuple[str | None, float]:
     return random.Random(turn["seq"]).choice(turn["legal_actions"]), 0.0
 
 
-def test_sedma_match_runs_commits_and_replays(redis_url: str, redis_client: redis.Redis) -> None:
+def test_sedma_match_runs_commits_and_replays(
+    redis_url: str, redis_client: redis.Redis, referee_address: str
+) -> None:
     deals = (DealSpec(seed=41, rotation=0, dealer=0), DealSpec(seed=41, rotation=1, dealer=1))
     spec = MatchSpec(
         match_id="sedma-1",
@@ -49,7 +51,8 @@ def test_sedma_match_runs_commits_and_replays(redis_url: str, redis_client: redi
         strikes=0,
     )
     assert queue.enqueue_match(redis_client, spec)
-    with MailboxBot(redis_url, "a", sometimes_wrong) as a, MailboxBot(redis_url, "b", random_bot):
+    a, b = PolicyBot("a", sometimes_wrong), PolicyBot("b", random_bot)
+    with policy_bots(redis_client, referee_address, a, b):
         assert run_match("sedma-1", conn=redis_client) == "committed"
     result = queue.get_result(redis_client, "sedma-1")
     record = queue.get_record(redis_client, "sedma-1")

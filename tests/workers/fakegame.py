@@ -82,9 +82,11 @@ class FakeMatch:
         return None if action in self.legal_actions() else "play your lowest card"
 
     def observation(self, seat: int) -> dict[str, Any]:
+        # Shaped like a Sevens observation (arena.v1.Observation carries it to the bot).
         return {
-            "game": "fake",
+            "game": "sevens",
             "seat": seat,
+            "num_players": self.num_players,
             "hand": [str(c) for c in self.hands[seat]],
             "num_deals": len(self.specs),
             "deal_index": self.deal,

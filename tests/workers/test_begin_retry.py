@@ -45,9 +45,9 @@ def spec() -> MatchSpec:
 def test_the_attempt_starts_once_redis_answers_again(redis_client: redis.Redis) -> None:
     assert queue.enqueue_match(redis_client, spec())
     flaky = Unreachable(redis_client, failures=3)
-    begun = runner._begin("br-1", flaky)  # type: ignore[arg-type]
+    begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
     assert begun is not None
-    _conn, loaded, attempt = begun
+    loaded, attempt = begun
     assert loaded.match_id == "br-1" and attempt == 1 and flaky.failures == 0
     assert redis_client.hget(keys.match_state("br-1"), "state") == "running"
 
@@ -58,5 +58,5 @@ def test_an_outage_longer_than_the_patience_still_raises(
     monkeypatch.setattr(runner, "BEGIN_PATIENCE_S", 0.5)
     assert queue.enqueue_match(redis_client, spec())
     with pytest.raises(redis.ConnectionError):
-        runner._begin("br-1", Unreachable(redis_client, failures=100))  # type: ignore[arg-type]
+        runner.start_attempt(Unreachable(redis_client, failures=100), "br-1", "w1")  # type: ignore[arg-type]
     assert redis_client.hget(keys.match_state("br-1"), "state") == "queued"

@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -28,8 +28,8 @@ from referee.games.registry import get_game
 from sample_bots.sdk import ActionOutcome, Bot, Turn
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from workers import queue
+from workers.host import run_match
 from workers.replay import verify_record
-from workers.runner import run_match
 from workers.spec import MatchSpec, TimeControl
 
 pytestmark = pytest.mark.slow
@@ -222,12 +222,16 @@ def _worker_pid(conn: redis.Redis, worker_name: str) -> int:
     return int(raw)
 
 
-def test_sigkill_of_a_worker_mid_match_retries_to_the_same_result(platform: Platform) -> None:
+def test_sigkill_of_a_worker_mid_match_retries_redealt_to_the_same_result(
+    platform: Platform,
+) -> None:
+    """A retried match is re-dealt (the killed attempt showed the bots part of the old
+    deals, DESIGN section 4): its result equals an undisturbed run of the deals it was
+    re-dealt, as recorded."""
     named: dict[str, Bot] = {f"kill-{i}": ScriptBot(delay_s=0.02) for i in range(4)}
     seats = list(named)
     deals = (DealSpec(seed=77), DealSpec(seed=78, rotation=1))
     with bots_in_threads(platform, named):
-        reference = spec_of("e2e-ref", "fan-tan", seats, deals=deals, season="")
         victim = spec_of("e2e-kill", "fan-tan", seats, deals=deals, season="")
         assert queue.enqueue_match(platform.conn, victim)
         deadline = time.monotonic() + 20
@@ -241,12 +245,20 @@ def test_sigkill_of_a_worker_mid_match_retries_to_the_same_result(platform: Plat
         worker = queue.match_status(platform.conn, "e2e-kill")["worker"]
         os.kill(_worker_pid(platform.conn, worker), signal.SIGKILL)
         wait_done(platform.conn, "e2e-kill", timeout=60)
+        record = queue.get_record(platform.conn, "e2e-kill")
+        assert record is not None
+        redealt = MatchSpec.from_dict(record["spec"])
+        assert record["redealt"]["scheduled_deals"] == [d.to_dict() for d in deals]
+        assert [d.seed for d in redealt.deals or ()] != [77, 78]
+        assert [d.rotation for d in redealt.deals or ()] == [0, 1]
+        reference = spec_of("e2e-ref", "fan-tan", seats, deals=redealt.deals, season="")
+        reference = replace(reference, seed=redealt.seed)
         assert queue.enqueue_match(platform.conn, reference)
         wait_done(platform.conn, "e2e-ref")
     killed = queue.get_result(platform.conn, "e2e-kill")
     undisturbed = queue.get_result(platform.conn, "e2e-ref")
     assert killed is not None and undisturbed is not None
-    assert killed["attempt"] >= 2
+    assert killed["attempt"] >= 2 and undisturbed["attempt"] == 1
     assert killed["result"] == undisturbed["result"]
     assert [s["decisions"] for s in killed["stats"]] == [
         s["decisions"] for s in undisturbed["stats"]

@@ -7,7 +7,7 @@ import threading
 import redis
 
 from referee import keys
-from referee.mailbox import now_ms
+from referee.messages import now_ms
 from referee.metrics_store import read_counters
 from workers import queue
 from workers.spec import MatchSpec, TimeControl

@@ -1,28 +1,38 @@
-"""The match runner in-process against real Redis, with a tiny fake game and mailbox bots.
+"""The match runner in-process (``workers.host.run_match``) against real Redis, a real
+referee process and SDK bots answering by policy, with a tiny fake game.
 
 These check the decision pipeline (clock, penalties, strikes, commit, fencing) in one
-module; tests/workers/test_e2e.py runs the real engines, worker processes and referee.
+module; tests/workers/test_e2e.py runs the real engines and match-host processes.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import redis
 
 from referee import keys
 from referee.games import registry
-from referee.mailbox import TurnMessage
 from referee.metrics_store import read_counters, read_histogram
 from tests.workers import fakegame
-from tests.workers.mailbox_bot import MailboxBot, first_legal
+from tests.workers.policy_bot import PolicyBot, first_legal, policy_bots
 from workers import queue
-from workers.runner import run_match
+from workers.host import run_match
+from workers.runner import Superseded, commit
 from workers.spec import MatchSpec, TimeControl
 
+TurnMessage = dict[str, Any]
+
 FAST = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=300)
+
+
+@pytest.fixture
+def server(referee_address: str, redis_url: str) -> str:
+    return referee_address
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +60,9 @@ def run(redis_client: redis.Redis, spec: MatchSpec) -> str:
     return run_match(spec.match_id, conn=redis_client)
 
 
-def test_plays_commits_once_and_notifies(redis_url: str, redis_client: redis.Redis) -> None:
+def test_plays_commits_once_and_notifies(redis_client: redis.Redis, server: str) -> None:
     spec = make_spec()
-    with MailboxBot(redis_url, "a") as a, MailboxBot(redis_url, "b") as b:
+    with policy_bots(redis_client, server, a := PolicyBot("a"), b := PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
         a.wait_for("match_end")  # sent after the commit: don't stop the bots before it arrives
         b.wait_for("match_end")
@@ -87,17 +97,17 @@ def test_plays_commits_once_and_notifies(redis_url: str, redis_client: redis.Red
 # commit that finds the result: tests/workers/test_runner_pins.py.
 
 
-def slow(seconds: float) -> object:
+def slow(seconds: float) -> Callable[[TurnMessage], tuple[str | None, float]]:
     def policy(turn: TurnMessage) -> tuple[str | None, float]:
         return turn["legal_actions"][0], seconds
 
     return policy
 
 
-def test_clock_inside_limit_is_never_penalised(redis_url: str, redis_client: redis.Redis) -> None:
+def test_clock_inside_limit_is_never_penalised(redis_client: redis.Redis, server: str) -> None:
     # move 300 ms, answers at ~150 ms: 150 ms inside the limit, bank untouched.
     spec = make_spec(bots=("a", "b"))
-    with MailboxBot(redis_url, "a", slow(0.15)), MailboxBot(redis_url, "b") as b:  # type: ignore[arg-type]
+    with policy_bots(redis_client, server, PolicyBot("a", slow(0.15)), b := PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
     result = queue.get_result(redis_client, "m1")
     assert result is not None
@@ -111,7 +121,7 @@ def test_clock_inside_limit_is_never_penalised(redis_url: str, redis_client: red
     assert b.of_type("action_result")
 
 
-def test_bank_absorbs_overruns_until_empty(redis_url: str, redis_client: redis.Redis) -> None:
+def test_bank_absorbs_overruns_until_empty(redis_client: redis.Redis, server: str) -> None:
     # move 300 + bank 400 + grace 50. Seat 0 answers after 500, 400, 600 and 150 ms:
     # 1) limit 750: in time (250 inside), the bank pays 200 -> 200 left
     # 2) limit 550: in time (150 inside), the bank pays 100 -> 100 left
@@ -123,12 +133,14 @@ def test_bank_absorbs_overruns_until_empty(redis_url: str, redis_client: redis.R
         return turn["legal_actions"][0], next(delays)
 
     spec = make_spec(bots=("a", "b"), rules={"hand": 4}, strikes=0)
-    with MailboxBot(redis_url, "a", policy), MailboxBot(redis_url, "b"):
+    with policy_bots(redis_client, server, PolicyBot("a", policy), PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
     record = queue.get_record(redis_client, "m1")
     assert record is not None
     mine = [s for s in record["steps"] if s.get("seat") == 0 and "request" in s]
-    assert [s["timeout"] for s in mine] == [False, False, True, False]
+    assert [s["timeout"] for s in mine] == [False, False, True, False], [
+        (s["think_ms"], s["wall_ms"], s["reason"]) for s in mine
+    ]
     told = [s["request"]["clock"]["bank_ms"] for s in mine]
     # (approximate: the stamps include this busy machine's scheduling delays)
     assert told[0] == 400 and 100 < told[1] <= 200 and 0 < told[2] <= 100 and told[3] == 0
@@ -136,11 +148,11 @@ def test_bank_absorbs_overruns_until_empty(redis_url: str, redis_client: redis.R
 
 
 def test_well_over_is_timed_out_and_pays_the_penalty(
-    redis_url: str, redis_client: redis.Redis
+    redis_client: redis.Redis, server: str
 ) -> None:
     # The limit is move + bank + grace = 750 ms; the bot answers after 900 ms (150 over).
     spec = make_spec(bots=("a", "b"), strikes=0)
-    with MailboxBot(redis_url, "a", slow(0.9)) as a, MailboxBot(redis_url, "b"):  # type: ignore[arg-type]
+    with policy_bots(redis_client, server, a := PolicyBot("a", slow(0.9)), PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
     results = a.of_type("action_result")
     first = results[0]
@@ -157,11 +169,11 @@ def garbage(turn: TurnMessage) -> tuple[str | None, float]:
     return "\x00 not a card \u2603", 0.0
 
 
-def test_invalid_actions_are_refused_then_autopilot(
-    redis_url: str, redis_client: redis.Redis
-) -> None:
+def test_invalid_actions_are_refused_then_autopilot(redis_client: redis.Redis, server: str) -> None:
     spec = make_spec(bots=("a", "b"), strikes=2)
-    with MailboxBot(redis_url, "a", garbage) as a, MailboxBot(redis_url, "b", first_legal):
+    with policy_bots(
+        redis_client, server, a := PolicyBot("a", garbage), PolicyBot("b", first_legal)
+    ):
         assert run(redis_client, spec) == "committed"
     results = a.of_type("action_result")
     assert len(results) == 2  # then the autopilot plays without asking
@@ -178,27 +190,28 @@ def test_invalid_actions_are_refused_then_autopilot(
     assert counters["arena_autopilot_seats_total"]["bot=a,season=s1"] == 1
 
 
-def test_disconnected_bot_times_out_uncharged(redis_url: str, redis_client: redis.Redis) -> None:
-    spec = make_spec(bots=("gone", "b"), strikes=1)
-    with MailboxBot(redis_url, "b"):
+def test_disconnected_bot_times_out_uncharged(redis_client: redis.Redis, server: str) -> None:
+    """A bot with no stream anywhere is judged ``disconnected`` ``absent_ms`` past its own
+    clock (not after a long fixed wait), its bank untouched."""
+    tc = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=30_000, absent_ms=500)
+    spec = make_spec(bots=("gone", "b"), strikes=1, time_control=tc)
+    with policy_bots(redis_client, server, PolicyBot("b")):
+        start = time.monotonic()
         assert run(redis_client, spec) == "committed"
+        took = time.monotonic() - start
     result = queue.get_result(redis_client, "m1")
     assert result is not None
     assert result["stats"][0]["timeouts"] == 1 and result["stats"][0]["autopilot"]
-    # the withdrawn request is gone from the inbox; notifications wait for the bot
-    inbox = [json.loads(m) for m in redis_client.lrange(keys.inbox("gone"), 0, -1)]
-    assert "turn" not in [m["type"] for m in inbox]
-    ar = [m for m in inbox if m["type"] == "action_result"]
-    assert ar[0]["reason"] == "disconnected" and ar[0]["autopilot"]
-    # "uncharged": the disconnected decision left the seat's bank whole
+    # limit 750 ms + absent 500 ms, once (strikes=1); far below queue_ms
+    assert 1.2 <= took < 10.0, took
     record = queue.get_record(redis_client, "m1")
     assert record is not None
-    asked = [s for s in record["steps"] if s.get("seat") == 0 and "request" in s]
-    assert asked and all(s["bank_left_ms"] == FAST.bank_ms for s in asked)
+    gone = [s for s in record["steps"] if s.get("seat") == 0 and "request" in s]
+    assert gone[0]["reason"] == "disconnected" and gone[0]["bank_left_ms"] == 400
 
 
 def test_an_older_attempt_stops_when_a_newer_one_starts(
-    redis_url: str, redis_client: redis.Redis
+    redis_client: redis.Redis, server: str
 ) -> None:
     spec = make_spec()
     assert queue.enqueue_match(redis_client, spec)
@@ -207,9 +220,14 @@ def test_an_older_attempt_stops_when_a_newer_one_starts(
         redis_client.incr(keys.match_attempt("m1"))
         return turn["legal_actions"][0], 0.0
 
-    with MailboxBot(redis_url, "a", bump), MailboxBot(redis_url, "b"):
-        assert run_match("m1", conn=redis_client) == "superseded"
+    with policy_bots(redis_client, server, PolicyBot("a", bump), PolicyBot("b")):
+        # the commit is fenced by the attempt: nothing is committed
+        assert run_match("m1", conn=redis_client) in ("superseded", "duplicate")
     assert queue.get_result(redis_client, "m1") is None
+    # The stopped attempt marks nothing: the match belongs to the newer attempt (2).
+    status = queue.match_status(redis_client, "m1")
+    assert status["state"] == "running" and status["attempt"] == "1"
+    assert redis_client.get(keys.match_attempt("m1")) == "2"
     # The stopped attempt marks nothing: the match belongs to the newer attempt (2).
     status = queue.match_status(redis_client, "m1")
     assert status["state"] == "running" and status["attempt"] == "1"
@@ -227,11 +245,11 @@ def test_engine_failure_is_kept_in_the_state(redis_client: redis.Redis) -> None:
     assert queue.enqueue_match(redis_client, spec)
 
 
-def test_record_replays_to_the_recorded_result(redis_url: str, redis_client: redis.Redis) -> None:
+def test_record_replays_to_the_recorded_result(redis_client: redis.Redis, server: str) -> None:
     from workers.replay import ReplayMismatch, render_replay, verify_record
 
     spec = make_spec(bots=("a", "b"), strikes=2)
-    with MailboxBot(redis_url, "a", garbage), MailboxBot(redis_url, "b"):
+    with policy_bots(redis_client, server, PolicyBot("a", garbage), PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
     record = queue.get_record(redis_client, "m1")
     result = queue.get_result(redis_client, "m1")
@@ -245,11 +263,11 @@ def test_record_replays_to_the_recorded_result(redis_url: str, redis_client: red
 
 
 def test_forced_decisions_are_autoplayed_when_the_spec_says_so(
-    redis_url: str, redis_client: redis.Redis
+    redis_client: redis.Redis, server: str
 ) -> None:
     # every decision of the fake game has exactly one legal action
     spec = make_spec(autoplay_forced=True)
-    with MailboxBot(redis_url, "a") as a, MailboxBot(redis_url, "b"):
+    with policy_bots(redis_client, server, a := PolicyBot("a"), PolicyBot("b")):
         assert run(redis_client, spec) == "committed"
     assert not a.of_type("turn")  # never asked
     assert a.received[0]["type"] == "match_start"

@@ -1,0 +1,497 @@
+"""A match host: one process, up to ``max_matches`` matches at once as asyncio tasks
+(DESIGN section 2, docs/workers.md "Match hosts").
+
+RQ stays the queue of record, through its public API (PITFALLS 15): the host is an
+``rq.Worker`` (``register_birth``/``register_death``, so ``rq info`` lists it) that never
+calls ``work()``; it dequeues with ``Queue.dequeue_any`` while it has a free slot, opens an
+``Execution`` per match (``prepare_execution``, ``prepare_job_execution``: the job is in
+the ``StartedJobRegistry``), keeps the worker, executions and jobs heartbeating, and ends
+each one with ``handle_job_success`` or ``handle_job_failure`` (the failed registry keeps
+the reason).
+
+Redis is never touched per decision. Once a second (:meth:`MatchHost.tick`, in a thread)
+one pipeline carries the heartbeats of every running match (``RunningMatches``), the
+summed decision metrics and the check for newer attempts; the janitor
+(``queue.janitor_pass``) runs in the same tick, so a host killed with its matches in flight
+is noticed within ``stale_s`` by any other host. A commit is one fenced transaction per
+match (``runner.commit``).
+
+SIGTERM: take no new matches, let the running ones finish within ``grace_s``, then hand
+the rest back (each is re-enqueued at once for a new attempt) and exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis
+from rq import Queue, Worker
+from rq.exceptions import DequeueTimeout
+from rq.executions import Execution
+from rq.job import Job
+from rq.registry import clean_registries
+from rq.utils import now as rq_now
+from rq.worker import WorkerStatus
+
+from referee import keys
+from referee.messages import now_ms
+from workers import metrics, queue
+from workers.link import Router
+from workers.queue import RunningMatches
+from workers.runner import MatchRun, Superseded, commit, mark_failed, start_attempt
+from workers.spec import MatchSpec
+
+log = logging.getLogger("workers.host")
+
+DEFAULT_MATCHES: Final = 64
+DEFAULT_STALE_S: Final = 5.0
+"""A running match whose host has not heartbeaten for this long is re-run (the host beats
+every ``TICK_S``)."""
+DEFAULT_GRACE_S: Final = 10.0
+TICK_S: Final = 1.0
+OUTAGE_SLACK_S: Final = 10.0
+"""After a Redis outage this host's janitor judges no heartbeat for ``stale_s`` plus this
+long: every host saw the same outage, and some take a while to reconnect (a connect or
+socket timeout) before their heartbeats flow again."""
+REDIS_SOCKET_TIMEOUT_S: Final = 4.0
+"""Socket timeout of the host's Redis client: above the 1 s blocking dequeue (PITFALLS 9),
+short enough that a dead connection is given up quickly."""
+RQ_BEAT_EVERY: Final = 10
+"""RQ's own heartbeats (worker, executions, jobs) every this many ticks: RQ only needs
+them within its monitoring interval (30 s + 60 s TTL), and they cost commands per match."""
+CLEAN_EVERY: Final = 30
+"""RQ's registry cleanup every this many ticks (PITFALLS 2: RQ alone runs it every 10 min)."""
+DEQUEUE_WAIT_S: Final = 1
+COMMIT_RETRY_S: Final = 0.5
+COMMIT_GIVE_UP_S: Final = 120.0
+"""A commit that cannot reach Redis for this long is given up (the janitor re-runs the
+match once Redis is back: the fenced commit keeps it exactly once)."""
+
+
+def match_job(match_id: str) -> str:
+    """The RQ job function of a match. Match jobs are run by ``arena worker`` (this module),
+    never by a plain ``rq worker``: it says so instead of playing the match."""
+    raise RuntimeError(
+        f"match {match_id} is a job for `arena worker` (a match host), not for `rq worker`"
+    )
+
+
+@dataclass(eq=False)
+class Running:
+    job: Job
+    execution: Execution
+    run: MatchRun | None = None
+    task: asyncio.Task[None] | None = None
+
+
+class MatchHost:
+    """One host process; :meth:`run` until :meth:`request_stop` (or SIGTERM)."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        name: str,
+        secret: str,
+        *,
+        max_matches: int = DEFAULT_MATCHES,
+        stale_s: float = DEFAULT_STALE_S,
+        grace_s: float = DEFAULT_GRACE_S,
+        root_certificates: bytes | None = None,
+    ) -> None:
+        self.name = name
+        self.max_matches = max_matches
+        self.stale_s = stale_s
+        self.grace_s = grace_s
+        self.conn = redis.Redis.from_url(
+            redis_url,
+            decode_responses=True,
+            socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=3.0,
+            max_connections=16,
+        )
+        self.rq_conn = queue.rq_connection(self.conn)
+        self.queue = Queue(queue.QUEUE_NAME, connection=self.rq_conn)
+        self.worker = Worker([self.queue], connection=self.rq_conn, name=name)
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-redis")
+        # The heartbeat and the blocking dequeue have threads of their own: a busy pool
+        # (directory reads, commits) must never delay a heartbeat into looking dead.
+        self.beat_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-beat")
+        self.dequeue_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-deq")
+        self.router = Router(secret, self._lookup, root_certificates)
+        self.runs: dict[str, Running] = {}
+        self.metrics = metrics.HostMetrics()
+        self.stopping = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._ticks = 0
+        self._judge_after_ms = 0.0  # the janitor waits after a Redis outage
+        self._outage = False
+
+    # --- plumbing ----------------------------------------------------------------------
+    def in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().run_in_executor(self.executor, fn, self.conn, *args)
+
+    async def _lookup(self, bot: str) -> dict[str, str]:
+        entries: dict[str, str] = await self.in_thread(
+            lambda conn, b: conn.hgetall(keys.bot_streams(b)), bot
+        )
+        return entries
+
+    def request_stop(self) -> None:
+        self.stopping.set()
+        self._slot_free.set()
+
+    # --- the process ---------------------------------------------------------------------
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.request_stop)
+        await loop.run_in_executor(self.executor, self._birth)
+        log.info("match host %s: up to %d matches at once", self.name, self.max_matches)
+        ticker = asyncio.ensure_future(self._tick_loop())
+        try:
+            await self._dequeue_loop()
+            await self._finish(self.grace_s)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(BaseException):
+                await ticker
+            await self.router.close()
+            with contextlib.suppress(redis.RedisError):
+                await loop.run_in_executor(self.executor, self._goodbye)
+            for pool in (self.executor, self.beat_executor, self.dequeue_executor):
+                pool.shutdown(wait=False)
+            log.info("match host %s stopped", self.name)
+
+    def _birth(self) -> None:
+        self.worker.register_birth()  # type: ignore[no-untyped-call]
+        self.worker.set_state(WorkerStatus.IDLE)
+
+    def _idle_if_empty(self) -> None:
+        if not self.worker.executions:
+            self.worker.set_state(WorkerStatus.IDLE)
+
+    def _goodbye(self) -> None:
+        self.worker.register_death()  # type: ignore[no-untyped-call]
+        self.conn.hdel(keys.WORKERS_ALIVE, self.name)
+
+    async def _dequeue_loop(self) -> None:
+        while not self.stopping.is_set():
+            if len(self.runs) >= self.max_matches:
+                self._slot_free.clear()
+                await self._slot_free.wait()
+                continue
+            try:
+                got = await asyncio.get_running_loop().run_in_executor(
+                    self.dequeue_executor, self._dequeue
+                )
+            except redis.RedisError as exc:
+                log.warning("dequeue failed (%s); retrying in 1 s", exc)
+                self._outage = True
+                await asyncio.sleep(1.0)
+                continue
+            except Exception:
+                log.exception("dequeue failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+                continue
+            if got is None:
+                continue
+            running, started = got
+            if started is None:
+                continue
+            spec, attempt = started
+            self.runs[spec.match_id] = running
+            running.task = asyncio.ensure_future(self._play(running, spec, attempt))
+
+    def _dequeue(self) -> tuple[Running, tuple[Any, int] | None] | None:
+        """(thread) Take a job if one comes within ``DEQUEUE_WAIT_S``; open its execution
+        and a new attempt of its match."""
+        try:
+            result = Queue.dequeue_any([self.queue], DEQUEUE_WAIT_S, connection=self.rq_conn)
+        except DequeueTimeout:
+            return None
+        if result is None:
+            return None
+        job, _queue = result
+        execution = self.worker.prepare_execution(job)
+        self.worker.prepare_job_execution(job, remove_from_intermediate_queue=True)
+        job.started_at = rq_now()
+        running = Running(job, execution)
+        match_id = str(job.args[0]) if job.args else ""
+        try:
+            started = start_attempt(self.conn, match_id, self.name)
+        except LookupError as exc:
+            self._fail_job(running, f"LookupError: {exc}")
+            return running, None
+        if started is None:
+            self._succeed_job(running, "already-done")
+            return running, None
+        return running, started
+
+    async def _play(self, running: Running, spec: MatchSpec, attempt: int) -> None:
+        mid = spec.match_id
+        log.info("match %s attempt %d started (%s)", mid, attempt, spec.game)
+        outcome = "committed"
+        try:
+            run = running.run = MatchRun(self, spec, attempt)
+            await run.play()
+            committed = await self._commit(run)
+            if committed is None:
+                outcome = "left"  # Redis stayed away; the janitor re-runs it
+            elif committed:
+                run.notify_match_end()
+                log.info("match %s attempt %d committed", mid, attempt)
+            else:
+                outcome = "duplicate"
+                log.warning("match %s attempt %d commits nothing: superseded or done", mid, attempt)
+        except Superseded as exc:
+            outcome = "superseded"
+            log.warning("match %s attempt %d stopped: %s; it commits nothing", mid, attempt, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("match %s attempt %d failed", mid, attempt)
+            text = traceback.format_exc()
+            with contextlib.suppress(redis.RedisError):
+                await self.in_thread(mark_failed, spec, attempt, error)
+                await self.in_thread(lambda _c: self._fail_job(running, text))
+            self._done(mid)
+            return
+        with contextlib.suppress(redis.RedisError):
+            await self.in_thread(lambda _c: self._succeed_job(running, outcome))
+        self._done(mid)
+
+    def _done(self, match_id: str) -> None:
+        self.runs.pop(match_id, None)
+        self._slot_free.set()
+
+    async def _commit(self, run: MatchRun) -> bool | None:
+        """The fenced commit; retried while Redis is away (None: given up)."""
+        result, record = run.committed_result(), run.record()
+        deadline = now_ms() + COMMIT_GIVE_UP_S * 1000.0
+        while True:
+            try:
+                ok: bool = await self.in_thread(commit, run.spec, run.attempt, result, record)
+                return ok
+            except redis.RedisError as exc:
+                if now_ms() > deadline:
+                    log.error(
+                        "match %s: commit gave up after Redis errors: %s", run.spec.match_id, exc
+                    )
+                    return None
+                await asyncio.sleep(COMMIT_RETRY_S)
+
+    def _succeed_job(self, running: Running, outcome: str) -> None:
+        job = running.job
+        job.ended_at = rq_now()
+        job._result = outcome
+        self.worker.handle_job_success(
+            job, self.queue, self.queue.started_job_registry, running.execution
+        )
+        self._idle_if_empty()
+
+    def _fail_job(self, running: Running, text: str) -> None:
+        job = running.job
+        job.ended_at = rq_now()
+        self.worker.handle_job_failure(
+            job,
+            self.queue,
+            started_job_registry=self.queue.started_job_registry,
+            exc_string=text,
+            execution=running.execution,
+        )
+        self._idle_if_empty()
+
+    # --- shutdown --------------------------------------------------------------------
+    async def _finish(self, grace_s: float) -> None:
+        """Let running matches finish within ``grace_s``; hand the rest back."""
+        tasks = [r.task for r in self.runs.values() if r.task is not None]
+        if tasks:
+            log.info(
+                "match host %s: %d match(es) finishing (%.0f s)", self.name, len(tasks), grace_s
+            )
+            await asyncio.wait(tasks, timeout=grace_s)
+        left = list(self.runs.values())
+        for running in left:
+            if running.task is not None:
+                running.task.cancel()
+        for running in left:
+            if running.task is not None:
+                with contextlib.suppress(BaseException):
+                    await running.task
+        for running in left:
+            if running.run is None:
+                continue
+            with contextlib.suppress(redis.RedisError):
+                await self.in_thread(self._hand_back, running)
+        self.runs.clear()
+
+    def _hand_back(self, conn: redis.Redis, running: Running) -> None:
+        run = running.run
+        assert run is not None
+        mid = run.spec.match_id
+        requeued = queue.requeue_abandoned(conn, mid, run.attempt, float("inf"))
+        log.warning(
+            "match %s attempt %d handed back (%s)",
+            mid,
+            run.attempt,
+            "re-enqueued" if requeued else "not re-enqueued",
+        )
+        self._fail_job(running, f"handed back by {self.name} on shutdown; re-enqueued: {requeued}")
+
+    # --- the tick ----------------------------------------------------------------------
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            beats = {mid: r for mid, r in self.runs.items() if r.run is not None}
+            flush = self.metrics.take()
+            try:
+                stale = await asyncio.get_running_loop().run_in_executor(
+                    self.beat_executor, self.tick, self.conn, beats, flush
+                )
+            except redis.RedisError as exc:
+                log.warning("heartbeat failed (%s); matches play on", exc)
+                self._outage = True
+                self.metrics.put_back(flush)
+                continue
+            for mid in stale:
+                running = self.runs.get(mid)
+                if running is not None and running.run is not None:
+                    running.run.superseded = True
+
+    def tick(
+        self, conn: redis.Redis, runs: dict[str, Running], flush: metrics.HostMetrics
+    ) -> list[str]:
+        """(thread) One round: heartbeats, metrics, newer attempts, the janitor; returns
+        the matches whose attempt was superseded."""
+        self._ticks += 1
+        now = now_ms()
+        ids = list(runs)
+        pipe = conn.pipeline(transaction=False)
+        RunningMatches(pipe).beat(dict.fromkeys(ids, now), only_existing=True)
+        pipe.hset(keys.WORKERS_ALIVE, self.name, f"{now:.0f}")
+        flush.flush(pipe)
+        if ids:
+            pipe.mget([keys.match_attempt(mid) for mid in ids])
+        rq_beat = self._ticks % RQ_BEAT_EVERY == 1
+        if rq_beat:
+            for mid in ids:
+                pipe.hset(keys.match_state(mid), "heartbeat_ms", f"{now:.0f}")
+        replies = pipe.execute()
+        if self._outage:  # the first beat after an outage: give every host time to beat
+            self._outage = False
+            self._judge_after_ms = now + (self.stale_s + OUTAGE_SLACK_S) * 1000.0
+        superseded = []
+        if ids:
+            for mid, latest in zip(ids, replies[-1 - (len(ids) if rq_beat else 0)], strict=True):
+                run = runs[mid].run
+                if run is not None and latest is not None and int(latest) != run.attempt:
+                    superseded.append(mid)
+        if rq_beat:
+            self._rq_heartbeats(list(runs.values()))
+        if now >= self._judge_after_ms:
+            queue.janitor_pass(conn, self.stale_s)
+        if self._ticks % CLEAN_EVERY == 1:
+            clean_registries(self.queue)
+        return superseded
+
+    def _rq_heartbeats(self, runs: list[Running]) -> None:
+        ttl_base = self.worker.job_monitoring_interval + 60
+        with self.rq_conn.pipeline() as pipe:
+            self.worker.heartbeat(ttl_base, pipeline=pipe)
+            for running in runs:
+                ttl = int(self.worker.get_heartbeat_ttl(running.job))
+                running.execution.heartbeat(self.queue.started_job_registry, ttl, pipeline=pipe)
+                running.job.heartbeat(rq_now(), ttl, pipeline=pipe, xx=True)
+            pipe.execute()
+
+
+def run_host(
+    redis_url: str,
+    name: str,
+    secret: str,
+    *,
+    max_matches: int = DEFAULT_MATCHES,
+    stale_s: float = DEFAULT_STALE_S,
+    grace_s: float = DEFAULT_GRACE_S,
+    root_certificates: bytes | None = None,
+) -> None:
+    """Body of one ``arena worker`` process."""
+    host = MatchHost(
+        redis_url,
+        name,
+        secret,
+        max_matches=max_matches,
+        stale_s=stale_s,
+        grace_s=grace_s,
+        root_certificates=root_certificates,
+    )
+    asyncio.run(host.run())
+
+
+class _OneMatchHost:
+    """Just enough of a host to play one match in this process (tests, scripts)."""
+
+    def __init__(self, conn: redis.Redis, secret: str) -> None:
+        self.conn = conn
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="one-match")
+        self.router = Router(secret, self._lookup)
+        self.metrics = metrics.HostMetrics()
+
+    def in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().run_in_executor(self.executor, fn, self.conn, *args)
+
+    async def _lookup(self, bot: str) -> dict[str, str]:
+        entries: dict[str, str] = await self.in_thread(
+            lambda conn, b: conn.hgetall(keys.bot_streams(b)), bot
+        )
+        return entries
+
+
+def run_match(match_id: str, conn: redis.Redis, secret: str | None = None) -> str:
+    """Play match ``match_id`` in this process, outside RQ, and commit it; returns
+    ``committed``, ``duplicate`` (superseded or already committed by another run),
+    ``superseded`` or ``already-done``. The cluster secret defaults to
+    ``referee.cluster.resolve_secret()``."""
+    from referee import cluster
+
+    key = secret or cluster.resolve_secret()
+    started = start_attempt(conn, match_id, f"{socket.gethostname()}:{os.getpid()}:inline")
+    if started is None:
+        return "already-done"
+    spec, attempt = started
+
+    async def play() -> str:
+        host = _OneMatchHost(conn, key)
+        try:
+            run = MatchRun(host, spec, attempt)
+            await run.play()
+            ok = commit(conn, run.spec, attempt, run.committed_result(), run.record())
+            if ok:
+                run.notify_match_end()
+                await asyncio.sleep(0.05)  # let the link write the notifications
+            pipe = conn.pipeline(transaction=False)
+            host.metrics.flush(pipe)
+            pipe.execute()
+            return "committed" if ok else "duplicate"
+        except Superseded:
+            return "superseded"
+        except Exception as exc:
+            mark_failed(conn, spec, attempt, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            await host.router.close()
+            host.executor.shutdown(wait=False)
+
+    return asyncio.run(play())

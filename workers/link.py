@@ -1,0 +1,270 @@
+"""A match host's side of the internal stream (proto/arena/v1/internal.proto).
+
+:class:`RefereeLink` is one ``MatchRelay.Link`` stream to one referee: every turn and
+notification of every match of this process that goes to a bot held by that referee,
+batched (items queued while a write is in flight go in the next message), and the one
+reply per turn. :class:`Router` finds a bot's referee in the bot-streams directory
+(``keys.bot_streams``, cached; read again only when a route fails) and keeps one link per
+referee.
+
+Everything here runs on the host's event loop; Redis is read through ``lookup`` (a
+coroutine the host provides, which runs the sync client in a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
+
+from arena.v1 import internal_pb2
+from referee import cluster
+from referee.cluster import Route
+from referee.messages import now_ms
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int, int]
+Reply = internal_pb2.Reply
+
+LINK_WRITE_TIMEOUT_S: Final = 10.0
+"""Longest wait for one write on the internal stream; past it the link is given up (its
+open requests are sent again, PITFALLS 16)."""
+ROUTE_POLL_S: Final = 0.2
+"""How often the directory is read again while a bot has no usable route."""
+QUARANTINE_MS: Final = 1_000.0
+"""A referee whose link failed is not dialled again for this long."""
+
+
+class LinkLost(Exception):
+    """The internal stream to a referee ended (it died, drained, or the network failed)."""
+
+
+class RefereeLink:
+    """One internal stream to one referee."""
+
+    def __init__(
+        self,
+        referee: str,
+        address: str,
+        secret: str,
+        on_lost: Callable[[RefereeLink], None],
+        root_certificates: bytes | None = None,
+    ) -> None:
+        self.referee = referee
+        self.address = address
+        self.alive = True
+        self._on_lost = on_lost
+        options = cluster.link_channel_options()
+        if root_certificates is not None:
+            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            self._channel = grpc.aio.secure_channel(address, creds, options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(address, options=options)
+        self._call = self._channel.stream_stream(
+            "/arena.v1.MatchRelay/Link",
+            request_serializer=internal_pb2.HostBatch.SerializeToString,
+            response_deserializer=internal_pb2.RelayBatch.FromString,
+        )(metadata=cluster.bearer(secret))
+        self.pending: dict[Key, asyncio.Future[Any]] = {}
+        self._items: list[Any] = []
+        self._wake = asyncio.Event()
+        self._closer: asyncio.Future[None] | None = None
+        self._tasks = [
+            asyncio.ensure_future(self._write_loop()),
+            asyncio.ensure_future(self._read_loop()),
+        ]
+
+    def turn(
+        self,
+        bot: str,
+        key: Key,
+        payload: bytes,
+        limit_ms: float,
+        expires_ms: float,
+        first_sent_ms: float = 0.0,
+    ) -> asyncio.Future[Any]:
+        """Send a turn; the future gets its :class:`Reply` (or ``LinkLost``)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if not self.alive:
+            future.set_exception(LinkLost(f"the link to referee {self.referee} is down"))
+            return future
+        self.pending[key] = future
+        turn = internal_pb2.Turn(
+            bot=bot,
+            match_id=key[0],
+            attempt=key[1],
+            seq=key[2],
+            request=payload,
+            limit_ms=limit_ms,
+            expires_ms=expires_ms,
+            first_sent_ms=first_sent_ms,
+        )
+        self._items.append(internal_pb2.HostItem(turn=turn))
+        self._wake.set()
+        return future
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+        if self.alive:
+            note = internal_pb2.Notify(bot=bot, match_id=match_id, message=payload)
+            self._items.append(internal_pb2.HostItem(notify=note))
+            self._wake.set()
+
+    def forget(self, key: Key) -> None:
+        self.pending.pop(key, None)
+
+    async def _write_loop(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._items:
+                    batch, self._items = self._items, []
+                    await asyncio.wait_for(
+                        self._call.write(internal_pb2.HostBatch(items=batch)),
+                        LINK_WRITE_TIMEOUT_S,
+                    )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.fail(f"write failed: {exc!r}")
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                batch = await self._call.read()
+                if batch is grpc.aio.EOF:
+                    self.fail("the referee ended the stream")
+                    return
+                for reply in batch.replies:
+                    future = self.pending.pop((reply.match_id, reply.attempt, reply.seq), None)
+                    if future is not None and not future.done():
+                        future.set_result(reply)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.fail(f"{exc!r}"[:300])
+
+    def fail(self, why: str) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        log.warning("link to referee %s (%s) lost: %s", self.referee, self.address, why)
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(LinkLost(f"link to referee {self.referee} lost: {why}"))
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+        with contextlib.suppress(Exception):
+            self._call.cancel()
+        self._closer = asyncio.ensure_future(self._channel.close())
+        self._on_lost(self)
+
+    async def close(self) -> None:
+        self.alive = False
+        for task in self._tasks:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            self._call.cancel()
+        await self._channel.close()
+
+
+Lookup = Callable[[str], Awaitable[dict[str, str]]]
+
+
+class Router:
+    """Where each bot is (cached from the directory) and one link per referee."""
+
+    def __init__(self, secret: str, lookup: Lookup, root_certificates: bytes | None = None) -> None:
+        self.secret = secret
+        self.lookup = lookup
+        self.root_certificates = root_certificates
+        self.links: dict[str, RefereeLink] = {}
+        self.routes: dict[str, Route] = {}
+        self.quarantine: dict[str, float] = {}  # referee -> ms until it may be dialled again
+        self.lookups = 0
+
+    def _lost(self, link: RefereeLink) -> None:
+        if self.links.get(link.referee) is link:
+            del self.links[link.referee]
+        self.quarantine[link.referee] = now_ms() + QUARANTINE_MS
+        for bot in [b for b, r in self.routes.items() if r.referee == link.referee]:
+            del self.routes[bot]
+
+    def avoid(self, referee: str, for_ms: float = QUARANTINE_MS) -> None:
+        """Do not route to ``referee`` for a while (it is draining)."""
+        self.quarantine[referee] = now_ms() + for_ms
+        for bot in [b for b, r in self.routes.items() if r.referee == referee]:
+            del self.routes[bot]
+
+    def forget(self, bot: str) -> None:
+        self.routes.pop(bot, None)
+
+    def cached(self, bot: str) -> RefereeLink | None:
+        route = self.routes.get(bot)
+        if route is None:
+            return None
+        link = self.links.get(route.referee)
+        return link if link is not None and link.alive else None
+
+    def _link(self, route: Route) -> RefereeLink:
+        link = self.links.get(route.referee)
+        if link is None or not link.alive:
+            link = RefereeLink(
+                route.referee, route.link, self.secret, self._lost, self.root_certificates
+            )
+            self.links[route.referee] = link
+        return link
+
+    async def route(self, bot: str, until_ms: float) -> RefereeLink | None:
+        """A live link to a referee holding a stream of ``bot``; None if the directory
+        shows none before ``until_ms``."""
+        while True:
+            link = self.cached(bot)
+            if link is not None:
+                return link
+            self.routes.pop(bot, None)
+            now = now_ms()
+            try:
+                entries = await self.lookup(bot)
+                self.lookups += 1
+            except Exception as exc:  # Redis down: keep waiting, the deadline still holds
+                log.warning("reading the directory for %s failed: %s", bot, exc)
+                entries = {}
+            usable = [
+                r for r in cluster.routes(entries, now) if self.quarantine.get(r.referee, 0) <= now
+            ]
+            if usable:
+                # Prefer a referee this host already has a link to, then the newest stream.
+                usable.sort(key=lambda r: (r.referee not in self.links, -r.since_ms))
+                route = usable[0]
+                self.routes[bot] = route
+                return self._link(route)
+            if now >= until_ms:
+                return None
+            await asyncio.sleep(min(ROUTE_POLL_S, max(0.0, (until_ms - now) / 1000.0)))
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+        """Best effort: a notification goes to the bot's cached referee, if any."""
+        link = self.cached(bot)
+        if link is not None:
+            link.notify(bot, match_id, payload)
+
+    async def close(self) -> None:
+        links, self.links = list(self.links.values()), {}
+        for link in links:
+            with contextlib.suppress(Exception):
+                await link.close()
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
