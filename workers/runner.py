@@ -117,22 +117,27 @@ def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[Match
         log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
         return None
     attempt = int(conn.incr(keys.match_attempt(match_id)))
+    mark_running(conn, spec, attempt, worker)
+    return spec, attempt
+
+
+def mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str = "") -> None:
+    """State ``running`` for ``attempt``, its first heartbeat in the running set."""
     now = now_ms()
     pipe = conn.pipeline(transaction=False)
     pipe.hset(
-        keys.match_state(match_id),
+        keys.match_state(spec.match_id),
         mapping={
             "state": MatchState.RUNNING,
             "attempt": attempt,
-            "worker": worker,
+            "worker": worker or worker_name(),
             "started_ms": f"{now:.0f}",
             "heartbeat_ms": f"{now:.0f}",
         },
     )
-    RunningMatches(pipe).beat({match_id: now})
-    season_state(pipe, spec.season, match_id, MatchState.RUNNING)
+    RunningMatches(pipe).beat({spec.match_id: now})
+    season_state(pipe, spec.season, spec.match_id, MatchState.RUNNING)
     pipe.execute()
-    return spec, attempt
 
 
 def mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -> None:

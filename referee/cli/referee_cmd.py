@@ -13,6 +13,7 @@ from referee.cli.common import (
     add_cluster_secret_option,
     add_redis_options,
     add_secret_file_option,
+    data_dir_of,
     read_secret,
     resolve_redis_url,
 )
@@ -86,7 +87,9 @@ def _run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
     if args.link_tls and not args.tls_cert:
-        raise ConfigError("--link-tls serves the internal port with --tls-cert/--tls-key: give both")
+        raise ConfigError(
+            "--link-tls serves the internal port with --tls-cert/--tls-key: give both"
+        )
     secret = cluster.resolve_secret(args.cluster_secret_file, str(data_dir_of(args)))
     config = RefereeConfig(
         redis_url=url,

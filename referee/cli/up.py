@@ -17,6 +17,8 @@ import signal
 import sys
 from typing import Any
 
+from referee import cluster
+from referee.cli import workers_cmd
 from referee.cli.common import (
     ADMIN_TOKEN_ENV,
     Commands,
@@ -30,8 +32,6 @@ from referee.cli.common import (
 )
 from referee.errors import ConfigError
 from referee.procs import RefereeStartError, start_referee, stop_process
-from referee import cluster
-from referee.cli import workers_cmd
 from workers.pool import WorkerPool, die_with_parent
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -75,7 +75,9 @@ def up(args: argparse.Namespace) -> int:
     # The referee and the hosts share the internal stream's secret: the given one, or a new
     # one for this run (the referee gets it in its environment).
     given = os.environ.get(cluster.SECRET_ENV) or args.cluster_secret_file
-    secret = cluster.resolve_secret(args.cluster_secret_file) if given else secrets.token_urlsafe(32)
+    secret = (
+        cluster.resolve_secret(args.cluster_secret_file) if given else secrets.token_urlsafe(32)
+    )
     with running_or_embedded_redis(args) as url:
         try:
             referee, grpc_addr = start_referee(

@@ -14,6 +14,7 @@ import time
 import redis
 
 from referee import cluster
+from referee.cli import up as up_cmd
 from referee.cli.common import (
     Commands,
     add_cluster_secret_option,
@@ -24,7 +25,6 @@ from referee.cli.common import (
     redacted_url,
     running_or_embedded_redis,
 )
-from referee.cli import up as up_cmd
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game

@@ -4,6 +4,7 @@ processes are alive and it reaches Redis (real pool, real Redis, real HTTP)."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import urllib.error
@@ -33,7 +34,9 @@ def wait_status(port: int, path: str, status: int, timeout: float = 30.0) -> dic
 
 
 def test_ready_once_the_workers_run_and_reach_redis_not_while_stopping(redis_url: str) -> None:
-    pool = WorkerPool(redis_url, 1, interval_s=0.2, level="WARNING")
+    pool = WorkerPool(
+        redis_url, 1, secret=os.environ["ARENA_CLUSTER_SECRET"], interval_s=0.2, level="WARNING"
+    )
     server = HealthServer("127.0.0.1", 0, pool.readiness)
     runner = threading.Thread(target=pool.run, daemon=True)
     try:

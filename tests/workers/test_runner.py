@@ -7,7 +7,6 @@ module; tests/workers/test_e2e.py runs the real engines and match-host processes
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,7 +21,6 @@ from tests.workers import fakegame
 from tests.workers.policy_bot import PolicyBot, first_legal, policy_bots
 from workers import queue
 from workers.host import run_match
-from workers.runner import Superseded, commit
 from workers.spec import MatchSpec, TimeControl
 
 TurnMessage = dict[str, Any]

@@ -1,27 +1,55 @@
 """Pins for the match runner's fencing, commit and clock (issue 19's survivors), on the
-Redis decision path of ``workers/runner.py``: each test names the mutation it kills.
+direct decision path of ``workers/runner.py``: each test names the mutation it kills.
 
 Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
-and, where a bot is needed, a scripted ``ask`` or a referee played by the test itself.
+and, where a bot is needed, a scripted ``ask`` or a referee link played by the test itself.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import threading
-import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 import redis
 
-from referee import keys, mailbox
+from arena.v1 import bot_pb2, internal_pb2
+from referee import keys
 from referee.games import registry
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
 from workers import queue
-from workers.runner import MatchRun, Reply, _mark_failed, _mark_running, commit
+from workers.link import LinkLost
+from workers.metrics import HostMetrics
+from workers.runner import MatchRun, Reply, commit
+from workers.runner import mark_failed as _mark_failed
+from workers.runner import mark_running as _mark_running
+
+
+class _Router:
+    """Routes every bot to ``links`` in turn (the last one again when they run out)."""
+
+    def __init__(self, *links: Any) -> None:
+        self.links = list(links)
+
+    async def route(self, bot: str, until_ms: float) -> Any:
+        return self.links.pop(0) if len(self.links) > 1 else self.links[0]
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+        pass
+
+    def avoid(self, referee: str, for_ms: float = 0.0) -> None:
+        pass
+
+    def forget(self, bot: str) -> None:
+        pass
+
+
+def _host(*links: Any) -> Any:
+    return SimpleNamespace(router=_Router(*links), metrics=HostMetrics())
 
 
 @pytest.fixture(autouse=True)
@@ -132,28 +160,31 @@ def test_commit_is_exactly_once_when_every_racer_checked_before_any_commits(
     assert redis_client.xlen(keys.RESULTS_STREAM) == 1
 
 
-def test_reply_keys_belong_to_one_attempt(redis_client: redis.Redis) -> None:
-    """Pins reply keys per attempt: a retry (attempt 2) waits on its own list, so an answer
-    left for attempt 1's request with the same sequence number is never read by it."""
-    assert keys.reply("m1", 1, 1) != keys.reply("m1", 2, 1)
+def test_requests_belong_to_one_attempt(redis_client: redis.Redis) -> None:
+    """Pins requests per attempt: a retry (attempt 2) asks under its own key, so an answer
+    left for attempt 1's request with the same sequence number is never taken by it."""
     spec = make_spec()
-    asked: list[str] = []
+    asked: list[tuple[str, int, int]] = []
     for attempt in (1, 2):
-        run = MatchRun(redis_client, spec, attempt)
+        run = MatchRun(_host(), spec, attempt)
 
-        def ask(turn: Any) -> Reply:
-            asked.append(turn["reply_key"])
+        async def ask(turn: Any) -> Reply:
+            asked.append((turn["match_id"], turn["attempt"], turn["seq"]))
             return Reply(turn["legal_actions"][0], 1.0, "")
 
         run.ask = ask  # type: ignore[method-assign]
-        run.ask_step(run.match.to_act(), run.match.legal_actions())
-    assert asked == [keys.reply("m1", 1, 1), keys.reply("m1", 2, 1)]
+        asyncio.run(run.ask_step(run.match.to_act(), run.match.legal_actions()))
+    assert asked == [("m1", 1, 1), ("m1", 2, 1)]
 
 
 def _scripted_run(redis_client: redis.Redis, replies: list[Reply], strikes: int) -> MatchRun:
-    run = MatchRun(redis_client, make_spec(strikes=strikes, rules={"hand": 6}), 1)
+    run = MatchRun(_host(), make_spec(strikes=strikes, rules={"hand": 6}), 1)
     script = iter(replies)
-    run.ask = lambda turn: next(script)  # type: ignore[method-assign]
+
+    async def ask(turn: Any) -> Reply:
+        return next(script)
+
+    run.ask = ask  # type: ignore[method-assign]
     return run
 
 
@@ -164,11 +195,11 @@ def test_a_disconnect_leaves_the_bank_alone_and_a_timeout_empties_it(
     whole (a mutation charging it emptied the bank); a timeout spends it (docs/workers.md)."""
     run = _scripted_run(redis_client, [Reply(None, 0.0, "disconnected")], strikes=5)
     seat = run.match.to_act()
-    run.ask_step(seat, run.match.legal_actions())
+    asyncio.run(run.ask_step(seat, run.match.legal_actions()))
     assert run.clock.bank_left_ms[seat] == FAST.bank_ms
     assert run.steps[-1]["bank_left_ms"] == FAST.bank_ms
     run = _scripted_run(redis_client, [Reply(None, 1000.0, "timeout")], strikes=5)
-    run.ask_step(seat, run.match.legal_actions())
+    asyncio.run(run.ask_step(seat, run.match.legal_actions()))
     assert run.clock.bank_left_ms[seat] == 0.0
 
 
@@ -183,8 +214,12 @@ def test_strikes_count_failures_in_a_row_only(redis_client: redis.Redis) -> None
             run.match.apply(run.match.legal_actions()[0])
         legal = run.match.legal_actions()
         answer = Reply("not-a-card" if kind == "refused" else legal[0], 1.0, "")
-        run.ask = lambda turn, answer=answer: answer  # type: ignore[method-assign, misc]
-        run.ask_step(seat, legal)
+
+        async def ask(turn: Any, answer: Reply = answer) -> Reply:
+            return answer
+
+        run.ask = ask  # type: ignore[method-assign]
+        asyncio.run(run.ask_step(seat, legal))
         if kind == "accepted":
             assert run.strikes[seat] == 0
         elif not run.autopilot[seat]:
@@ -192,53 +227,46 @@ def test_strikes_count_failures_in_a_row_only(redis_client: redis.Redis) -> None
     assert run.strikes[seat] == 2 and run.autopilot[seat]  # then two in a row
 
 
+class _Link:
+    """A referee link played by the test: it keeps what it was sent and answers with
+    ``outcome`` (a Reply, or LinkLost: the referee died holding the request)."""
+
+    def __init__(self, name: str, outcome: Any) -> None:
+        self.referee = name
+        self.outcome = outcome
+        self.sent: list[Any] = []
+
+    def turn(
+        self, bot: str, key: Any, payload: bytes, limit: float, expires: float, first: float
+    ) -> Any:
+        self.sent.append(bot_pb2.RefereeMessage.FromString(payload).turn)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if isinstance(self.outcome, Exception):
+            future.set_exception(self.outcome)
+        else:
+            future.set_result(self.outcome)
+        return future
+
+    def forget(self, key: Any) -> None:
+        pass
+
+
 def test_a_request_sent_again_shows_the_bank_the_seat_has(redis_client: redis.Redis) -> None:
-    """Pins the re-sent request's clock: when the referee holding a request dies, the
-    worker sends the same request again (docs/workers.md); it must show the bank the seat
-    has left, not more (the test plays the referee: it takes the request, stamps it, and
-    vanishes)."""
-    spec = make_spec()
-    run = MatchRun(redis_client, spec, 1)
+    """Pins the re-sent request's clock: when the referee holding a request dies, the host
+    sends the same request again to the bot's new referee (docs/workers.md); it must show
+    the bank the seat has left, not more."""
+    legal_holder: list[str] = []
+    dying = _Link("dying-referee", LinkLost("the referee died holding the request"))
+    answer = internal_pb2.Reply(kind=internal_pb2.Reply.ANSWER, sent_ms=1000.0, received_ms=1001.0)
+    other = _Link("another-referee", answer)
+    run = MatchRun(_host(dying, other), make_spec(), 1)
     seat = run.match.to_act()
     run.clock.bank_left_ms[seat] = 123.0
     legal = run.match.legal_actions()
-    worker = threading.Thread(target=run.ask_step, args=(seat, legal))
-    worker.start()
-    try:
-        inbox = keys.inbox(spec.seats[seat])
-        popped = redis_client.blpop([inbox], timeout=10)
-        assert popped is not None
-        first = json.loads(popped[1])
-        while first["type"] != "turn":
-            popped = redis_client.blpop([inbox], timeout=10)
-            assert popped is not None
-            first = json.loads(popped[1])
-        assert first["clock"]["bank_ms"] == 123
-        alive = keys.referee_alive("dying-referee")
-        redis_client.set(alive, "1", px=mailbox.REFEREE_ALIVE_TTL_MS)
-        stamp = {"type": "sent", "referee": "dying-referee", "sent_ms": mailbox.now_ms()}
-        redis_client.rpush(first["reply_key"], json.dumps(stamp))
-        time.sleep(0.2)
-        redis_client.delete(alive)  # the referee died holding the request
-        again: dict[str, Any] | None = None
-        deadline = time.monotonic() + 10
-        while again is None and time.monotonic() < deadline:
-            popped = redis_client.blpop([inbox], timeout=1)
-            if popped is not None and json.loads(popped[1])["type"] == "turn":
-                again = json.loads(popped[1])
-        assert again is not None, "the request was not sent again"
-        assert again["seq"] == first["seq"] and again["reply_key"] == first["reply_key"]
-        assert again["clock"]["bank_ms"] == 123 == int(run.clock.bank_left_ms[seat])
-        answer = {
-            "type": "answer",
-            "referee": "another-referee",
-            "action": legal[0],
-            "sent_ms": mailbox.now_ms(),
-            "received_ms": mailbox.now_ms(),
-            "think_ms": 1.0,
-        }
-        redis_client.rpush(first["reply_key"], json.dumps(answer))
-    finally:
-        worker.join(timeout=20)
-    assert not worker.is_alive()
+    legal_holder.extend(legal)
+    answer.action = legal[0]
+    asyncio.run(run.ask_step(seat, legal))
+    first, again = dying.sent[0], other.sent[0]
+    assert first.clock.bank_ms == 123 and again.seq == first.seq
+    assert again.clock.bank_ms == 123 == int(run.clock.bank_left_ms[seat])
     assert run.resent == 1 and run.steps[-1]["answer"] == legal[0]
