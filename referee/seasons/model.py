@@ -49,7 +49,7 @@ Words = Mapping[str, str]
 (``--deals``, ``--no-duplicate``) when the user gave flags, so every message speaks the
 interface the user used."""
 
-TIME_CONTROL_MIN = {"move_ms": 1, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1}
+TIME_CONTROL_MIN = {"move_ms": 1, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1, "absent_ms": 0}
 """The ``[time_control]`` fields and their smallest allowed values."""
 
 
