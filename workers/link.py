@@ -38,6 +38,9 @@ LINK_WRITE_TIMEOUT_S: Final = 10.0
 open requests are sent again, PITFALLS 16)."""
 ROUTE_POLL_S: Final = 0.2
 """How often the directory is read again while a bot has no usable route."""
+HELD_NOTES: Final = 64
+"""Notifications kept per bot that has no route yet (sent, in order, before its next turn
+once one is found; the oldest are dropped beyond this)."""
 QUARANTINE_MS: Final = 1_000.0
 """A referee whose link failed is not dialled again for this long."""
 
@@ -191,6 +194,7 @@ class Router:
         self.links: dict[str, RefereeLink] = {}
         self.routes: dict[str, Route] = {}
         self.quarantine: dict[str, float] = {}  # referee -> ms until it may be dialled again
+        self.held: dict[str, list[tuple[str, bytes]]] = {}  # bot -> notes waiting for a route
         self.lookups = 0
 
     def _lost(self, link: RefereeLink) -> None:
@@ -214,7 +218,12 @@ class Router:
         if route is None:
             return None
         link = self.links.get(route.referee)
-        return link if link is not None and link.alive else None
+        if link is None or not link.alive:
+            return None
+        notes = self.held.pop(bot, None)
+        for match_id, payload in notes or ():
+            link.notify(bot, match_id, payload)
+        return link
 
     def _link(self, route: Route) -> RefereeLink:
         link = self.links.get(route.referee)
@@ -248,16 +257,25 @@ class Router:
                 usable.sort(key=lambda r: (r.referee not in self.links, -r.since_ms))
                 route = usable[0]
                 self.routes[bot] = route
-                return self._link(route)
+                self._link(route)
+                link = self.cached(bot)  # sends the notes held for the bot first
+                assert link is not None
+                return link
             if now >= until_ms:
                 return None
             await asyncio.sleep(min(ROUTE_POLL_S, max(0.0, (until_ms - now) / 1000.0)))
 
     def notify(self, bot: str, match_id: str, payload: bytes) -> None:
-        """Best effort: a notification goes to the bot's cached referee, if any."""
+        """A notification goes to the bot's cached referee; with no route yet it is held
+        and sent before the bot's next turn (best effort: a bot that never comes back
+        never gets it)."""
         link = self.cached(bot)
         if link is not None:
             link.notify(bot, match_id, payload)
+            return
+        notes = self.held.setdefault(bot, [])
+        notes.append((match_id, payload))
+        del notes[:-HELD_NOTES]
 
     async def close(self) -> None:
         links, self.links = list(self.links.values()), {}

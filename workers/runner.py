@@ -280,6 +280,7 @@ class MatchRun:
         self.finished_ms = 0.0
         self.superseded = False
         self.rules_json: str | None = None  # Observation.rules_json, encoded once
+        self.reached: set[str] = set()  # bots this match found a stream of
 
     # --- the match loop ---------------------------------------------------------------
 
@@ -463,12 +464,16 @@ class MatchRun:
         since = ready  # the bot's clock (or its absence) counts from here
         first_sent = 0.0
         while True:
-            link = await self.router.route(bot, (first_sent or since) + limit + tc.absent_ms)
+            # A bot this match has reached before and that is gone now is judged absent_ms
+            # past its clock; one not seen yet (starting late) may take queue_ms to come.
+            absent = tc.absent_ms if bot in self.reached else tc.queue_ms
+            link = await self.router.route(bot, (first_sent or since) + limit + absent)
             if link is None:
                 waited = now_ms() - (first_sent or since)
                 if first_sent:  # it held the request, left and never came back in time
                     return Reply(None, waited, "timeout")
                 return Reply(None, 0.0, "disconnected")
+            self.reached.add(bot)
             now = now_ms()
             expires = now + limit + tc.queue_ms
             future = link.turn(bot, key, payload, limit, expires, first_sent)
@@ -529,7 +534,8 @@ class MatchRun:
     async def notify_match_start(self) -> None:
         obs = self.match.observation(0)
         for bot, seats in self.bots().items():
-            await self.router.route(bot, now_ms())  # one directory read, so the start arrives
+            if await self.router.route(bot, now_ms()) is not None:  # one directory read
+                self.reached.add(bot)
             msg: MatchStartMessage = {
                 "type": "match_start",
                 "bot": bot,
