@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,11 +25,10 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.v1 import bot_pb2, bot_pb2_grpc
-from referee import keys, mailbox
+from arena.v1 import bot_pb2, bot_pb2_grpc, internal_pb2
 from referee.gateway.server import RefereeConfig, RefereeServer
 from sample_bots.sdk import channel_options
-from tests.gateway.helpers import push, register, turn_message
+from tests.gateway.helpers import FakeHost, register, turn_message
 
 UINT32 = st.integers(min_value=0, max_value=2**32 - 1)
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -158,18 +156,21 @@ class Witness:
 
 
 def _served(client: redis.Redis, bot: str, match_id: str, seq: int) -> None:
-    """Push a turn for the witness; its answer must come back exactly once."""
-    push(client, turn_message(bot, match_id, seq))
-    reply = keys.reply(match_id, 1, seq)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        entries = [mailbox.decode_reply(r) for r in client.lrange(reply, 0, -1)]
-        answers = [e for e in entries if e["type"] == "answer"]
-        if answers:
-            assert len(answers) == 1, entries
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"the witness was not served {match_id}/{seq}")
+    """Send a turn for the witness as a match host does; its answer must come back (the
+    referee answers each turn exactly once)."""
+    kwargs = client.connection_pool.connection_kwargs
+    auth = f":{kwargs['password']}@" if kwargs.get("password") else ""
+    url = f"redis://{auth}{kwargs.get('host', '127.0.0.1')}:{kwargs.get('port', 6379)}/0"
+
+    async def ask() -> Any:
+        host = FakeHost(url)
+        try:
+            return await host.ask(turn_message(bot, match_id, seq), timeout=20, route_s=20)
+        finally:
+            await host.close()
+
+    reply = asyncio.run(ask())
+    assert reply.kind == internal_pb2.Reply.ANSWER, reply
 
 
 @pytest.fixture
