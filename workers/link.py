@@ -195,17 +195,28 @@ class Router:
         self.routes: dict[str, Route] = {}
         self.quarantine: dict[str, float] = {}  # referee -> ms until it may be dialled again
         self.held: dict[str, list[tuple[str, bytes]]] = {}  # bot -> notes waiting for a route
+        self.last_referee: dict[str, str] = {}  # bot -> the referee it was last routed to
+        self.lost_at: dict[str, float] = {}  # referee -> when its link failed or it drained
         self.lookups = 0
+
+    def excused(self, bot: str, within_ms: float) -> bool:
+        """True when the bot's last referee failed or drained within ``within_ms``: its
+        absence now is the platform's doing (its bots are reconnecting), not the bot's."""
+        referee = self.last_referee.get(bot)
+        lost = self.lost_at.get(referee, float("-inf")) if referee is not None else float("-inf")
+        return now_ms() - lost < within_ms
 
     def _lost(self, link: RefereeLink) -> None:
         if self.links.get(link.referee) is link:
             del self.links[link.referee]
+        self.lost_at[link.referee] = now_ms()
         self.quarantine[link.referee] = now_ms() + QUARANTINE_MS
         for bot in [b for b, r in self.routes.items() if r.referee == link.referee]:
             del self.routes[bot]
 
     def avoid(self, referee: str, for_ms: float = QUARANTINE_MS) -> None:
         """Do not route to ``referee`` for a while (it is draining)."""
+        self.lost_at[referee] = now_ms()
         self.quarantine[referee] = now_ms() + for_ms
         for bot in [b for b, r in self.routes.items() if r.referee == referee]:
             del self.routes[bot]
@@ -257,6 +268,7 @@ class Router:
                 usable.sort(key=lambda r: (r.referee not in self.links, -r.since_ms))
                 route = usable[0]
                 self.routes[bot] = route
+                self.last_referee[bot] = route.referee
                 self._link(route)
                 link = self.cached(bot)  # sends the notes held for the bot first
                 assert link is not None

@@ -466,7 +466,9 @@ class MatchRun:
         while True:
             # A bot this match has reached before and that is gone now is judged absent_ms
             # past its clock; one not seen yet (starting late) may take queue_ms to come.
-            absent = tc.absent_ms if bot in self.reached else tc.queue_ms
+            # (or one whose referee failed or drained lately: it is reconnecting).
+            fault = self.router.excused(bot, tc.queue_ms)
+            absent = tc.absent_ms if bot in self.reached and not fault else tc.queue_ms
             link = await self.router.route(bot, (first_sent or since) + limit + absent)
             if link is None:
                 waited = now_ms() - (first_sent or since)

@@ -47,6 +47,9 @@ class _Router:
     def forget(self, bot: str) -> None:
         pass
 
+    def excused(self, bot: str, within_ms: float) -> bool:
+        return False
+
 
 def _host(*links: Any) -> Any:
     return SimpleNamespace(router=_Router(*links), metrics=HostMetrics())
