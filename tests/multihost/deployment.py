@@ -146,6 +146,7 @@ class Deployment:
         self.ca = str(self.tls / "ca.pem")
         self.password = secrets.token_urlsafe(24)
         self.admin_token = secrets.token_urlsafe(18)
+        self.cluster_secret = secrets.token_urlsafe(24)  # the internal stream's, shared
         redis_address = self.hosts["redis"].address
         self.redis_url = (
             f"rediss://:{self.password}@{redis_address}:{REDIS_PORT}/0?ssl_ca_certs={self.ca}"
@@ -170,6 +171,7 @@ class Deployment:
         env.update(
             ARENA_REDIS_URL=self.redis_url,
             ARENA_ADMIN_TOKEN=self.admin_token,
+            ARENA_CLUSTER_SECRET=self.cluster_secret,
             PYTHONPATH=str(REPO),
             PYTHONUNBUFFERED="1",
         )
