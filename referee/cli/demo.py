@@ -1,11 +1,11 @@
 """``arena demo``: a short season on a local platform, start to finish.
 
-Embedded Redis, one referee, ``arena worker -n 2``, six SDK bot processes of three
-strategies (random, first-legal and the hold-sevens policy) connecting over gRPC, a
-``fan-tan`` season of every 4-table of the six bots (too few for field duplicate at
-tables of 4, which the season says; Sedma head-to-head with ``--game sedma`` plays field
-duplicate), a live progress bar, the final standings, the seed check, and everything
-stopped again (unless ``--keep-running``).
+Embedded Redis, one referee, one match host running two matches at once, six SDK bot
+processes of three strategies (random, first-legal and the hold-sevens policy) connecting
+over gRPC, a ``fan-tan`` season of every 4-table of the six bots (too few for field
+duplicate at tables of 4, which the season says; Sedma head-to-head with ``--game sedma``
+plays field duplicate), a live progress bar, the final standings, the seed check, and
+everything stopped again (unless ``--keep-running``).
 """
 
 from __future__ import annotations
