@@ -4,13 +4,13 @@ made the deal specs: the match itself, ``arena selfplay --deals``, ``arena match
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Callable, Sequence
 
 import pytest
 
 from referee.cli.games import deal_seed as selfplay_deal_seed
+from referee.cli.main import build_parser
 from referee.cli.workers_cmd import build_spec
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
@@ -35,19 +35,18 @@ def _selfplay(_preset: str, _n: int) -> list[DealSpec]:
 
 
 def _match_run(preset: str, n: int) -> Sequence[DealSpec]:
-    args = argparse.Namespace(
-        game="sevens",
-        preset=preset,
-        bots=",".join(f"b{i}" for i in range(n)),
-        seed=2,
-        deals=DEALS,
-        match_id="m",
-        move_ms=1000,
-        bank_ms=5000,
-        grace_ms=50,
-        queue_ms=30_000,
-        strikes=3,
-        autoplay_forced=False,
+    # through the real parser, so the test keeps up with the command's flags
+    args = build_parser().parse_args(
+        [
+            "match",
+            "run",
+            "--game=sevens",
+            f"--preset={preset}",
+            "--bots=" + ",".join(f"b{i}" for i in range(n)),
+            "--seed=2",
+            f"--deals={DEALS}",
+            "--match-id=m",
+        ]
     )
     deals = build_spec(args).deals
     assert deals is not None
