@@ -18,7 +18,6 @@ file in it 0600 (the server runs with umask 077), and the server wants a passwor
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import os
 import secrets
@@ -26,7 +25,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -35,9 +33,8 @@ from types import TracebackType
 import redis
 
 from referee.errors import EmbeddedRedisError
-from referee.procs import stop_process
+from referee.procs import die_with_parent, stop_process
 
-_PR_SET_PDEATHSIG = 1
 PASSWORD_FILE = "redis.pass"
 """The embedded Redis's password, in its data dir (0600)."""
 
@@ -105,9 +102,7 @@ def free_port() -> int:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     os.umask(0o077)  # the AOF, the log and every file the server writes: 0600
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    die_with_parent(signal.SIGTERM)
     # Own process group: a Ctrl-C in the terminal reaches us, and we stop Redis in order.
     os.setpgid(0, 0)
 

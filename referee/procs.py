@@ -9,6 +9,7 @@ child gets to shut down before it is killed.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -17,7 +18,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, Final
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send ``sig`` to this process when its parent dies (no-op elsewhere).
+
+    Meant for a child's ``preexec_fn`` or the first line of a child process's body, so that
+    no platform process outlives the one that started it."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, sig)
+
 
 #: How the referee announces itself (``referee.gateway.server.serve`` prints it, flushed).
 LISTENING = re.compile(r"referee listening on (\S+)")

@@ -14,13 +14,11 @@ channels themselves, and a host never forks.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from multiprocessing.process import BaseProcess
@@ -30,21 +28,14 @@ from typing import Any, Final
 import redis
 
 from referee import keys
+from referee.procs import die_with_parent
 from workers.host import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, run_host
 
 log = logging.getLogger("workers.pool")
 
-_PR_SET_PDEATHSIG: Final = 1
 SHUTDOWN_SLACK_S: Final = 10.0
 
-__all__ = ["DEFAULT_GRACE_S", "DEFAULT_MATCHES", "DEFAULT_STALE_S", "WorkerPool", "die_with_parent"]
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask Linux to send ``sig`` to this process when its parent dies (no-op elsewhere)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, sig)
+__all__ = ["DEFAULT_GRACE_S", "DEFAULT_MATCHES", "DEFAULT_STALE_S", "WorkerPool"]
 
 
 def _host_main(

@@ -31,8 +31,8 @@ from referee.cli.common import (
     running_or_embedded_redis,
 )
 from referee.errors import ConfigError
-from referee.procs import RefereeStartError, start_referee, stop_process
-from workers.pool import WorkerPool, die_with_parent
+from referee.procs import RefereeStartError, die_with_parent, start_referee, stop_process
+from workers.pool import WorkerPool
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REFEREE_START_S = 60.0

@@ -22,8 +22,7 @@ import redis
 from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis, free_port, private_dir
 from referee.errors import ArenaError
-from referee.procs import stop_process
-from workers.pool import die_with_parent
+from referee.procs import die_with_parent, stop_process
 
 BOT_MODULES = {
     "random": ["-m", "sample_bots.random_bot"],

@@ -34,8 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from referee.procs import stop_process
-from workers.pool import die_with_parent
+from referee.procs import die_with_parent, stop_process
 
 PREFIX = "arena-mh-"
 """Every namespace the harness makes is named ``arena-mh-<pid>-<n>-<host>``."""
