@@ -223,15 +223,23 @@ class MatchHost:
         if result is None:
             return None
         job, _queue = result
+        match_id = str(job.args[0]) if job.args else ""
+        # The attempt starts first: from then on the match is in the running set, so if
+        # this process dies the janitor of any host re-runs it within seconds. Every
+        # Redis round trip before it widens the window in which a killed host leaves a
+        # dequeued match 'queued' and seen by no janitor (RQ's own cleanup needs the
+        # execution's heartbeat TTL, about 90 s, to notice).
+        lookup_error: LookupError | None = None
+        try:
+            started = start_attempt(self.conn, match_id, self.name)
+        except LookupError as exc:
+            started, lookup_error = None, exc
         execution = self.worker.prepare_execution(job)
         self.worker.prepare_job_execution(job, remove_from_intermediate_queue=True)
         job.started_at = rq_now()
         running = Running(job, execution)
-        match_id = str(job.args[0]) if job.args else ""
-        try:
-            started = start_attempt(self.conn, match_id, self.name)
-        except LookupError as exc:
-            self._fail_job(running, f"LookupError: {exc}")
+        if lookup_error is not None:
+            self._fail_job(running, f"LookupError: {lookup_error}")
             return running, None
         if started is None:
             self._succeed_job(running, "already-done")
