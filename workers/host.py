@@ -28,6 +28,7 @@ import logging
 import os
 import signal
 import socket
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,7 @@ import redis
 from rq import Queue, Worker
 from rq.exceptions import DequeueTimeout
 from rq.executions import Execution
+from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.registry import clean_registries
 from rq.utils import now as rq_now
@@ -133,6 +135,7 @@ class MatchHost:
         self.stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._ticks = 0
+        self._unstarted_seen: dict[str, float] = {}
         self._judge_after_ms = 0.0  # the janitor waits after a Redis outage
         self._outage = False
 
@@ -408,11 +411,39 @@ class MatchHost:
                     superseded.append(mid)
         if rq_beat:
             self._rq_heartbeats(list(runs.values()))
+            self._give_back_unstarted_jobs()
         if now >= self._judge_after_ms:
             queue.janitor_pass(conn, self.stale_s)
         if self._ticks % CLEAN_EVERY == 1:
             clean_registries(self.queue)
         return superseded
+
+    def _give_back_unstarted_jobs(self) -> None:
+        """(thread) Put back on the queue a job that a dead host took off it but never
+        started.
+
+        RQ's dequeue moves the job id to an intermediate list; the host that took it removes
+        it from there once the job's execution is open. A host killed in between leaves the
+        match 'queued' and outside the running set, where no janitor sees it, and RQ's own
+        cleanup would only fail the job a minute later. An id that stays there, not started,
+        for ``stale_s`` is pushed back to the front of the queue by whichever host removes it
+        first (LREM is atomic); a second run of it is fenced by its attempt number anyway.
+        """
+        intermediate = IntermediateQueue(self.queue.key, connection=self.rq_conn)
+        now = time.monotonic()
+        listed = intermediate.get_job_ids()
+        for job_id in listed:
+            first_seen = self._unstarted_seen.setdefault(job_id, now)
+            if now - first_seen < self.stale_s or job_id in self.queue.started_job_registry:
+                continue
+            self._unstarted_seen.pop(job_id, None)
+            if self.rq_conn.lrem(intermediate.key, 1, job_id):
+                self.queue.push_job_id(job_id, at_front=True)
+                log.warning(
+                    "job %s was taken off the queue by a host that died; queued again", job_id
+                )
+        for job_id in set(self._unstarted_seen) - set(listed):
+            del self._unstarted_seen[job_id]
 
     def _rq_heartbeats(self, runs: list[Running]) -> None:
         ttl_base = self.worker.job_monitoring_interval + 60
