@@ -329,8 +329,13 @@ def test_dashboard_queries_aggregate_across_referees(deployment: Deployment) -> 
     one referee scraped (each referee serves the league's numbers from the one Redis, so a
     query that does not collapse the ``instance`` label counts the league twice)."""
     d = deployment
-    both = PromClient(d.start_prometheus("prometheus-both", ["referee-a", "referee-b"]), d.logs)
-    one = PromClient(d.start_prometheus("prometheus-one", ["referee-a"]), d.logs)
+    both = PromClient(
+        d.start_prometheus("prometheus-both", ["referee-a", "referee-b"]),
+        d.logs / "prometheus-both.log",
+    )
+    one = PromClient(
+        d.start_prometheus("prometheus-one", ["referee-a"]), d.logs / "prometheus-one.log"
+    )
     d.on_ops(lambda: both.wait_for_scrapes(2))
     d.on_ops(lambda: one.wait_for_scrapes(2))
     started = time.time()
