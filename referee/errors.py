@@ -7,6 +7,8 @@ Hierarchy, with the gRPC status each answers with (``status``)::
     ├── EmbeddedRedisError                         UNAVAILABLE
     ├── ConfigError (ValueError)                   INVALID_ARGUMENT: a bad flag, TOML file or spec
     ├── NotFoundError (KeyError)                   NOT_FOUND: an unknown bot, season or match
+    ├── SealedError                                FAILED_PRECONDITION: a match whose boards
+    │                                              are still played at another table
     ├── AuthError                                  UNAUTHENTICATED: bad, missing or revoked token
     │   └── ActingForAnotherBot (gateway)          PERMISSION_DENIED
     ├── ConflictError                              ALREADY_EXISTS: a name already taken
@@ -59,6 +61,14 @@ class NotFoundError(ArenaError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
+
+
+class SealedError(ArenaError):
+    """A match's cards and moves asked for while they are sealed: its season runs and a
+    table still plays its boards (``referee.seasons.embargo``); the message says when they
+    open."""
+
+    status = "FAILED_PRECONDITION"
 
 
 class AuthError(ArenaError):

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from referee.cli.common import Commands, add_redis_options, connect
 from referee.errors import ConfigError
-from referee.seasons import store
+from referee.seasons import embargo, store
 from referee.seasons.model import FORMATS, SeasonSpec, time_control_from_dict
 from referee.seasons.standings import ROW_FIELDS
 
@@ -417,6 +417,7 @@ def _export(args: argparse.Namespace) -> int:
             (out / "standings.json").write_text(json.dumps(standings, indent=1))
             (out / "standings.csv").write_text(standings_csv(standings))
             count = 0
+            sealed: list[str] = []
             with open(out / "results.jsonl", "w") as results:
                 for data in store.get_schedule(conn, args.season):
                     match_id = data["match_id"]
@@ -425,6 +426,9 @@ def _export(args: argparse.Namespace) -> int:
                     if result is None or record is None:
                         continue
                     results.write(json.dumps(result, sort_keys=True) + "\n")
+                    if embargo.seal_of(conn, match_id, args.season).sealed:
+                        sealed.append(match_id)  # its result counts; its moves wait
+                        continue
                     # gzip: a record's JSON is ~1.4 MB a match and compresses about 10x
                     _write_gz(out / "matches" / f"{match_id}.json.gz", json.dumps(record))
                     _write_gz(out / "replays" / f"{match_id}.txt.gz", render_replay(record))
@@ -432,6 +436,13 @@ def _export(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot write the export to {out}: {exc}") from None
     print(f"exported {count} matches of {args.season} to {out}")
+    if sealed:
+        print(
+            f"{len(sealed)} match(es) left out of matches/ and replays/ (their results are in "
+            f"results.jsonl): they are sealed while other tables still play their boards "
+            f"({', '.join(sealed[:5])}{' …' if len(sealed) > 5 else ''}); export again when "
+            "the season has ended"
+        )
     return 0
 
 

@@ -185,6 +185,11 @@ def _replay(args: argparse.Namespace) -> int:
             f"match {args.match_id!r} has no committed record (state: {status['state']}); "
             "see `arena match list`"
         )
+    from referee.seasons import embargo
+
+    seal = embargo.seal_of(conn, args.match_id, str(record.get("spec", {}).get("season") or ""))
+    if seal.sealed:
+        return fail(seal.message())
     if args.json:
         print(json.dumps(record, indent=1))
         return 0

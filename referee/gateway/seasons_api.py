@@ -18,10 +18,10 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis as AsyncRedis
 
 from arena.v1 import league_pb2
-from referee.errors import ArenaError, ConfigError, NotFoundError
+from referee.errors import ArenaError, ConfigError, NotFoundError, SealedError
 from referee.games.errors import RulesError
 from referee.gateway import status
-from referee.seasons import store
+from referee.seasons import embargo, store
 from referee.seasons.model import SeasonSpec
 
 T = TypeVar("T")
@@ -186,6 +186,13 @@ def match_summary(
     )
 
 
+def _unsealed(conn: SyncRedis, match_id: str, season: str) -> None:
+    """SealedError while the match's boards are still played at another table."""
+    seal = embargo.seal_of(conn, match_id, season)
+    if seal.sealed:
+        raise SealedError(seal.message())
+
+
 class SeasonsServicerMixin:
     """Season, standings, match and replay methods of the League service."""
 
@@ -297,6 +304,8 @@ class SeasonsServicerMixin:
             if status.get("state") == "unknown":
                 raise NotFoundError(f"no match {request.match_id!r}")
             record = get_record(conn, request.match_id)
+            if record is not None:
+                _unsealed(conn, request.match_id, status.get("season", ""))
             return league_pb2.MatchRecord(
                 summary=match_summary(status, get_result(conn, request.match_id)),
                 record_json=fit_record(record) if record is not None else "",
@@ -315,6 +324,7 @@ class SeasonsServicerMixin:
                     f"match {request.match_id!r} has no committed record (unknown, or not "
                     "finished yet)"
                 )
+            _unsealed(conn, request.match_id, str(record.get("spec", {}).get("season") or ""))
             return fit_text(render_replay(record), request.match_id)
 
         text = await self._run(context, get)

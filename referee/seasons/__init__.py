@@ -11,5 +11,6 @@ Module map::
     ratings.py    Bradley-Terry Elo (MLE + 95% interval), live Elo, OpenSkill
     store.py      the season in Redis: create / start / pause / resume / cancel, counters
     driver.py     ``run_driver``: enqueues matches, consumes results, finishes seasons
+    embargo.py    sealed boards: no spectator sees a board a table is still playing
     verify.py     re-deal every match from the revealed seed and compare with the records
 """

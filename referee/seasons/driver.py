@@ -36,7 +36,7 @@ from typing import Any, cast
 import redis
 
 from referee import keys
-from referee.seasons import store
+from referee.seasons import embargo, store
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +170,12 @@ class SeasonDriver:
                 "totals": result["result"].get("totals", []),
                 "winners": [result["seats"][s] for s in (order[0] if order else [])],
                 "decisions": decisions,
+                "sealed": embargo.seal_of(self.conn, match_id, season_id).sealed,
             },
         )
+        opened = embargo.opened_by(self.conn, season_id, match_id)
+        if opened:  # the last table of these boards is done: their replays open now
+            store.publish(self.conn, "replays_opened", season_id, data={"matches": opened})
         return 1
 
 

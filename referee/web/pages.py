@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from referee import keys
+from referee.seasons import embargo
 from referee.web import charts, league
 from referee.web.records import RecordError, read_record
 from referee.web.replay import replay_data, replay_text
@@ -95,8 +97,8 @@ class Pages:
         think: list[float] = []
         for m in matches:
             record = records.get(m["match_id"])
-            if record is None:
-                continue
+            if record is None or (await self._seal(m["match_id"], record)).sealed:
+                continue  # a sealed match: its moves are not shown yet (counts are)
             try:
                 view = read_record(record)
             except RecordError:
@@ -145,6 +147,8 @@ class Pages:
         )
 
     async def _record(self, match_id: str) -> dict[str, Any] | web.Response:
+        """The committed record, or the error to answer: 403 while it is sealed (a table
+        still plays its boards: :mod:`referee.seasons.embargo`)."""
         if not league.ID_PATTERN.match(match_id):
             return error(400, f"match id {match_id!r} is not valid: letters, digits, ._:@+-")
         raw = await self.conn.get(keys.match_record(match_id))
@@ -156,7 +160,15 @@ class Pages:
             return error(500, f"the record of match {match_id!r} in Redis is not JSON")
         if not isinstance(record, dict):
             return error(500, f"the record of match {match_id!r} in Redis is not an object")
+        seal = await self._seal(match_id, record)
+        if seal.sealed:
+            return error(403, seal.message())
         return record
+
+    async def _seal(self, match_id: str, record: Mapping[str, Any]) -> embargo.Seal:
+        spec = record.get("spec")
+        season = str(spec.get("season") or "") if isinstance(spec, Mapping) else ""
+        return await asyncio.to_thread(embargo.seal_of, self.web.sync_conn, match_id, season)
 
     async def replay(self, request: web.Request) -> web.Response:
         match_id = request.match_info["match_id"]

@@ -1,0 +1,167 @@
+"""Sealed boards: what spectators may see of a field-duplicate season while it runs.
+
+In a field-duplicate season (docs/seasons.md) the tables of a flight play the same boards
+(shuffles). A spectator who watched table 1 play a board could tell a bot at table 2, still
+playing it, what every hand holds. So (docs/SECURITY.md, "Spectators and sealed boards"):
+
+* A match's cards and moves (its record: the web replay and text replay, the League API's
+  ``GetMatch`` record and ``GetReplay``, ``arena replay``, ``arena season export``, the
+  penalties listed on a bot's page) are **sealed** while its season is neither finished
+  nor cancelled and some match that shares a board with it (its flight, itself included)
+  is not ``done`` or ``cancelled``.
+* When the last of them is settled, the driver publishes ``replays_opened`` naming them
+  (:func:`opened_by`); at the season's end everything opens.
+* Counters stay public while sealed: standings, match totals and winners, decisions,
+  penalty counts. A match total is the sum of a whole match's deals; it says how a seat did,
+  not what anybody held.
+
+Matches with no boards (plain deals, same-table duplicate, casual matches) share no
+shuffle with another table and are never sealed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import redis
+
+from referee import keys
+
+SETTLED = frozenset({"done", "cancelled"})
+"""Match states (``keys.season_matches``) after which a match will never play again."""
+
+ENDED = frozenset({"finished", "cancelled"})
+"""Season states after which nothing of the season is sealed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    """Whether a match's cards and moves are hidden from spectators, and why."""
+
+    match_id: str
+    season: str = ""
+    waiting: tuple[str, ...] = ()
+    """The matches sharing a board with it that have not finished yet (sealed if any)."""
+
+    @property
+    def sealed(self) -> bool:
+        return bool(self.waiting)
+
+    def message(self) -> str:
+        shown = ", ".join(self.waiting[:4]) + (" …" if len(self.waiting) > 4 else "")
+        return (
+            f"match {self.match_id} is sealed: season {self.season} is running and its boards "
+            f"are still being played at another table ({shown}); its cards and moves are shown "
+            "when every table has finished those boards, or when the season ends"
+        )
+
+
+def board_groups(schedule: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[str]]:
+    """Match id -> every match sharing a board with it (itself included); matches with no
+    boards are left out (nothing of theirs is played at another table)."""
+    by_board: dict[str, set[str]] = {}
+    boards_of: dict[str, list[str]] = {}
+    for data in schedule:
+        boards = [str(b) for b in data.get("boards") or ()]
+        if not boards:
+            continue
+        match_id = str(data["match_id"])
+        boards_of[match_id] = boards
+        for board in boards:
+            by_board.setdefault(board, set()).add(match_id)
+    return {
+        match_id: frozenset(m for b in boards for m in by_board[b])
+        for match_id, boards in boards_of.items()
+    }
+
+
+def waiting_for(
+    group: Iterable[str], states: Mapping[str, str | None], season_state: str | None
+) -> tuple[str, ...]:
+    """The matches of ``group`` not settled yet (empty once the season has ended)."""
+    if season_state is None or season_state in ENDED:
+        return ()
+    return tuple(sorted(m for m in group if states.get(m) not in SETTLED))
+
+
+class _Groups:
+    """Board groups per season (a schedule never changes), read once per process."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
+        self._size = size
+
+    def get(self, conn: redis.Redis, season: str, version: str) -> dict[str, frozenset[str]]:
+        key = (season, version)
+        with self._lock:
+            found = self._cache.get(key)
+        if found is not None:
+            return found
+        raw = conn.get(keys.season_schedule(season))
+        groups = board_groups(json.loads(raw)) if raw else {}
+        with self._lock:
+            if len(self._cache) >= self._size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = groups
+        return groups
+
+
+_GROUPS = _Groups()
+
+
+def _text(value: Any) -> str | None:
+    """A reply as text (the web's clients answer bytes, the seasons' clients text)."""
+    return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
+
+
+def _states(conn: redis.Redis, season: str, members: Sequence[str]) -> dict[str, str | None]:
+    values = conn.hmget(keys.season_matches(season), list(members))
+    return {m: _text(v) for m, v in zip(members, cast(list[Any], values), strict=True)}
+
+
+def _season(conn: redis.Redis, season: str) -> tuple[str | None, str]:
+    state, version = cast(list[Any], conn.hmget(keys.season(season), ["state", "seed_sha256"]))
+    return _text(state), _text(version) or ""
+
+
+def seal_of(conn: redis.Redis, match_id: str, season: str) -> Seal:
+    """Whether ``match_id`` (of ``season``; empty for a casual match) is sealed now."""
+    if not season:
+        return Seal(match_id)
+    state, version = _season(conn, season)
+    if state is None or state in ENDED:
+        return Seal(match_id, season)
+    group = _GROUPS.get(conn, season, version).get(match_id)
+    if not group:
+        return Seal(match_id, season)
+    members = sorted(group)
+    states = _states(conn, season, members)
+    waiting = tuple(m for m in waiting_for(members, states, state) if m != match_id)
+    if states.get(match_id) not in SETTLED:
+        waiting = (match_id, *waiting)
+    return Seal(match_id, season, waiting)
+
+
+def season_of(conn: redis.Redis, match_id: str) -> str:
+    """The season of a match (from its state hash; empty for a casual or unknown match)."""
+    return _text(conn.hget(keys.match_state(match_id), "season")) or ""
+
+
+def opened_by(conn: redis.Redis, season: str, match_id: str) -> list[str]:
+    """The matches whose seal the settling of ``match_id`` has just lifted: its board group
+    when every member is settled now (empty if it has no boards or some still play)."""
+    state, version = _season(conn, season)
+    if state is None:
+        return []
+    group = _GROUPS.get(conn, season, version).get(match_id)
+    if not group:
+        return []
+    members = sorted(group)
+    if any(v not in SETTLED for v in _states(conn, season, members).values()):
+        return []
+    return members
