@@ -9,13 +9,12 @@ A season (or a one-off command) stores a :class:`MatchSpec` under
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-from referee.games.base import DealSpec
+from referee.games.base import DealSpec, derive_seed
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +128,15 @@ class MatchSpec:
         return cls.from_dict(json.loads(text))
 
 
+def match_deal_seed(seed: int, index: int) -> int:
+    """The seed of deal ``index`` of a one-off match seeded ``seed`` (``arena match run
+    --deals``, a casual game from ``arena play`` or the web)."""
+    return derive_seed("arena-match", seed, index, bits=48)
+
+
 def redeal_seed(seed: int, attempt: int, index: int = -1) -> int:
     """The seed of deal ``index`` (-1: the match seed) in retry ``attempt`` of a match."""
-    digest = hashlib.sha256(f"arena-redeal:{seed}:{attempt}:{index}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
+    return derive_seed("arena-redeal", seed, attempt, index, bits=48)
 
 
 class SeatStats(TypedDict):

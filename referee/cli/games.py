@@ -7,13 +7,12 @@ is listed and can be self-played by the sample policies in ``referee.games.polic
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 from typing import Any
 
 from referee.cli.common import Commands, fail
-from referee.games.base import DealResult, DealSpec, Game, Match
+from referee.games.base import DealResult, DealSpec, Game, Match, derive_seed
 from referee.games.errors import RulesError
 from referee.games.policies import POLICIES, get_policy
 from referee.games.registry import GAMES, get_game
@@ -84,9 +83,9 @@ def _fmt(value: Any) -> str:
 
 
 def deal_seed(seed: int, deal: int) -> int:
-    """The seed of deal ``deal`` of a self-play match with ``--deals``."""
-    digest = hashlib.sha256(f"selfplay:{seed}:{deal}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+    """The seed of deal ``deal`` of a self-play match with ``--deals`` (the low 63 bits,
+    as a Sevens match's own deals, D-11)."""
+    return derive_seed("selfplay", seed, deal, keep="low")
 
 
 def play_match(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ from workers import queue
 from workers.health import HealthServer
 from workers.pool import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, WorkerPool
 from workers.replay import ReplayMismatch, render_replay, verify_record
-from workers.spec import MatchSpec, TimeControl
+from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -214,12 +213,6 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def deal_seed(seed: int, index: int) -> int:
-    """The seed of deal ``index`` of a one-off match seeded ``seed``."""
-    digest = hashlib.sha256(f"arena-match:{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
-
-
 def build_spec(args: argparse.Namespace) -> MatchSpec:
     """The MatchSpec of ``arena match run`` (raises InvalidRulesError/ConfigError)."""
     game = get_game(args.game)
@@ -235,7 +228,7 @@ def build_spec(args: argparse.Namespace) -> MatchSpec:
     if args.deals is not None:
         if args.deals < 1:
             raise ConfigError("--deals must be at least 1")
-        deals = tuple(DealSpec(seed=deal_seed(seed, i)) for i in range(args.deals))
+        deals = tuple(DealSpec(seed=match_deal_seed(seed, i)) for i in range(args.deals))
     return MatchSpec(
         match_id=args.match_id or f"run-{secrets.token_hex(4)}",
         game=args.game,

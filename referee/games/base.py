@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, Protocol, Self, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
 
 from referee.games.cards import Card
 
@@ -334,19 +334,38 @@ def build_observation(
     }
 
 
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from SHA-256 of ``"part1:part2:..."``: stable across runs, platforms and
-    Python versions, and revealing nothing of the seed it is derived from. The one
-    derivation used by the engines (a match's own deals, Sedma's cut and redeals) and the
-    seasons (schedule, match and deal seeds; docs/seasons.md).
+def derive_seed(*parts: object, bits: int = 63, keep: Literal["high", "low"] = "high") -> int:
+    """A seed of ``bits`` bits from SHA-256 of ``"part1:part2:..."``: stable across runs,
+    platforms and Python versions, and revealing nothing of the seed it is derived from.
+
+    The one seed derivation of the project: the first 8 bytes of the digest, read
+    big-endian, as a 64-bit word; the seed is its top ``bits`` bits (``keep="high"``, the
+    default) or its bottom ``bits`` bits (``keep="low"``). Callers differ only in their
+    parts, width and end, each documented where it is used:
+
+    * 63 high bits: seasons (schedule, match and deal seeds; docs/seasons.md), Sedma's cut
+      and redeals (docs/SEDMA_DECISIONS.md);
+    * 63 low bits: a Sevens match's own deal specs (D-11 in docs/SEVENS_DECISIONS.md:
+      "first 8 bytes, top bit cleared") and ``arena selfplay --deals``;
+    * 48 high bits (the first 6 bytes): ``arena match run`` deal seeds and a match's
+      redeal on retry (``workers.spec.redeal_seed``);
+    * 64 bits: the in-process season's per-turn random generators.
 
     >>> derive_seed(42, 0, 1) == derive_seed("42:0:1")
     True
     >>> 0 <= derive_seed("sedma", 7, "hand", 0) < 2**63
     True
+    >>> word = derive_seed(7, 0, bits=64)
+    >>> (derive_seed(7, 0), derive_seed(7, 0, keep="low")) == (word >> 1, word % 2**63)
+    True
+    >>> derive_seed(7, 0, bits=48) == word >> 16
+    True
     """
+    if not 1 <= bits <= 64:
+        raise ValueError(f"a derived seed has 1 to 64 bits, not {bits}")
     text = ":".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+    word = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    return word >> (64 - bits) if keep == "high" else word & ((1 << bits) - 1)
 
 
 @runtime_checkable

@@ -15,11 +15,10 @@ No Redis, no gRPC, no clocks: nobody times out and the autopilot never takes ove
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from referee.games.base import EventKind
+from referee.games.base import EventKind, derive_seed
 from referee.games.policies import Policy
 from referee.games.registry import get_game
 from referee.seasons.model import SeasonSpec
@@ -32,8 +31,7 @@ def turn_rng(seed: int | None, match_id: str, seq: int) -> random.Random:
     ``m0007`` of ``season-m0007``) and the turn's sequence number in the match (1, 2, ...:
     the decisions the seat's bot was asked, counted over all seats)."""
     index = match_id.rsplit("-", 1)[-1]
-    text = f"{seed}:{index}:{seq}".encode()
-    return random.Random(int.from_bytes(hashlib.sha256(text).digest()[:8], "big"))
+    return random.Random(derive_seed(seed, index, seq, bits=64))
 
 
 def play_scheduled(

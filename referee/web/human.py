@@ -30,7 +30,7 @@ from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from sample_bots.sdk import ActionOutcome, Bot, Turn
 from workers import queue as match_queue
-from workers.spec import MatchSpec, TimeControl
+from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
 OWNER = "arena-play"
 """Owner field of the bot identities made for people."""
@@ -172,7 +172,7 @@ def casual_match(
     seed = secrets.randbits(48) if seed is None else seed
     deal_specs = None
     if deals is not None:
-        deal_specs = tuple(DealSpec(seed=match_queue_seed(seed, i)) for i in range(deals))
+        deal_specs = tuple(DealSpec(seed=match_deal_seed(seed, i)) for i in range(deals))
     spec = MatchSpec(
         match_id=f"casual-{secrets.token_hex(5)}",
         game=game,
@@ -185,14 +185,6 @@ def casual_match(
     if not match_queue.enqueue_match(conn, spec):
         raise ConflictError(f"match {spec.match_id} is already queued")
     return spec
-
-
-def match_queue_seed(seed: int, index: int) -> int:
-    """The seed of deal ``index`` (the same derivation as ``arena match run``)."""
-    import hashlib
-
-    digest = hashlib.sha256(f"arena-match:{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
 
 
 def streams_open(conn: redis.Redis, bot: str) -> int:

@@ -8,7 +8,6 @@ docs/RULES.md part 1 are cited by clause; the project's interpretations are ``D-
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from referee.games.base import (
     Source,
     action_sort_key,
     build_observation,
+    derive_seed,
 )
 from referee.games.cards import Card
 from referee.games.errors import CardParseError, InvalidRulesError, MatchStateError
@@ -67,14 +67,12 @@ SUIT_LETTERS = "CDHS"
 
 
 def derive_deal_seed(match_seed: int, deal: int) -> int:
-    """The seed of deal ``deal`` when the match makes its own deal specs (D-11).
-
-    The low 63 bits of the same SHA-256 :func:`referee.games.base.derive_seed` hashes
-    (which keeps the high 63): D-11 is documented and every recorded self-play match
-    was dealt by it, so it is kept as it is.
+    """The seed of deal ``deal`` when the match makes its own deal specs (D-11): the low
+    63 bits of :func:`referee.games.base.derive_seed` of ``(match_seed, deal)``. D-11 is
+    documented and every recorded self-play match was dealt by it, so it keeps the low
+    bits where the seasons and Sedma keep the high ones (the same digest, another mask).
     """
-    digest = hashlib.sha256(f"{match_seed}:{deal}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+    return derive_seed(match_seed, deal, keep="low")
 
 
 def _run_key(action: str) -> tuple[int, int, int, tuple[int, ...]]:
