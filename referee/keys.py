@@ -17,6 +17,13 @@ def bot(name: str) -> str:
     return f"{PREFIX}bot:{name}"
 
 
+def bot_pending_notices(name: str) -> str:
+    """List of notices not yet delivered to the bot (``season_end:<season>``), newest last:
+    written when a season ends, removed (LREM, so one referee delivers each) when a stream
+    of the bot gets it; bounded and expiring (``referee.seasons.store.PENDING_NOTICES_*``)."""
+    return f"{PREFIX}bot:{name}:pending-notices"
+
+
 TOKEN_INDEX = PREFIX + "tokens"  # hash: token sha256 -> bot name
 TOKEN_EVENTS = PREFIX + "tokens:changed"
 """Pub/sub channel: a bot's name, published after its token was revoked or rotated, so every

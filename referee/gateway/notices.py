@@ -9,9 +9,15 @@ stream on this referee, with :func:`notify_bot` ("notify the sessions of bot X")
 Any other process may notify one bot through ``keys.BOT_NOTICES_CHANNEL`` with
 :func:`bot_notice_payload` (``arena bot check`` sends its season-notice scenario this way).
 
-Pub/sub is best effort: a bot that was not connected when its season ended gets no
-notice; it can ask the League API (``GetSeason``/``GetStandings``, readable without the
-admin token) when it reconnects.
+A ``season_end`` is also kept for every bot of the season in
+``keys.bot_pending_notices`` (the season store writes it before it publishes the event;
+bounded and expiring, ``store.PENDING_NOTICES_*``). Whoever delivers it first removes it
+(LREM is the claim, so one referee sends it, once): the referee that hears the event, for
+bots with a stream here, or, for a bot that was not connected then, the referee where it
+connects next (:func:`deliver_pending`, which looks at new streams every
+:data:`PENDING_EVERY_S`). A notice that reached no stream goes back to the list.
+``season_start`` stays best effort (pub/sub): a bot that missed it learns of the season
+from its first match.
 """
 
 from __future__ import annotations
@@ -151,24 +157,102 @@ async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, A
         bots = [str(b) for b in json.loads(info.get("spec", "{}")).get("bots", [])]
     except (ValueError, AttributeError):
         return 0
-    wanted = [b for b in bots if b in local]
+    wanted = [b for b in dict.fromkeys(bots) if b in local]
     if not wanted:
         return 0
-    standings = None
     if code == SEASON_END:
-        raw = await client.get(keys.season_standings(season))
-        standings = json.loads(raw) if raw else None
+        sent = 0
+        for bot in wanted:
+            sent += await _deliver_season_end(hub, client, bot, season)
+        return sent
     sent = 0
     for bot in wanted:
-        message = season_notice(code, season, info.get("game", ""), state, standings, bot)
+        message = season_notice(code, season, info.get("game", ""), state, None, bot)
         sent += await notify_bot(hub, bot, message)
     return sent
+
+
+PENDING_EVERY_S = 0.5
+"""How often :func:`deliver_pending` looks for streams opened since its last look."""
+
+
+async def _deliver_season_end(hub: Hub, client: redis.asyncio.Redis, bot: str, season: str) -> int:
+    """Claim the bot's pending ``season_end`` of ``season`` and send it to the bot's streams
+    here; 0 when another referee claimed it first (or it was delivered already). A notice
+    no stream took is put back for the next connection."""
+    from referee.seasons.store import PENDING_NOTICES_TTL_S, season_end_entry
+
+    key = keys.bot_pending_notices(bot)
+    entry = season_end_entry(season)
+    if not int(await client.lrem(key, 1, entry)):
+        return 0
+    sent = 0
+    try:
+        info = cast(dict[str, str], await client.hgetall(keys.season(season)))
+        raw = await client.get(keys.season_standings(season))
+        standings = json.loads(raw) if raw else None
+        state = info.get("state", "") or "finished"
+        message = season_notice(SEASON_END, season, info.get("game", ""), state, standings, bot)
+        sent = await notify_bot(hub, bot, message)
+    finally:
+        if not sent:  # no stream took it: keep it for the bot's next connection
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.lpush(key, entry)
+                pipe.expire(key, PENDING_NOTICES_TTL_S)
+                await pipe.execute()
+    return sent
+
+
+async def deliver_pending(hub: Hub, client: redis.asyncio.Redis, seen: set[str]) -> int:
+    """Send the pending notices of every bot that opened a stream here since the last call
+    (``seen``: the session ids already looked at, kept to the open ones); returns how many
+    streams got one."""
+    fresh: set[str] = set()
+    current: set[str] = set()
+    for bot, sessions in list(hub.sessions.items()):
+        for session in sessions:
+            current.add(session.session_id)
+            if session.session_id not in seen:
+                fresh.add(bot)
+    seen.intersection_update(current)
+    seen.update(current)
+    sent = 0
+    for bot in sorted(fresh):
+        entries = await client.lrange(keys.bot_pending_notices(bot), 0, -1)
+        for raw in entries:
+            entry = raw.decode() if isinstance(raw, bytes) else str(raw)
+            kind, _, season = entry.partition(":")
+            if kind == SEASON_END and season:
+                sent += await _deliver_season_end(hub, client, bot, season)
+    return sent
+
+
+async def _deliver_pending_forever(hub: Hub, client: redis.asyncio.Redis) -> None:
+    seen: set[str] = set()
+    while True:
+        try:
+            await deliver_pending(hub, client, seen)
+        except RedisError as exc:
+            log.warning("pending notices: Redis unavailable (%s); retrying", exc)
+            seen.clear()  # look at every stream again once Redis is back
+        await asyncio.sleep(PENDING_EVERY_S)
 
 
 async def forward_season_notices(
     hub: Hub, pubsub_client: redis.asyncio.Redis, client: redis.asyncio.Redis
 ) -> None:
-    """Forward season starts and ends to the bots' streams until cancelled."""
+    """Forward season starts and ends to the bots' streams, and deliver the pending
+    notices of bots that connect, until cancelled."""
+    pending = asyncio.ensure_future(_deliver_pending_forever(hub, client))
+    try:
+        await _forward_events(hub, pubsub_client, client)
+    finally:
+        pending.cancel()
+
+
+async def _forward_events(
+    hub: Hub, pubsub_client: redis.asyncio.Redis, client: redis.asyncio.Redis
+) -> None:
     while True:
         pubsub = pubsub_client.pubsub(ignore_subscribe_messages=True)
         try:

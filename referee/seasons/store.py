@@ -420,6 +420,34 @@ return stopped
 """
 
 
+PENDING_NOTICES_MAX = 16
+"""Undelivered notices kept per bot (the oldest go first)."""
+PENDING_NOTICES_TTL_S = 7 * 24 * 3600
+"""A bot's undelivered notices are forgotten after this long without a new one."""
+
+
+def season_end_entry(season_id: str) -> str:
+    """The ``keys.bot_pending_notices`` entry of a season's end."""
+    return f"season_end:{season_id}"
+
+
+def _queue_season_end(conn: redis.Redis, season_id: str) -> None:
+    """Keep a ``season_end`` notice for every bot of the season until a stream of the bot
+    gets it (``referee.gateway.notices``): a bot that is not connected when the season
+    ends gets it when it reconnects. Written before the event is published."""
+    raw = conn.hget(keys.season(season_id), "spec")
+    bots = SeasonSpec.from_json(str(raw)).bots if raw else ()
+    entry = season_end_entry(season_id)
+    pipe = conn.pipeline(transaction=False)
+    for bot in dict.fromkeys(bots):
+        key = keys.bot_pending_notices(bot)
+        pipe.lrem(key, 0, entry)
+        pipe.rpush(key, entry)
+        pipe.ltrim(key, -PENDING_NOTICES_MAX, -1)
+        pipe.expire(key, PENDING_NOTICES_TTL_S)
+    pipe.execute()
+
+
 def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     """Stop a season for good (issue 14 item 6).
 
@@ -441,6 +469,7 @@ def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
             "created, running or paused"
         ) from None
     recompute_standings(conn, season_id)
+    _queue_season_end(conn, season_id)
     publish(conn, "season_cancelled", season_id, data={"running": _still_running(conn, season_id)})
     reveal_if_settled(conn, season_id)
     return get_season(conn, season_id)
@@ -490,6 +519,7 @@ def finish_if_complete(conn: redis.Redis, season_id: str) -> bool:
     except ConflictError:
         return False  # another referee finished it, or it was paused meanwhile
     top = standings["rows"][0]["bot"] if standings["rows"] else ""
+    _queue_season_end(conn, season_id)
     publish(
         conn,
         "season_finished",
