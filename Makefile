@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 types: $(STAMP)
-	$(BIN)/mypy referee workers sample_bots scripts tests bench
+	$(BIN)/mypy referee workers arena_sdk sample_bots scripts tests bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py

@@ -1,7 +1,5 @@
-"""The Python bot SDK and sample bots. Imports neither ``referee`` nor ``workers``."""
+"""Sample bots for the Python SDK (:mod:`arena_sdk`). Imports neither ``referee`` nor
+``workers``. ``sample_bots.sdk`` and ``sample_bots.bridge`` are aliases of
+:mod:`arena_sdk.sdk` and :mod:`arena_sdk.bridge`, kept for bots written against them."""
 
-import os
-
-# The stdio bridge forks to exec the bot program while its gRPC channel is live; gRPC's
-# fork handlers can then kill the child (grpc/grpc#43055). Off before grpc is imported.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+import arena_sdk  # noqa: F401  (sets GRPC_ENABLE_FORK_SUPPORT before grpc is imported)

@@ -5,7 +5,7 @@ python -m sample_bots.first_legal --server 127.0.0.1:50051 --token T
 
 from __future__ import annotations
 
-from sample_bots.sdk import Bot, Turn, main
+from arena_sdk.sdk import Bot, Turn, main
 
 
 class FirstLegalBot(Bot):

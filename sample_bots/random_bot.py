@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from sample_bots.sdk import Bot, Turn, main
+from arena_sdk.sdk import Bot, Turn, main
 
 
 class RandomBot(Bot):

@@ -3,13 +3,19 @@ layers below it. Checked on the source (every import statement, lazy ones includ
 loading the modules in a fresh interpreter (what they pull in transitively).
 
 * the rules engines (``referee/games``) import nothing of the platform;
-* the bot SDK and samples (``sample_bots``) import nothing of the referee or the workers;
+* the bot SDK (``arena_sdk``) imports nothing of the referee, the workers or the samples, nor
+  the platform's own dependencies: a bot needs the generated ``arena.v1`` code, grpcio and
+  protobuf only (and the SDK loads from a copy of ``arena_sdk/`` and ``arena/`` alone);
+* the samples (``sample_bots``) import nothing of the referee or the workers;
+* the referee and the workers never import ``sample_bots``: what they need of the bot
+  client is the SDK package both import (docs/bots.md, "What the SDK is");
 * the seasons (``referee/seasons``) import neither gRPC nor the CLI (nor the gateway).
 """
 
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +35,10 @@ LAYERS = {
         "redis",
         "rq",
     ),
+    "arena_sdk": ("referee", "workers", "sample_bots", "redis", "rq", "aiohttp"),
     "sample_bots": ("referee", "workers"),
+    "referee": ("sample_bots",),
+    "workers": ("sample_bots",),
     "referee/seasons": ("grpc", "arena", "referee.gateway", "referee.cli", "sample_bots"),
 }
 ALLOWED = {"referee/games": ("referee.games",)}
@@ -84,3 +93,33 @@ def test_loading_a_layer_loads_nothing_above_it(layer: str) -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=ROOT)
+
+
+def test_the_sdk_runs_from_a_copy_of_itself_and_the_generated_code_alone(tmp_path: Path) -> None:
+    """What a bot author installs: ``arena_sdk/`` and ``arena/`` next to grpcio and protobuf.
+    The interpreter starts without site (no editable install of this project on its path),
+    imports the SDK and the bridge from the copy, builds a bot and parses its command line."""
+    import google.protobuf
+    import grpc  # type: ignore[import-untyped]
+
+    for package in ("arena_sdk", "arena"):
+        shutil.copytree(ROOT / package, tmp_path / package)
+    libraries = sorted(
+        {
+            str(Path(m.__file__ or "").resolve().parents[n])
+            for m, n in ((grpc, 1), (google.protobuf, 2))
+        }
+    )
+    code = (
+        "import sys\n"
+        f"sys.path[:] = [{str(tmp_path)!r}, *{libraries!r}, *sys.path[1:]]\n"
+        "from arena_sdk.sdk import Bot, Turn, channel_options\n"
+        "from arena_sdk.bridge import BridgeOptions\n"
+        "class B(Bot):\n"
+        "    def choose(self, turn: Turn) -> str: return turn.legal_actions[0]\n"
+        "assert B().name and channel_options()\n"
+        "import importlib.util as u\n"
+        "assert all(u.find_spec(p) is None for p in ('referee', 'workers', 'sample_bots'))\n"
+        f"assert sys.modules['arena_sdk'].__file__.startswith({str(tmp_path)!r})\n"
+    )
+    subprocess.run([sys.executable, "-S", "-c", code], check=True, timeout=120, cwd=tmp_path)

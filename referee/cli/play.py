@@ -16,12 +16,12 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from arena_sdk.sdk import BotRefused
 from referee import keys
 from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.errors import ArenaError
 from referee.games.errors import InvalidRulesError
 from referee.web import human
-from sample_bots.sdk import BotRefused
 
 SUITS = {"C": ("♣", "clubs"), "D": ("♦", "diamonds"), "H": ("♥", "hearts"), "S": ("♠", "spades")}
 CONNECT_WAIT_S = 15.0

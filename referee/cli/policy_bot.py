@@ -22,9 +22,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from arena_sdk.sdk import Bot, Turn, main
 from referee.games.policies import POLICIES, Policy
 from referee.seasons.inprocess import turn_rng
-from sample_bots.sdk import Bot, Turn, main
 
 
 class PolicyBot(Bot):

@@ -17,11 +17,11 @@ from referee.cli.common import (
 )
 from referee.errors import ConfigError
 
-DEFAULT_MARGIN_MS = 50  # sample_bots.bridge.DEFAULT_MARGIN_MS
+DEFAULT_MARGIN_MS = 50  # arena_sdk.bridge.DEFAULT_MARGIN_MS
 
 
 def bridge(args: argparse.Namespace) -> int:
-    from sample_bots.bridge import BridgeOptions, run_bridge
+    from arena_sdk.bridge import BridgeOptions, run_bridge
 
     if args.token:
         warn_token_flag()

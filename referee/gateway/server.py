@@ -1,7 +1,7 @@
 """The referee process: one ``grpc.aio`` server with BotGateway, League, health and
 reflection, plus the optional HTTP and seasons tasks of the other modules.
 
-Keepalive (PITFALLS 6), the same numbers as ``sample_bots/sdk.py``:
+Keepalive (docs/PROTOCOL.md section 7), the same numbers as ``arena_sdk/sdk.py``:
 
 * the server pings an idle connection every 30 s and drops it if no ack in 10 s;
 * it accepts client pings as often as every 10 s (``min_recv_ping_interval_without_data``)

@@ -1,6 +1,6 @@
 """People at the table: a human seat is a bot identity whose client is a person.
 
-:class:`HumanSeat` is an ordinary SDK bot (``sample_bots.sdk.Bot``): it connects to the
+:class:`HumanSeat` is an ordinary SDK bot (``arena_sdk.sdk.Bot``): it connects to the
 referee over the public bot protocol (``arena.v1.BotGateway/Play``) with its own token,
 so the same referee, workers and clocks judge it as any bot. Its ``choose`` hands the
 turn to a person (the browser page of :mod:`referee.web.play`, or the terminal of
@@ -24,11 +24,11 @@ from typing import Any
 
 import redis
 
+from arena_sdk.sdk import ActionOutcome, Bot, Turn
 from referee import bots, keys
 from referee.errors import ConflictError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from sample_bots.sdk import ActionOutcome, Bot, Turn
 from workers import queue as match_queue
 from workers.spec import MatchSpec, TimeControl, match_deal_seed
 

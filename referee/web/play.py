@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from arena_sdk.sdk import BotRefused
 from referee import keys
 from referee.errors import ArenaError
 from referee.games.errors import InvalidRulesError
 from referee.games.registry import GAMES
 from referee.web import human, league
 from referee.web.responses import error, json_response
-from sample_bots.sdk import BotRefused
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb

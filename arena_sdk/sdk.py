@@ -1,0 +1,683 @@
+"""The Python bot SDK: subclass :class:`Bot`, implement :meth:`Bot.choose`, call :func:`main`.
+
+::
+
+    from arena_sdk.sdk import Bot, Turn, main
+
+    class MyBot(Bot):
+        name = "mybot"
+        def choose(self, turn: Turn) -> str:
+            return turn.legal_actions[0]
+
+    if __name__ == "__main__":
+        main(MyBot())          # --server HOST:PORT --token TOKEN [--tls-ca CA.pem]
+
+The SDK keeps one stream open to the referee (``arena.v1.BotGateway/Play``), answers every
+``TurnRequest`` by calling ``choose`` in a thread pool (so a slow ``choose`` never blocks the
+stream, and several matches are served at once), reconnects with capped exponential backoff,
+and logs what the referee refused and why (a bot whose ``choose`` returns in microseconds
+may set ``choose_inline = True`` to skip the thread pool). It imports neither ``referee``
+nor ``workers``: only the generated ``arena.v1`` code, grpcio and protobuf.
+docs/PROTOCOL.md is the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
+
+from arena.v1 import bot_pb2, bot_pb2_grpc
+
+log = logging.getLogger("arena.sdk")
+
+PROTOCOL_VERSION = 1
+# Keepalive: the same numbers as the referee (referee/gateway/server.py, docs/PROTOCOL.md
+# section 7): ping an idle connection every 30 s; the referee tolerates down to every 10 s.
+KEEPALIVE_TIME_MS = 30_000
+KEEPALIVE_TIMEOUT_MS = 10_000
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_ACTION_CHARS = 200
+"""The referee ends the stream (INVALID_ARGUMENT) for a longer action; a message over
+MAX_MESSAGE_BYTES would end it RESOURCE_EXHAUSTED and fail again after every reconnect."""
+BACKOFF_START_S = 0.5
+BACKOFF_MAX_S = 15.0
+
+FATAL_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.INVALID_ARGUMENT,
+    }
+)
+"""Statuses that reconnecting cannot fix (bad token, protocol error): :meth:`Bot.run` raises."""
+
+
+def is_fatal(code: grpc.StatusCode, details: str) -> bool:
+    """True when reconnecting cannot help: a :data:`FATAL_CODES` status, or
+    ``RESOURCE_EXHAUSTED`` for a message over the 64 KiB limit (sending it again fails the
+    same way; ``RESOURCE_EXHAUSTED`` for too many streams clears by itself)."""
+    too_large = code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
+    return code in FATAL_CODES or too_large
+
+
+_RESULT_STATUS = {
+    bot_pb2.ActionResult.ACCEPTED: "accepted",
+    bot_pb2.ActionResult.REFUSED: "refused",
+    bot_pb2.ActionResult.TIMED_OUT: "timed_out",
+    bot_pb2.ActionResult.STALE: "stale",
+    bot_pb2.ActionResult.DUPLICATE: "duplicate",
+}
+
+
+@dataclass(frozen=True)
+class Clock:
+    move_ms: int
+    bank_ms: int
+    grace_ms: int
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    """What one legal action is and costs (``TurnRequest.action_info``, docs/PROTOCOL.md
+    section 4): ``kind`` is card, run, marriage, forced_pass, free_pass or voluntary_pass;
+    ``cost`` the chips (or penalty points) it pays; ``eliminates`` True when it puts the seat
+    out of the deal (SV-23)."""
+
+    action: str
+    kind: str
+    cost: int
+    eliminates: bool
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One decision: what the seat sees (docs/OBSERVATIONS.md) and what it may do.
+
+    ``action_info`` has one :class:`ActionInfo` per legal action, in the same order (empty
+    from a referee that predates it)."""
+
+    match_id: str
+    attempt: int
+    seq: int
+    seat: int
+    game: str
+    observation: dict[str, Any]
+    legal_actions: list[str]
+    clock: Clock
+    season: str
+    action_info: list[ActionInfo] = field(default_factory=list)
+
+    def costly(self, action: str) -> bool:
+        """True when ``action`` (a legal one) costs chips or puts the seat out of the deal."""
+        return any(
+            info.action == action and (info.cost > 0 or info.eliminates)
+            for info in self.action_info
+        )
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """What became of an answer: ``status`` is accepted, refused, timed_out, stale or
+    duplicate; ``reason`` a code and ``message`` the explanation in words."""
+
+    match_id: str
+    attempt: int
+    seq: int
+    status: str
+    reason: str
+    message: str
+    penalty: int
+    applied_action: str
+    think_ms: int
+    autopilot: bool
+
+
+class StopFlag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+class BotRefused(RuntimeError):
+    """The referee refused the bot for a reason that reconnecting cannot fix."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+
+
+def channel_options() -> list[tuple[str, int]]:
+    """Client channel options that agree with the referee's keepalive policy."""
+    return [
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ]
+
+
+def open_channel(server: str, tls_ca: str | None = None) -> grpc.aio.Channel:
+    if tls_ca:
+        credentials = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())
+        return grpc.aio.secure_channel(server, credentials, options=channel_options())
+    return grpc.aio.insecure_channel(server, options=channel_options())
+
+
+# --- proto -> dict (the JSON form of docs/OBSERVATIONS.md) ----------------------------------
+def observation_to_dict(obs: Any) -> dict[str, Any]:
+    """``arena.v1.Observation`` -> the observation dict of docs/OBSERVATIONS.md."""
+    out: dict[str, Any] = {
+        "game": obs.game,
+        "preset": obs.preset,
+        "rules": json.loads(obs.rules_json) if obs.rules_json else {},
+        "seat": obs.seat,
+        "num_players": obs.num_players,
+        "deal_index": obs.deal_index,
+        "num_deals": obs.num_deals,
+        "dealer": obs.dealer,
+        "to_act": obs.to_act,
+        "hand": list(obs.hand),
+        "hand_sizes": list(obs.hand_sizes),
+        "totals": list(obs.totals),
+        "unit": obs.unit,
+        "history": [_history_entry(h) for h in obs.history],
+    }
+    view = obs.WhichOneof("view")
+    if view == "sevens":
+        s = obs.sevens
+        out["table"] = {row.suit: list(row.cards) for row in s.table}
+        out["pot"] = s.pot
+        out["passes"] = list(s.passes)
+        out["free_passes_left"] = list(s.free_passes_left)
+        out["eliminated"] = list(s.eliminated)
+        out["skip_next"] = list(s.skip_next)
+    elif view == "sedma":
+        d = obs.sedma
+        out["sides"] = [list(side.seats) for side in d.sides]
+        out["leader"] = d.leader
+        out["trick"] = [{"seat": t.seat, "card": t.card} for t in d.trick]
+        out["talon_size"] = d.talon_size
+        out["tricks_won"] = list(d.tricks_won)
+        out["card_points"] = list(d.card_points)
+        out["match_points"] = list(d.match_points)
+        out["target"] = d.target
+        out["marriages"] = [list(m.cards) for m in d.marriages]
+    return out
+
+
+def _history_entry(entry: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"seat": entry.seat, "kind": entry.kind}
+    if entry.action:
+        item["action"] = entry.action
+    if entry.reason:
+        item["reason"] = entry.reason
+    return item
+
+
+def turn_from_proto(request: Any) -> Turn:
+    observation = observation_to_dict(request.observation)
+    return Turn(
+        match_id=request.match_id,
+        attempt=request.attempt,
+        seq=request.seq,
+        seat=request.seat,
+        game=observation["game"],
+        observation=observation,
+        legal_actions=list(request.legal_actions),
+        clock=Clock(request.clock.move_ms, request.clock.bank_ms, request.clock.grace_ms),
+        season=request.season,
+        action_info=[
+            ActionInfo(info.action, info.kind, info.cost, info.eliminates)
+            for info in request.action_info
+        ],
+    )
+
+
+def outcome_from_proto(result: Any) -> ActionOutcome:
+    return ActionOutcome(
+        match_id=result.match_id,
+        attempt=result.attempt,
+        seq=result.seq,
+        status=_RESULT_STATUS.get(result.status, "unspecified"),
+        reason=result.reason,
+        message=result.message,
+        penalty=result.penalty,
+        applied_action=result.applied_action,
+        think_ms=result.think_ms,
+        autopilot=result.autopilot,
+    )
+
+
+SEASON_NOTICES = ("season_start", "season_end")
+"""Notice codes that carry a season (docs/PROTOCOL.md section 2)."""
+
+
+def notice_to_dict(notice: Any) -> dict[str, Any]:
+    """A Notice -> ``{"code", "message"}``, plus for season notices ``season``, ``game``,
+    ``season_state`` and ``standing`` (the bot's final row as a dict; None when absent)."""
+    out: dict[str, Any] = {"code": notice.code, "message": notice.message}
+    if notice.code in SEASON_NOTICES:
+        out["season"] = notice.season
+        out["game"] = notice.game
+        out["season_state"] = notice.season_state
+        standing = None
+        if notice.HasField("standing"):
+            row = notice.standing
+            standing = {f.name: getattr(row, f.name) for f in row.DESCRIPTOR.fields}
+        out["standing"] = standing
+    return out
+
+
+def _json_or_empty(text: str) -> Any:
+    return json.loads(text) if text else {}
+
+
+def notification_to_dict(kind: str, msg: Any) -> dict[str, Any]:
+    """MatchStart / DealEnd / MatchEnd -> a dict with JSON fields parsed."""
+    if kind == "match_start":
+        return {
+            "match_id": msg.match_id,
+            "attempt": msg.attempt,
+            "game": msg.game,
+            "preset": msg.preset,
+            "rules": _json_or_empty(msg.rules_json),
+            "seats": list(msg.seats),
+            "players": list(msg.players),
+            "num_deals": msg.num_deals,
+            "season": msg.season,
+        }
+    if kind == "deal_end":
+        return {
+            "match_id": msg.match_id,
+            "attempt": msg.attempt,
+            "deal_index": msg.deal_index,
+            "winner": msg.winner,
+            "deltas": list(msg.deltas),
+            "totals": list(msg.totals),
+            "result": _json_or_empty(msg.result_json),
+        }
+    return {
+        "match_id": msg.match_id,
+        "attempt": msg.attempt,
+        "totals": list(msg.totals),
+        "unit": msg.unit,
+        "winners": list(msg.winners),
+        "result": _json_or_empty(msg.result_json),
+    }
+
+
+# --- the bot ------------------------------------------------------------------------------
+class Bot:
+    """Base class of a bot. Override :meth:`choose`; the hooks are optional."""
+
+    name: str = "bot"
+    version: str = "0.1"
+    games: tuple[str, ...] = ("sevens", "sedma")
+    max_concurrent_matches: int = 4
+    exit_after_season: str | None = None
+    """Stop :meth:`run` (it returns) once a ``season_end`` notice arrives for this season;
+    ``"*"`` means any season. None (the default) plays on."""
+    _season_over: bool = False
+    choose_inline: bool = False
+    """Call ``choose`` on the stream's own thread instead of the thread pool. Saves two
+    thread hops per decision, but while ``choose`` runs nothing else is read or answered:
+    only for bots whose ``choose`` never blocks and returns in well under a millisecond."""
+
+    def choose(self, turn: Turn) -> str:
+        """Return one of ``turn.legal_actions`` (any other text is refused by the referee)."""
+        raise NotImplementedError("subclass Bot and implement choose(turn) -> action")
+
+    def on_result(self, result: ActionOutcome) -> None:
+        """Called for every ActionResult; by default logs refusals and why."""
+        if result.status != "accepted":
+            log.warning(
+                "%s: %s %s/%d seq %d (%s): %s%s",
+                self.name,
+                result.status,
+                result.match_id,
+                result.attempt,
+                result.seq,
+                result.reason,
+                result.message,
+                f" [penalty {result.penalty}]" if result.penalty else "",
+            )
+
+    def on_match_start(self, msg: dict[str, Any]) -> None:
+        """A match started (dict of MatchStart; ``rules`` parsed)."""
+
+    def on_deal_end(self, msg: dict[str, Any]) -> None:
+        """A deal ended (dict of DealEnd; ``result`` parsed)."""
+
+    def on_match_end(self, msg: dict[str, Any]) -> None:
+        """A match ended (dict of MatchEnd; ``result`` parsed)."""
+
+    def on_notice(self, code: str, message: str) -> None:
+        """Every Notice (draining, season_start, season_end, ...); by default logged."""
+        log.info("%s: referee notice %s: %s", self.name, code, message)
+
+    def on_season_start(self, notice: dict[str, Any]) -> None:
+        """A season this bot is entered in started (dict of :func:`notice_to_dict`)."""
+
+    def on_season_end(self, notice: dict[str, Any]) -> None:
+        """A season this bot is entered in ended; ``notice["standing"]`` is the bot's final
+        row (rank, of, elo, score, ...) or None. By default logged."""
+        row = notice.get("standing") or {}
+        log.info(
+            "%s: season %s %s: rank %s of %s, score %s",
+            self.name,
+            notice.get("season"),
+            notice.get("season_state"),
+            row.get("rank", "-"),
+            row.get("of", "-"),
+            row.get("score", "-"),
+        )
+
+    def _wants_exit(self, notice: dict[str, Any]) -> bool:
+        wanted = self.exit_after_season
+        return notice["code"] == "season_end" and wanted in ("*", notice.get("season"))
+
+    # --- running -----------------------------------------------------------------------
+    def run(
+        self,
+        server: str,
+        token: str,
+        *,
+        tls_ca: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Play until ``stop`` is set (or forever), reconnecting with backoff.
+
+        ``server`` is ``HOST:PORT``, or several separated by commas (referees of one
+        platform): each reconnect tries the next. Raises :class:`BotRefused` when the
+        referee refuses the bot for a reason that reconnecting cannot fix (bad token, wrong
+        protocol)."""
+        asyncio.run(self.run_async(server, token, tls_ca=tls_ca, stop=stop))
+
+    async def run_async(
+        self,
+        server: str,
+        token: str,
+        *,
+        tls_ca: str | None = None,
+        stop: StopFlag | None = None,
+    ) -> None:
+        """:meth:`run` for callers that already have an event loop."""
+        servers = [s.strip() for s in server.split(",") if s.strip()]
+        if not servers:
+            raise ValueError("no server address: pass HOST:PORT (or several, comma-separated)")
+        backoff = BACKOFF_START_S
+        attempt = 0
+        self._season_over = False
+        while (stop is None or not stop.is_set()) and not self._season_over:
+            welcomed = False
+            target = servers[attempt % len(servers)]
+            attempt += 1
+            try:
+                welcomed = await self._play_once(target, token, tls_ca, stop)
+                if (stop is not None and stop.is_set()) or self._season_over:
+                    return
+                log.info("%s: the referee closed the stream; reconnecting", self.name)
+            except grpc.aio.AioRpcError as exc:
+                code = exc.code()
+                if is_fatal(code, exc.details() or ""):
+                    # Said once, by whoever catches BotRefused (main() exits with it); an
+                    # error log here printed a wrong token twice.
+                    log.debug(
+                        "%s: refused by the referee: %s %s", self.name, code.name, exc.details()
+                    )
+                    raise BotRefused(code, exc.details() or "") from None
+                log.warning("%s: stream ended: %s %s", self.name, code.name, exc.details())
+            if welcomed:
+                backoff = BACKOFF_START_S
+            if len(servers) > 1 and attempt % len(servers) != 0:
+                continue  # try the other referees before waiting
+            delay = backoff * (0.5 + random.random() / 2)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+            await _sleep_unless(stop, delay)
+
+    async def _play_once(
+        self, server: str, token: str, tls_ca: str | None, stop: StopFlag | None
+    ) -> bool:
+        """One stream: Hello, Welcome, then turns until the stream ends. True if welcomed."""
+        channel = open_channel(server, tls_ca)
+        executor = ThreadPoolExecutor(
+            max_workers=max(1, self.max_concurrent_matches),
+            thread_name_prefix=f"{self.name}-choose",
+        )
+        welcomed = False
+        watcher: asyncio.Task[None] | None = None
+        try:
+            stub = bot_pb2_grpc.BotGatewayStub(channel)
+            call = stub.Play(metadata=(("authorization", f"Bearer {token}"),))
+            if stop is not None:
+                watcher = asyncio.ensure_future(_cancel_when(stop, call))
+            await call.write(
+                bot_pb2.BotMessage(
+                    hello=bot_pb2.Hello(
+                        protocol_version=PROTOCOL_VERSION,
+                        bot_version=f"{self.name} {self.version} (python sdk)",
+                        games=list(self.games),
+                        max_concurrent_matches=self.max_concurrent_matches,
+                    )
+                )
+            )
+            first = await call.read()
+            if first is grpc.aio.EOF:
+                return False
+            if first.WhichOneof("msg") != "welcome":
+                log.error(
+                    "%s: the referee answered Hello with %s instead of Welcome; reconnecting",
+                    self.name,
+                    first.WhichOneof("msg"),
+                )
+                return False
+            welcomed = True
+            w = first.welcome
+            log.info(
+                "%s: connected as %s to referee %s (session %s, concurrency %d)",
+                self.name,
+                w.bot,
+                w.referee_id,
+                w.session_id,
+                w.max_concurrent_matches,
+            )
+            await self._serve(call, executor, stop)
+        except asyncio.CancelledError:
+            if stop is not None and stop.is_set():
+                return welcomed
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            executor.shutdown(wait=False, cancel_futures=True)
+            await channel.close()
+        return welcomed
+
+    async def _serve(
+        self, call: Any, executor: ThreadPoolExecutor, stop: StopFlag | None = None
+    ) -> None:
+        write_lock = asyncio.Lock()
+        pending: set[asyncio.Task[None]] = set()
+        loop = asyncio.get_running_loop()
+
+        async def answer(request: Any) -> None:
+            turn = turn_from_proto(request)
+            action = await self._choose_safely(loop, executor, turn)
+            message = bot_pb2.BotMessage(
+                action=bot_pb2.Action(
+                    match_id=turn.match_id, attempt=turn.attempt, seq=turn.seq, action=action
+                )
+            )
+            try:
+                async with write_lock:
+                    await call.write(message)
+            except (grpc.aio.AioRpcError, grpc.aio.UsageError) as exc:
+                # The stream ended while choose ran; the referee resends what we held.
+                log.info(
+                    "%s: could not send the answer to %s seq %d: %s",
+                    self.name,
+                    turn.match_id,
+                    turn.seq,
+                    exc,
+                )
+
+        try:
+            while True:
+                message = await call.read()
+                if message is grpc.aio.EOF:
+                    return
+                kind = message.WhichOneof("msg")
+                if kind == "turn":
+                    if stop is not None and stop.is_set():
+                        # Stopping: answer nothing more (the stop watcher would end the
+                        # stream within 0.1 s; a fast match could get many answers by then).
+                        # The referee gives the request back to the inbox.
+                        call.cancel()
+                        return
+                    task = asyncio.ensure_future(answer(message.turn))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+                elif kind == "result":
+                    self._hook(self.on_result, outcome_from_proto(message.result))
+                elif kind in ("match_start", "deal_end", "match_end"):
+                    hook = getattr(self, f"on_{kind}")
+                    self._hook(hook, notification_to_dict(kind, getattr(message, kind)))
+                elif kind == "notice":
+                    notice = notice_to_dict(message.notice)
+                    self._hook(self.on_notice, notice["code"], notice["message"])
+                    if notice["code"] == "season_start":
+                        self._hook(self.on_season_start, notice)
+                    elif notice["code"] == "season_end":
+                        self._hook(self.on_season_end, notice)
+                        if self._wants_exit(notice):
+                            log.info("%s: season %s is over; exiting", self.name, notice["season"])
+                            self._season_over = True
+                            call.cancel()
+                            return
+        finally:
+            for task in pending:
+                task.cancel()
+
+    def _hook(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("%s: %s raised", self.name, getattr(fn, "__name__", fn))
+
+    async def _choose_safely(
+        self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor, turn: Turn
+    ) -> str:
+        """``choose`` in the pool; on an error (logged here, on the loop's thread: Python
+        3.11 may corrupt its parser state when two threads format tracebacks) the first
+        legal action."""
+        try:
+            if self.choose_inline:
+                action = self.choose(turn)
+            else:
+                action = await loop.run_in_executor(executor, self.choose, turn)
+            if isinstance(action, str) and len(action) <= MAX_ACTION_CHARS:
+                return action
+            if isinstance(action, str):
+                log.error(
+                    "%s: choose returned an action of %d characters (at most %d); sent the "
+                    "first legal action",
+                    self.name,
+                    len(action),
+                    MAX_ACTION_CHARS,
+                )
+            else:
+                log.error(
+                    "%s: choose returned %r, not a str; sent the first legal action",
+                    self.name,
+                    action,
+                )
+        except Exception:
+            log.exception(
+                "%s: choose raised on %s seq %d; sent the first legal action",
+                self.name,
+                turn.match_id,
+                turn.seq,
+            )
+        return turn.legal_actions[0] if turn.legal_actions else "pass"
+
+
+async def _sleep_unless(stop: StopFlag | None, seconds: float) -> None:
+    end = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < end:
+        if stop is not None and stop.is_set():
+            return
+        await asyncio.sleep(min(0.1, max(0.0, end - asyncio.get_running_loop().time())))
+
+
+async def _cancel_when(stop: StopFlag, call: Any) -> None:
+    while not stop.is_set():
+        await asyncio.sleep(0.1)
+    call.cancel()
+
+
+# --- command line -----------------------------------------------------------------------
+def build_parser(bot: Bot) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=f"run the {bot.name} bot against a referee")
+    parser.add_argument(
+        "--server",
+        default=os.environ.get("ARENA_SERVER", "127.0.0.1:50051"),
+        help="referee HOST:PORT, or several comma-separated (default: $ARENA_SERVER or "
+        "127.0.0.1:50051)",
+    )
+    parser.add_argument(
+        "--token",
+        help="the bot's token; better $ARENA_TOKEN, since a flag shows in `ps` to every "
+        "user of the host (warned)",
+    )
+    parser.add_argument("--tls-ca", help="PEM CA certificate: connect with TLS")
+    parser.add_argument("--name", help="name shown in logs (default: the bot's)")
+    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--exit-after-season",
+        metavar="SEASON",
+        help="exit (status 0) when this season ends ('*': any season the bot is in)",
+    )
+    return parser
+
+
+def main(bot: Bot, argv: Sequence[str] | None = None) -> None:
+    """Command-line entry point: ``--server HOST:PORT --token T [--tls-ca CA] [--name N]``."""
+    args = build_parser(bot).parse_args(argv)
+    logging.basicConfig(
+        level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(message)s"
+    )
+    if args.token:
+        print(
+            "warning: --token on the command line shows in `ps` to every user of this host: "
+            "set ARENA_TOKEN instead",
+            file=sys.stderr,
+        )
+    token = args.token or os.environ.get("ARENA_TOKEN")
+    if not token:
+        raise SystemExit("no token: set ARENA_TOKEN (arena bot register NAME printed it)")
+    if args.name:
+        bot.name = args.name
+    if args.exit_after_season:
+        bot.exit_after_season = args.exit_after_season
+    try:
+        bot.run(args.server, token, tls_ca=args.tls_ca)
+    except BotRefused as exc:
+        raise SystemExit(f"{bot.name}: the referee refused this bot: {exc}") from None
+    except KeyboardInterrupt:
+        pass
