@@ -377,3 +377,130 @@ def test_bot_page_shows_its_seasons_matches_and_think_times(
     assert decisions > 0
     bars = re.findall(r"<title>([^<]+): (\d+)</title></rect>", page)
     assert sum(int(n) for _label, n in bars) == decisions, bars
+
+
+SEDMA_TOML = """
+name = "sedma-replay"
+game = "sedma"
+preset = "sedma"
+bots = ["rand-1", "first-1"]
+table_size = 4
+deals_per_match = 1
+seed = 5
+
+[time_control]
+move_ms = 3000
+bank_ms = 10000
+
+[options]
+duplicate = false
+"""
+
+READ_SEDMA_BOARD = """
+    var hands = [], hidden = [];
+    document.querySelectorAll('#board .seat').forEach(function (s) {
+      var h = s.querySelector('.hand');
+      hands.push(h.getAttribute('data-cards'));
+      hidden.push(h.getAttribute('data-hidden'));
+    });
+    var box = document.querySelector('#board .table-view');
+    var log = document.querySelector('#log .now');
+    return {step: document.getElementById('board').getAttribute('data-step'),
+            view: document.getElementById('board').getAttribute('data-view'),
+            game: box.getAttribute('data-game'),
+            trick: document.querySelector('#board .row.trick').getAttribute('data-cards'),
+            facts: document.querySelector('#board .sedma-facts').textContent,
+            hands: hands, hidden: hidden, now: log ? log.textContent : '',
+            shown: Array.prototype.map.call(
+              document.querySelectorAll('#board [data-card]'),
+              function (c) { return c.getAttribute('data-card'); })};
+"""
+
+
+def _sedma_states(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the engine says at each step of the record's first hand: every seat's
+    observation (hand, trick, talon, tricks and points), and whether a trick ended."""
+    view = read_record(record)
+    n = len(view.seats)
+
+    def state(match: Any, tricks: int) -> dict[str, Any]:
+        obs = [match.observation(s) for s in range(n)]
+        return {"obs": obs, "deal": obs[0]["deal_index"], "trick_ended": tricks}
+
+    states = [state(view.new_match(), 0)]
+    for match, _step, events in view.applied():
+        ended = sum(1 for e in events if e.kind == "trick")
+        states.append(state(match, ended))
+        if states[-1]["deal"] != 0 or match.is_over():
+            break
+    return states
+
+
+def test_a_sedma_replay_steps_through_tricks_showing_the_record(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    """SD-1 (partners opposite: head to head, one bot holds seats 0 and 2), SD-9 (a trick
+    goes to its winner): a recorded Sedma match, stepped in the browser; at every step the
+    trick, talon, tricks won, card points and every hand on screen equal the engine's
+    state re-simulated from the record; a seat's view shows that seat's cards only."""
+    store.create_season(conn, SeasonSpec.from_toml(SEDMA_TOML))
+    store.start_season(conn, "sedma-replay")
+    wait_for(
+        lambda: store.get_season(conn, "sedma-replay")["state"] == store.FINISHED,
+        120,
+        "the Sedma season did not finish",
+    )
+    (match_id,) = store.match_states(conn, "sedma-replay")
+    record = json.loads(str(conn.get(keys.match_record(match_id))))
+    seats = record["spec"]["seats"]
+    assert seats[:2] == seats[2:] and set(seats) == {"rand-1", "first-1"}  # SD-1
+    states = _sedma_states(record)
+    assert sum(s["trick_ended"] for s in states) >= 2, "the hand has tricks to step through"
+
+    def read(k: int, view: str) -> dict[str, Any]:
+        def at() -> dict[str, Any] | None:
+            board: dict[str, Any] = browser.execute_script(READ_SEDMA_BOARD)
+            return board if board["step"] == str(k) and board["view"] == view else None
+
+        got = wait_for(at, 10, f"the replay did not show step {k} ({view})", poll=0.02)
+        assert got is not None
+        return got
+
+    browser.get(url(platform, f"/replay/{match_id}?step=0&view=full"))
+    wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
+    tricks_seen = 0
+    for k, want in enumerate(states):
+        if k:
+            browser.find_element("id", "next").click()
+        got = read(k, "full")
+        obs = want["obs"][0]
+        assert got["game"] == "sedma"
+        assert got["trick"] == " ".join(t["card"] for t in obs["trick"]), f"step {k}: trick"
+        facts = got["facts"]
+        assert f"talon: {obs['talon_size']} cards" in facts, (k, facts)
+        assert "tricks won: " + "/".join(map(str, obs["tricks_won"])) in facts, (k, facts)
+        assert "card points: " + "/".join(map(str, obs["card_points"])) in facts, (k, facts)
+        assert got["hands"] == [" ".join(o["hand"]) for o in want["obs"]], f"step {k}: hands"
+        if want["trick_ended"]:
+            assert "trick to " in got["now"], (k, got["now"])  # the log says who took it
+            tricks_seen += 1
+    assert tricks_seen >= 2
+    screenshot(browser, "replay-sedma")
+    # Each seat's view, at a step in mid-trick: that seat's hand face up, the others face
+    # down as counts, and no card of another seat's hand anywhere on the board.
+    mid = next(k for k, s in enumerate(states) if s["obs"][0]["trick"] and k > 4)
+    Select = pytest.importorskip("selenium.webdriver.support.select").Select
+    browser.get(url(platform, f"/replay/{match_id}?step={mid}&view=full"))
+    wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
+    for seat in range(4):
+        Select(browser.find_element("id", "view")).select_by_value(f"seat{seat}")
+        got = read(mid, f"seat{seat}")
+        obs = states[mid]["obs"][seat]
+        assert got["hands"][seat] == " ".join(obs["hand"])
+        assert [h for s, h in enumerate(got["hands"]) if s != seat] == [None] * 3
+        assert got["hidden"] == [
+            None if s == seat else str(obs["hand_sizes"][s]) for s in range(4)
+        ], got["hidden"]
+        others = {c for s in range(4) if s != seat for c in states[mid]["obs"][s]["hand"]}
+        assert not set(got["shown"]) & others, f"seat {seat}'s view shows others' cards"
+        assert set(got["shown"]) == set(obs["hand"]) | {t["card"] for t in obs["trick"]}
