@@ -1,8 +1,10 @@
 """Platform overhead per decision, throughput, CPU, Redis commands, scale and clock accuracy.
 
 Starts an embedded Redis, a referee (``arena referee``) and match hosts (``arena worker -n 1
---matches M``) as processes, runs SDK bots in this process, and measures in one run, each
-figure printed beside its target and a baseline measured in the same run:
+--matches M``) as processes, runs the SDK bots in processes of their own (one per bot, so
+that bots do not share one interpreter lock with each other or with the bench), and
+measures in one run, each figure printed beside its target and a baseline measured in the
+same run:
 
 * baselines: raw Redis round trip (PING) and raw gRPC round trip (unary health Check);
 * platform overhead per decision = the host's wall time of a decision minus the bot's think
@@ -10,15 +12,17 @@ figure printed beside its target and a baseline measured in the same run:
   p50 and p99: 1 match of instant bots, 16 matches of instant bots, 16 matches of bots
   thinking 10 ms;
 * decisions per second end to end (enqueue of the matches to the last commit);
-* platform CPU per decision (referee + hosts + Redis, from /proc; the bots' process apart);
+* platform CPU per decision (referee + hosts + Redis, from /proc; the bots' processes
+  apart);
 * Redis commands per decision (``INFO commandstats`` deltas over the run, the bench's own
-  polling taken out);
+  polling taken out), and per command for the 16-match run;
 * scale: 256 matches in one host process, 16 bots of concurrency 64 thinking 200 ms:
   decisions/s against the ideal (256 x 5/s), host and referee peak RSS, timeouts;
 * clock accuracy: bots that answer 20 ms inside and 20 ms over their limit; how many of
   their decisions were judged wrongly.
 
     .venv/bin/python bench/overhead.py [--quick] [--skip-scale]
+    .venv/bin/python bench/overhead.py --serve-bots    # (internal) one bot process
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -91,16 +96,21 @@ def _host_pids(pool: int) -> list[int]:
     return _child_pids(pool)
 
 
+BOT_PIDS: set[int] = set()
+"""The bot processes running now (``running_bots``)."""
+
+
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
     """CPU seconds used so far by the referee, the match hosts (the pool and its host
-    processes), Redis, and this process (the bots)."""
+    processes), Redis, the bots' processes and this process (the bench's polling)."""
     pool = pids["workers"]
     return {
         "referee": _proc_cpu_s(pids["referee"]),
         "hosts": _proc_cpu_s(pool)
         + sum(_proc_cpu_s(child, children=True) for child in _host_pids(pool)),
         "redis": _proc_cpu_s(pids["redis"]),
-        "bots+bench": _proc_cpu_s(os.getpid()),
+        "bots": sum(_proc_cpu_s(pid) for pid in BOT_PIDS),
+        "bench": _proc_cpu_s(os.getpid()),
     }
 
 
@@ -139,10 +149,15 @@ class PeakRss:
         self._thread.join(2)
 
 
+def command_counts(conn: redis.Redis) -> dict[str, int]:
+    """Calls per command Redis has executed so far (``INFO commandstats``)."""
+    stats: dict[str, Any] = conn.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(entry["calls"]) for name, entry in stats.items()}
+
+
 def commands(conn: redis.Redis) -> int:
     """Commands Redis has executed so far (``INFO commandstats``)."""
-    stats: dict[str, Any] = conn.info("commandstats")
-    return sum(int(entry["calls"]) for entry in stats.values())
+    return sum(command_counts(conn).values())
 
 
 def redis_rtt_ms(url: str, n: int = 3000) -> list[float]:
@@ -243,25 +258,64 @@ def platform(url: str, processes: int, matches: int) -> Iterator[tuple[str, dict
 
 
 @contextlib.contextmanager
-def running_bots(conn: redis.Redis, server: str, named: dict[str, Bot]) -> Iterator[None]:
-    stops = []
+def running_bots(conn: redis.Redis, server: str, named: dict[str, TimedBot]) -> Iterator[None]:
+    """Each bot in a process of its own (``--serve-bots``); its token goes on stdin."""
+    procs = []
     for name, bot in named.items():
-        token = bots.register(conn, name)
-        bot.name = name
-        stop = threading.Event()
-        stops.append(stop)
-        threading.Thread(
-            target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
-        ).start()
-    deadline = time.monotonic() + 30
-    for name in named:
-        while not conn.hlen(keys.bot_streams(name)) and time.monotonic() < deadline:
-            time.sleep(0.05)  # let them connect
+        spec = {
+            "server": server,
+            "name": name,
+            "token": bots.register(conn, name),
+            "delay_s": bot.delay_s,
+            "alternate": bot.alternate,
+            "inline": bot.choose_inline,
+            "concurrency": bot.max_concurrent_matches,
+        }
+        proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve-bots"],
+            stdin=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(spec) + "\n")
+        proc.stdin.flush()
+        procs.append(proc)
+        BOT_PIDS.add(proc.pid)
     try:
+        deadline = time.monotonic() + 30
+        for name in named:
+            while not conn.hlen(keys.bot_streams(name)) and time.monotonic() < deadline:
+                time.sleep(0.05)  # let them connect
         yield
     finally:
-        for stop in stops:
-            stop.set()
+        for proc in procs:
+            BOT_PIDS.discard(proc.pid)
+            assert proc.stdin is not None
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # the bot process stops when its stdin closes
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def serve_bots() -> int:
+    """(``--serve-bots``) Play one TimedBot, described by a JSON line on stdin, until stdin
+    closes."""
+    spec = json.loads(sys.stdin.readline())
+    bot = TimedBot(spec["delay_s"], spec["alternate"], spec["inline"], spec["concurrency"])
+    bot.name = spec["name"]
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=bot.run, args=(spec["server"], spec["token"]), kwargs={"stop": stop}, daemon=True
+    )
+    thread.start()
+    sys.stdin.read()
+    stop.set()
+    thread.join(5)
+    return 0
 
 
 @dataclass
@@ -270,6 +324,7 @@ class Run:
     records: list[dict[str, Any]]
     commands: int  # Redis commands of the platform during the run
     cpu: dict[str, float]  # CPU seconds per process group during the run
+    per_command: dict[str, int]  # the same, per command (the bench's polling HGETs and INFOs out)
 
 
 def run_matches(
@@ -287,7 +342,7 @@ def run_matches(
     rules = get_game("sevens").preset("fan-tan").to_dict()
     size = table or len(seats)
     ids = [f"{prefix}-{i}" for i in range(count)]
-    before_cmd = commands(conn)
+    before_counts = command_counts(conn)
     before_cpu = cpu_snapshot(pids)
     start_ms = time.time() * 1000.0
     for i, match_id in enumerate(ids):
@@ -322,21 +377,32 @@ def run_matches(
         time.sleep(0.05)
     time.sleep(0.3)
     after_cpu = cpu_snapshot(pids)
-    used = commands(conn) - before_cmd - mine - 2  # the two INFO calls
+    after_counts = command_counts(conn)
+    per_command = {
+        name: calls - before_counts.get(name, 0)
+        for name, calls in after_counts.items()
+        if calls - before_counts.get(name, 0)
+    }
+    per_command["hget"] = per_command.get("hget", 0) - mine
+    per_command["info"] = per_command.get("info", 0) - 2  # the two INFO calls
+    per_command = {name: calls for name, calls in per_command.items() if calls > 0}
+    used = sum(per_command.values())
     results = [queue.get_result(conn, m) for m in ids]
     end_ms = max(r["finished_ms"] for r in results if r is not None)
     wall = (end_ms - start_ms) / 1000.0
     print(f"{prefix}: {count} match(es) done in {wall:.1f} s", file=sys.stderr, flush=True)
     records = [queue.get_record(conn, m) for m in ids]
     cpu = {k: after_cpu[k] - before_cpu[k] for k in after_cpu}
-    return Run(wall, [r for r in records if r is not None], used, cpu)
+    return Run(wall, [r for r in records if r is not None], used, cpu, per_command)
 
 
 def asked_steps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for r in records for s in r["steps"] if "request" in s]
 
 
-def row_of_run(rows: list[tuple[str, str, str]], label: str, run: Run) -> None:
+def row_of_run(
+    rows: list[tuple[str, str, str]], label: str, run: Run, per_commands: bool = False
+) -> None:
     """Overhead, decisions/s, CPU and Redis commands of one run, each beside its target."""
     steps = asked_steps(run.records)
     n = len(steps)
@@ -365,7 +431,8 @@ def row_of_run(rows: list[tuple[str, str, str]], label: str, run: Run) -> None:
         (
             f"platform CPU ms per decision, {label}",
             f"{platform_ms:.3f} = referee {used['referee']:.3f} + hosts {used['hosts']:.3f} "
-            f"+ Redis {used['redis']:.3f} (bots' process {used['bots+bench']:.3f})",
+            f"+ Redis {used['redis']:.3f} (bots' processes {used['bots']:.3f}, the bench's "
+            f"polling {used['bench']:.3f})",
             TARGETS.get(f"cpu {label}", ""),
         )
     )
@@ -376,6 +443,16 @@ def row_of_run(rows: list[tuple[str, str, str]], label: str, run: Run) -> None:
             TARGETS.get(f"commands {label}", ""),
         )
     )
+    if per_commands:
+        top = sorted(run.per_command.items(), key=lambda kv: -kv[1])
+        rows.append(
+            (
+                f"Redis commands per decision by command, {label}",
+                ", ".join(f"{name} {calls / n:.3f}" for name, calls in top[:12])
+                + (f", {len(top) - 12} others" if len(top) > 12 else ""),
+                "",
+            )
+        )
 
 
 TARGETS = {
@@ -396,7 +473,10 @@ def main() -> int:
         action="store_true",
         help="the instant bots set choose_inline (no thread pool hop in the SDK)",
     )
+    parser.add_argument("--serve-bots", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_bots:
+        return serve_bots()
     deals = 2 if args.quick else 4
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
@@ -421,14 +501,12 @@ def main() -> int:
         with platform(server.url, processes=1, matches=64) as (addr, pids):
             assert server.pid is not None
             pids["redis"] = server.pid
-            named: dict[str, Bot] = {
-                f"inst{i}": TimedBot(inline=args.inline_choose) for i in range(4)
-            }
+            named = {f"inst{i}": TimedBot(inline=args.inline_choose) for i in range(4)}
             with running_bots(conn, addr, named):
                 for count in (1, 16):
                     label = f"{count} match{'es' if count > 1 else ''}, instant bots"
                     run = run_matches(conn, pids, f"b{count}", list(named), count, deals, fast)
-                    row_of_run(rows, label, run)
+                    row_of_run(rows, label, run, per_commands=count > 1)
             named = {f"ten{i}": TimedBot(delay_s=0.010) for i in range(4)}
             with running_bots(conn, addr, named):
                 label = "16 matches, bots thinking 10 ms"
@@ -491,9 +569,7 @@ def scale(
     with platform(server.url, processes=1, matches=count) as (addr, pids):
         assert server.pid is not None
         pids["redis"] = server.pid
-        named: dict[str, Bot] = {
-            f"big{i}": TimedBot(delay_s=think_s, concurrency=64) for i in range(16)
-        }
+        named = {f"big{i}": TimedBot(delay_s=think_s, concurrency=64) for i in range(16)}
         with running_bots(conn, addr, named), PeakRss(pids) as peaks:
             run = run_matches(conn, pids, "s256", list(named), count, deals, slow, table=4)
     steps = asked_steps(run.records)
@@ -520,8 +596,9 @@ def scale(
     rows.append(
         (
             "scale: platform CPU ms per decision; Redis commands per decision",
-            f"{used['referee'] + used['hosts'] + used['redis']:.3f}; "
-            f"{run.commands / len(steps):.3f}",
+            f"{used['referee'] + used['hosts'] + used['redis']:.3f} = referee "
+            f"{used['referee']:.3f} + hosts {used['hosts']:.3f} + Redis {used['redis']:.3f} "
+            f"(bots' processes {used['bots']:.3f}); {run.commands / len(steps):.3f}",
             "",
         )
     )

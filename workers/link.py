@@ -25,6 +25,7 @@ import grpc.aio  # type: ignore[import-untyped]
 
 from arena.v1 import internal_pb2
 from referee import cluster
+from referee.aio import bounded
 from referee.cluster import Route
 from referee.messages import now_ms
 
@@ -129,7 +130,7 @@ class RefereeLink:
                 self._wake.clear()
                 while self._items:
                     batch, self._items = self._items, []
-                    await asyncio.wait_for(
+                    await bounded(
                         self._call.write(internal_pb2.HostBatch(items=batch)),
                         LINK_WRITE_TIMEOUT_S,
                     )

@@ -280,6 +280,7 @@ class MatchRun:
         self.finished_ms = 0.0
         self.superseded = False
         self.rules_json: str | None = None  # Observation.rules_json, encoded once
+        self.history = convert.HistoryCache()  # Observation.history entries, encoded once
         self.reached: set[str] = set()  # bots this match found a stream of
 
     # --- the match loop ---------------------------------------------------------------
@@ -459,7 +460,7 @@ class MatchRun:
         if self.rules_json is None:
             self.rules_json = convert.rules_json(turn["observation"])
         rules = self.rules_json
-        payload = convert.turn_to_proto(turn, None, rules).SerializeToString()
+        payload = convert.turn_to_bytes(turn, self.history, None, rules)
         ready = now_ms()
         since = ready  # the bot's clock (or its absence) counts from here
         first_sent = 0.0
@@ -479,16 +480,23 @@ class MatchRun:
             now = now_ms()
             expires = now + limit + tc.queue_ms
             future = link.turn(bot, key, payload, limit, expires, first_sent)
+            # A timer, not asyncio.wait_for (a task per decision): see referee/aio.py.
+            loop = asyncio.get_running_loop()
+            guard = loop.call_at(
+                loop.time() + (expires - now + limit + REPLY_SLACK_MS) / 1000.0,
+                _time_out_future,
+                future,
+            )
             try:
-                reply = await asyncio.wait_for(
-                    future, (expires - now + limit + REPLY_SLACK_MS) / 1000.0
-                )
+                reply = await future
             except LinkLost:
                 reply = None
             except TimeoutError:
                 link.forget(key)
                 log.error("match %s seq %d: no reply from referee %s", key[0], key[2], link.referee)
                 return Reply(None, limit, "timeout")
+            finally:
+                guard.cancel()
             if reply is None or reply.kind == Kind.DRAINED:
                 # The referee died or is draining (DESIGN section 8): the same request goes
                 # to the bot's new referee with this decision's clock restarted.
@@ -497,7 +505,7 @@ class MatchRun:
                 self.resent += 1
                 first_sent = 0.0
                 since = now_ms()
-                payload = convert.turn_to_proto(turn, None, rules).SerializeToString()
+                payload = convert.turn_to_bytes(turn, self.history, None, rules)
                 log.warning(
                     "match %s seq %d: referee %s %s holding the request; sending it to the "
                     "bot's new referee with a new clock",
@@ -521,7 +529,7 @@ class MatchRun:
                 first_sent = first_sent or reply.sent_ms
                 left = left_clock(turn["clock"], first_sent, now_ms())
                 clock_left = {name: int(value) for name, value in left.items()}  # type: ignore[call-overload]
-                payload = convert.turn_to_proto(turn, clock_left, rules).SerializeToString()
+                payload = convert.turn_to_bytes(turn, self.history, clock_left, rules)
             await asyncio.sleep(0)
 
     # --- notifications and the result ---------------------------------------------------
@@ -606,6 +614,11 @@ class MatchRun:
                 else [d.to_dict() for d in self.original.deals],
             }
         return record
+
+
+def _time_out_future(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError("no reply from the referee"))
 
 
 _AUTOPILOT_NOTE = "; %d failures in a row: the autopilot plays this seat to the end of the match"

@@ -51,6 +51,7 @@ from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2, internal_pb2
 from referee import cluster, keys
+from referee.aio import bounded
 from referee.bots import STREAM_STALE_MS
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
@@ -224,9 +225,10 @@ class Hub:
         )
         queue = self.waiting.setdefault(turn.bot, deque())
         queue.append(request)
-        delay = max(0.0, (request.expires_ms - now_ms()) / 1000.0)
-        request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request)
         self.dispatch(turn.bot)
+        if request.session is None:  # no free slot: it waits, at most until expires_ms
+            delay = max(0.0, (request.expires_ms - now_ms()) / 1000.0)
+            request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request)
 
     def _expire(self, request: Request) -> None:
         """A waiting turn's ``expires_ms`` passed: nothing came free for it."""
@@ -647,7 +649,7 @@ class BotSession:
                 else:
                     data = item
                 try:
-                    await asyncio.wait_for(self.context.write(data), timeout)
+                    await bounded(self.context.write(data), timeout)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -871,7 +873,7 @@ class HostLink:
                 batch, self._replies = self._replies, []
                 message = internal_pb2.RelayBatch(replies=batch)
                 try:
-                    await asyncio.wait_for(self.context.write(message), LINK_WRITE_TIMEOUT_S)
+                    await bounded(self.context.write(message), LINK_WRITE_TIMEOUT_S)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:

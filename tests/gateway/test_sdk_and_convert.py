@@ -298,3 +298,55 @@ def test_commands_without_redis_say_so(capsys: pytest.CaptureFixture[str]) -> No
     assert "cannot talk to the Redis at redis://127.0.0.1" in capsys.readouterr().err
     assert arena(["referee", "--redis-url", nowhere, "--port", "0", "--http-port", "0"]) == 1
     assert "cannot talk to the Redis at redis://127.0.0.1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("game_name", ["sevens", "sedma"])
+def test_turn_bytes_with_the_cached_history_equal_the_plain_encoding(game_name: str) -> None:
+    """``convert.turn_to_bytes`` (history entries encoded once per match and spliced in)
+    parses to the same ``RefereeMessage`` as ``turn_to_proto`` for every decision of whole
+    random matches, refused actions included, with and without a clock override."""
+    import random
+
+    from arena.v1 import bot_pb2
+    from referee.games.registry import get_game
+
+    game = get_game(game_name)
+    checked = 0
+    for preset_name in sorted(game.presets()):
+        rules = game.preset(preset_name)
+        num_players = game.player_counts(rules)[0]
+        rng = random.Random(f"bytes/{preset_name}")
+        match = game.new_match(rules, num_players, seed=rng.randrange(2**32))
+        cache = convert.HistoryCache()
+        rules_text: str | None = None
+        seq = 0
+        while not match.is_over() and seq < 90:
+            seq += 1
+            seat = match.to_act()
+            observation = match.observation(seat)
+            rules_text = rules_text or convert.rules_json(observation)
+            turn: Any = {
+                "type": "turn",
+                "bot": "b",
+                "match_id": "m",
+                "attempt": 2,
+                "seq": seq,
+                "seat": seat,
+                "season": "s",
+                "observation": observation,
+                "legal_actions": match.legal_actions(),
+                "clock": {"move_ms": 900, "bank_ms": 300, "grace_ms": 50},
+            }
+            clock = {"move_ms": 10, "bank_ms": 0, "grace_ms": 50} if seq % 7 == 0 else None
+            plain = convert.turn_to_proto(turn, clock, rules_text)
+            spliced = bot_pb2.RefereeMessage.FromString(
+                convert.turn_to_bytes(turn, cache, clock, rules_text)
+            )
+            assert spliced == plain
+            assert len(spliced.turn.observation.history) == len(observation["history"])
+            if seq % 5 == 0:
+                match.apply("not-a-card")  # a refused action enters the history
+            else:
+                match.apply(rng.choice(match.legal_actions()))
+            checked += 1
+    assert checked > 50

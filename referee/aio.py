@@ -1,0 +1,43 @@
+"""Small asyncio helpers for the hot paths of the referee and the match hosts.
+
+:func:`bounded` bounds one awaited stream write (PITFALLS 16: an aio write waits on
+HTTP/2 flow control and may never return) like ``asyncio.wait_for`` does, without its
+cost: ``wait_for`` wraps the awaitable in a new Task per call (plus a waiter future and
+their callbacks), which measured a few percent of the referee's CPU per decision
+(docs/workers.md "Benchmark"). Here one timer handle per write cancels the *calling* task
+if the write outlives its bound, and the cancellation comes out as ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def bounded(awaitable: Awaitable[T], timeout_s: float) -> T:
+    """Await ``awaitable`` in the current task; raise ``TimeoutError`` if it takes longer
+    than ``timeout_s`` (it is cancelled then, as with ``asyncio.wait_for``). A cancellation
+    from outside is re-raised as it is."""
+    task = asyncio.current_task()
+    if task is None:  # not in a task: nothing to cancel, fall back on wait_for
+        return await asyncio.wait_for(awaitable, timeout_s)
+    loop = asyncio.get_running_loop()
+    fired = False
+
+    def stall() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    handle = loop.call_at(loop.time() + timeout_s, stall)
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:
+            raise TimeoutError(f"not done within {timeout_s:g} s") from None
+        raise
+    finally:
+        handle.cancel()
