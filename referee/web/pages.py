@@ -176,11 +176,21 @@ class Pages:
         match_id = match_id.removesuffix(".txt")
         record = await self._record(match_id)
         if isinstance(record, web.Response):
+            if record.status == 403 and wants_html(request) and not as_text:
+                return await self._sealed_page(match_id)
             return record
         if as_text or not wants_html(request):
             text = await asyncio.to_thread(replay_text, record)
             return web.Response(text=text, content_type="text/plain")
         return self.web.html("replay.html", match_id=match_id)
+
+    async def _sealed_page(self, match_id: str) -> web.Response:
+        """The page a browser gets for a sealed replay: why, and when it opens (403)."""
+        season = str(await self.conn.hget(keys.match_state(match_id), "season") or b"", "utf-8")
+        seal = await asyncio.to_thread(embargo.seal_of, self.web.sync_conn, match_id, season)
+        return self.web.html(
+            "sealed.html", status=403, match_id=match_id, season=season, message=seal.message()
+        )
 
     async def api_replay(self, request: web.Request) -> web.Response:
         record = await self._record(request.match_info["match_id"])

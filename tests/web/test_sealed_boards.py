@@ -151,6 +151,8 @@ def _spectators_see_nothing(
         status, body = _get(platform, path, accept)
         assert status == 403, (path, status, body[:300])
         assert "sealed" in body and not CARD.findall(body), body
+        if accept == "text/html":  # a person gets a page saying why, not JSON
+            assert 'id="sealed"' in body and "every table" in body, body
     status, body = _get(platform, "/api/live/sealed")
     assert status == 200 and not CARD.findall(body), body
     for call in (stub.GetReplay, stub.GetMatch):
