@@ -17,7 +17,9 @@ counted separately, as survivors of a kind.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import io
 import json
 import re
 import shutil
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Area:
+    """Modules to mutate, the fast unit tests that exercise them, and how to run them.
+
+    ``fork=False`` runs each mutant's tests from mutmut's fork server instead of forking
+    mutmut's own process: needed where the tests use gRPC (not fork-safe once started).
+    """
+
     files: tuple[str, ...]
     tests: tuple[str, ...]
+    fork: bool = True
 
 
 AREAS: dict[str, Area] = {
@@ -55,14 +65,95 @@ AREAS: dict[str, Area] = {
         ("tests/games", "tests/foundation/test_cards.py"),
     ),
     "clock": Area(("workers/clock.py",), ("tests/workers/test_clock.py",)),
-    "runner": Area(("workers/runner.py",), ("tests/workers/test_runner.py",)),
+    # The match loop the match host runs (workers/host.py calls runner.MatchRun, commit,
+    # start_attempt, mark_failed), its fencing, and the spec's re-deal seeds.
+    "runner": Area(
+        ("workers/runner.py", "workers/spec.py"),
+        # test_runner.py is left out: it starts a real referee process per module, i.e.
+        # per mutant (about 20 s each here); these are unit tests with real Redis only.
+        (
+            "tests/workers/test_runner_pins.py",
+            "tests/workers/test_clock.py",
+            "tests/workers/test_queue.py",
+        ),
+        fork=False,
+    ),
     "schedule": Area(("referee/seasons/schedule.py",), ("tests/seasons/test_schedule.py",)),
     "ratings": Area(("referee/seasons/ratings.py",), ("tests/seasons/test_ratings.py",)),
     "standings": Area(("referee/seasons/standings.py",), ("tests/seasons/test_standings.py",)),
     "auth": Area(("referee/gateway/auth.py",), ("tests/gateway/test_auth.py",)),
+    # The gateway's answer checks: does an action answer an open request of this bot's
+    # stream (match, seat, request id, attempt), in time, once? Run with --functions
+    # (ANSWER_CHECKS) to mutate only those functions of relay.py.
+    "gateway-answers": Area(
+        ("referee/gateway/relay.py",), ("tests/gateway/test_relay.py",), fork=False
+    ),
 }
-COUNTED = {"killed": "killed", "survived": "survived", "timeout": "killed"}
-STATUS = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "no tests", 36: "timeout"}
+# The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers).
+ANSWER_CHECKS = (
+    "referee.gateway.relay.xǁBotSessionǁ_on_action__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁ_not_a_player__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁ_close_request__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁ_time_out__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁ_remember_answered__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁhold__mutmut_*",
+    "referee.gateway.relay.xǁHubǁsubmit__mutmut_*",
+    "referee.gateway.relay.xǁHubǁ_expire__mutmut_*",
+)
+COUNTED = {"killed": "killed", "survived": "survived", "timeout": "killed", "type check": "killed"}
+STATUS = {
+    0: "survived",
+    1: "killed",
+    3: "killed",
+    5: "no tests",
+    33: "no tests",
+    36: "timeout",
+    37: "type check",
+}
+# Logging calls are not mutated: their wording and arguments are not behaviour (every line
+# of a ``log.<level>(...)`` statement gets ``# pragma: no mutate`` in the temporary copy).
+LOG_LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
+
+
+def _log_lines(source: str) -> set[int]:
+    """1-based lines of every ``log.<level>(...)``/``logger.<level>(...)`` statement."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in LOG_LEVELS
+            and isinstance(node.value.func.value, ast.Name)
+            and node.value.func.value.id in {"log", "logger", "LOG"}
+        ):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
+def _skip_logging(path: Path) -> int:
+    """Mark the logging statements of ``path`` (a temporary copy) ``# pragma: no mutate``.
+
+    A line ending inside a string (a triple-quoted literal) or with a backslash cannot take
+    a comment and is left alone. Line numbers do not change. Returns the lines marked."""
+    source = path.read_text()
+    wanted = _log_lines(source)
+    if not wanted:
+        return 0
+    open_string_lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            open_string_lines.update(range(tok.start[0], tok.end[0]))
+    out = source.split("\n")
+    marked = 0
+    for line in sorted(wanted):
+        text = out[line - 1]
+        if line in open_string_lines or text.rstrip().endswith("\\") or "#" in text:
+            continue
+        out[line - 1] = text.rstrip() + "  # pragma: no mutate"
+        marked += 1
+    path.write_text("\n".join(out))
+    return marked
 
 
 def _copy_project(dest: Path) -> None:
@@ -90,6 +181,8 @@ def _config(area: Area) -> str:
         f"only_mutate = {toml_list(area.files)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(area.tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        f'process_isolation = "{"fork" if area.fork else "forkserver"}"\n'
+        "use_git_change_detection = false\n"
     )
 
 
@@ -138,20 +231,31 @@ def _survivor_lines(work: Path, rel: str, statuses: dict[str, str]) -> list[str]
     return out
 
 
-def run_area(name: str, area: Area, max_children: int) -> tuple[dict[str, object], list[str]]:
+def run_area(
+    name: str, area: Area, max_children: int, functions: tuple[str, ...] = ()
+) -> tuple[dict[str, object], list[str]]:
+    """Mutate ``area`` in a temporary copy; ``functions``: only these mutants (mutmut
+    name patterns, e.g. ``referee.games.sevens.rules.x_legal_actions__mutmut_*``)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"arena-mutate-{name}-") as tmp:
         work = Path(tmp)
         _copy_project(work)
+        skipped = {rel: _skip_logging(work / rel) for rel in area.files}
         pyproject = work / "pyproject.toml"
         pyproject.write_text(pyproject.read_text() + _config(area))
         mutmut = Path(sys.executable).with_name("mutmut")
-        cmd = [str(mutmut), "run", "--max-children", str(max_children)]
+        cmd = [str(mutmut), "run", "--max-children", str(max_children), *functions]
         subprocess.run(cmd, cwd=work, stdout=subprocess.DEVNULL, check=False)
         statuses: dict[str, str] = {}
+        seconds = 0.0
         for meta in (work / "mutants").rglob("*.meta"):
-            codes = json.loads(meta.read_text())["exit_code_by_key"]
-            statuses.update({k: STATUS.get(v, "suspicious") for k, v in codes.items()})
+            data = json.loads(meta.read_text())
+            codes = data["exit_code_by_key"]
+            # a mutant left out by ``functions`` has no result (None): not counted
+            statuses.update(
+                {k: STATUS.get(v, "suspicious") for k, v in codes.items() if v is not None}
+            )
+            seconds += sum(data.get("durations_by_key", {}).values())
         survivors = [line for rel in area.files for line in _survivor_lines(work, rel, statuses)]
     counts: dict[str, int] = {}
     for status in statuses.values():
@@ -159,14 +263,18 @@ def run_area(name: str, area: Area, max_children: int) -> tuple[dict[str, object
     killed = sum(n for s, n in counts.items() if COUNTED.get(s) == "killed")
     survived = counts.get("survived", 0)
     score = killed / (killed + survived) if killed + survived else 0.0
+    tested = killed + survived
     summary: dict[str, object] = {
         "area": name,
         "files": list(area.files),
         "tests": list(area.tests),
+        "functions": list(functions),
+        "log_lines_skipped": skipped,
         "mutants": len(statuses),
         "counts": counts,
         "score": round(score, 4),
         "minutes": round((time.monotonic() - started) / 60, 1),
+        "seconds_per_mutant": round(seconds / tested, 2) if tested else 0.0,
         "survivors": survivors,
     }
     return summary, survivors
@@ -176,7 +284,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("areas", nargs="*", help=f"areas to run (default: all): {list(AREAS)}")
     parser.add_argument("--list", action="store_true", help="list the areas and exit")
-    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument(
+        "--max-children", type=int, default=1, help="mutants tested at once (default 1)"
+    )
+    parser.add_argument(
+        "--functions",
+        nargs="+",
+        default=(),
+        help="only these mutants (mutmut patterns, e.g. 'referee.games.sevens.rules.x_*'); "
+        "'answer-checks' stands for the gateway's answer checks in relay.py",
+    )
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     if args.list:
@@ -188,11 +305,16 @@ def main() -> int:
         parser.error(f"unknown area(s) {unknown}: use {list(AREAS)}")
     results = []
     for name in args.areas or list(AREAS):
-        result, survivors = run_area(name, AREAS[name], args.max_children)
+        functions = tuple(
+            p for f in args.functions for p in (ANSWER_CHECKS if f == "answer-checks" else (f,))
+        )
+        result, survivors = run_area(name, AREAS[name], args.max_children, functions)
         results.append(result)
         print(
             f"== {name}: {result['mutants']} mutants, {result['counts']}, "
-            f"score {result['score']:.1%} killed of killed+survived, {result['minutes']} min"
+            f"score {result['score']:.1%} killed of killed+survived, {result['minutes']} min, "
+            f"{result['seconds_per_mutant']} s of tests per mutant, "
+            f"log lines not mutated: {result['log_lines_skipped']}"
         )
         for line in survivors:
             print("  " + line)

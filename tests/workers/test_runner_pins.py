@@ -8,7 +8,10 @@ and, where a bot is needed, a scripted ``ask`` or a referee link played by the t
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
@@ -19,14 +22,17 @@ import redis
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
 from referee.games import registry
+from referee.games.base import Source
+from referee.metrics_store import read_counters
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
 from workers import queue
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
-from workers.runner import MatchRun, Reply, commit
+from workers.runner import MatchRun, Reply, commit, worker_name
 from workers.runner import mark_failed as _mark_failed
 from workers.runner import mark_running as _mark_running
+from workers.spec import redeal_seed
 
 
 class _Router:
@@ -273,3 +279,91 @@ def test_a_request_sent_again_shows_the_bank_the_seat_has(redis_client: redis.Re
     assert first.clock.bank_ms == 123 and again.seq == first.seq
     assert again.clock.bank_ms == 123 == int(run.clock.bank_left_ms[seat])
     assert run.resent == 1 and run.steps[-1]["answer"] == legal[0]
+
+
+# --- found by `make mutate` (area runner, 2026-12-01): each test names what it kills ----
+
+
+def test_a_late_failure_never_overwrites_a_committed_result(redis_client: redis.Redis) -> None:
+    """Pins ``mark_failed``'s "a result exists" fence: attempt 1 commits, then a failure
+    of the same attempt reported late (e.g. its notification after the commit raised) must
+    leave the match ``done``: nothing counted as failed, the season's entry still ``done``
+    (a mutation that looked up the result under the wrong key marked it failed)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    assert commit(redis_client, spec, 1, _result(), {})
+    _mark_failed(redis_client, spec, 1, "RuntimeError: after the commit")
+    status = queue.match_status(redis_client, "m1")
+    assert status["state"] == "done" and status["error"] == ""
+    assert redis_client.hget(keys.season_matches("s1"), "m1") == "done"
+    assert "game=fake,kind=failed" not in read_counters(redis_client).get("arena_matches_total", {})
+
+
+def test_a_failure_of_an_attempt_never_started_writes_nothing(redis_client: redis.Redis) -> None:
+    """Pins the attempt fence of ``mark_failed`` when the state names no attempt (a queued
+    match, or one a janitor put back): a failure of attempt 1 must not mark it failed
+    (a mutation reading a missing attempt as 1 instead of 0 did)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_failed(redis_client, spec, 1, "RuntimeError: never started")
+    status = queue.match_status(redis_client, "m1")
+    assert status["state"] == "queued" and not status.get("error")
+
+
+def test_a_failure_is_recorded_in_the_state_the_season_and_the_metrics(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins what ``mark_failed`` writes for the running attempt: state ``failed`` with the
+    error and ``failed_ms`` (a time in ms, read by the League API), the season's entry
+    ``failed`` (the season driver reschedules on it) and ``arena_matches_total{game,
+    kind="failed"}`` (mutations of each key, label or value survived before)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    before = time.time() * 1000
+    _mark_failed(redis_client, spec, 1, "RuntimeError: boom")
+    state = redis_client.hgetall(keys.match_state("m1"))
+    assert state["state"] == "failed" and state["error"] == "RuntimeError: boom"
+    assert before - 1 <= int(state["failed_ms"]) <= time.time() * 1000 + 1
+    assert redis_client.hget(keys.season_matches("s1"), "m1") == "failed"
+    assert read_counters(redis_client)["arena_matches_total"]["game=fake,kind=failed"] == 1
+
+
+def test_the_worker_name_comes_from_arena_worker_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pins ``ARENA_WORKER_NAME``: ``workers/pool.py`` sets it per host process so the
+    match state names the host running it; without it, host:pid."""
+    monkeypatch.setenv("ARENA_WORKER_NAME", "host-7")
+    assert worker_name() == "host-7"
+    monkeypatch.delenv("ARENA_WORKER_NAME")
+    assert worker_name() == f"{socket.gethostname()}:{os.getpid()}"
+
+
+def test_a_step_the_platform_plays_is_recorded_with_its_source(redis_client: redis.Redis) -> None:
+    """Pins ``auto_step``'s record: the step keeps its deal, seat, source and events, and
+    the engine is told the source (``forced``), so a replay (workers/replay.py applies
+    each step with its recorded source) reproduces the same events."""
+    run = MatchRun(_host(), make_spec(), 1)
+    seat = run.match.to_act()
+    action = run.match.legal_actions()[0]
+    run.auto_step(seat, action, Source.FORCED)
+    step = run.steps[-1]
+    assert step == {
+        "deal": 0,
+        "seat": seat,
+        "source": "forced",
+        "action": action,
+        "events": step["events"],
+    }
+    assert step["events"] and all(e["source"] == "forced" for e in step["events"])
+
+
+def test_redeal_seeds_are_the_documented_derivation() -> None:
+    """Pins ``redeal_seed`` (the first 6 bytes, big-endian, of SHA-256 of
+    ``arena-redeal:SEED:ATTEMPT:INDEX``): ``arena season verify`` (referee/seasons/verify.py)
+    re-derives a retried match's deals with it, so a change would fail every season
+    already played with a retry. Values computed once and kept."""
+    assert redeal_seed(7, 2) == 3010580330609
+    assert redeal_seed(7, 2, 0) == 164157383905955
+    assert redeal_seed(123456789, 3, 4) == 94771825279979
+    assert all(0 <= redeal_seed(s, 2) < 2**48 for s in range(50))
