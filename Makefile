@@ -38,11 +38,13 @@ screenshots: $(STAMP)
 	ARENA_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q tests/web/test_browser.py
 	test -s docs/img/league.png && test -s docs/img/replay.png && test -s docs/img/play.png
 
-# Mutation testing of the engines, runner and clock, schedule, ratings and standings, auth
-# (docs/testing.md). Hours for every area on two cores: MUTATE_AREAS=standings picks some.
+# Mutation testing of the engines, match loop and clock, schedule, ratings, standings, auth,
+# the gateway's answer checks
+# (docs/testing.md). Hours for every area on two cores: MUTATE_AREAS=standings picks some,
+# MUTATE_ARGS="--functions PATTERN..." some functions. Runs at nice 19, one mutant at a time.
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
-	$(BIN)/python scripts/mutate.py $(MUTATE_AREAS)
+	nice -n 19 $(BIN)/python scripts/mutate.py $(MUTATE_AREAS) $(MUTATE_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

@@ -70,8 +70,10 @@ AREAS: dict[str, Area] = {
     "runner": Area(
         ("workers/runner.py", "workers/spec.py"),
         # test_runner.py is left out: it starts a real referee process per module, i.e.
-        # per mutant (about 20 s each here); these are unit tests with real Redis only.
+        # per mutant (about 20 s each here); test_match_loop.py plays the same loop with
+        # scripted referee links, the others are unit tests with real Redis only.
         (
+            "tests/workers/test_match_loop.py",
             "tests/workers/test_runner_pins.py",
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",

@@ -1,0 +1,290 @@
+"""The match loop of ``workers/runner.py`` (``MatchRun.play``) played to the end with the
+referee links scripted by the test: every message a bot is sent, every step recorded and
+the committed result are checked whole. Unit tests of one module (the fake game of
+``tests/workers/fakegame.py``, no Redis, no referee process), fast enough for the mutation
+runs of ``make mutate`` (area ``runner``); tests/workers/test_runner.py plays the same loop
+against a real referee process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from arena.v1 import bot_pb2, internal_pb2
+from referee.games import registry
+from referee.games.base import DealSpec
+from referee.messages import now_ms
+from tests.workers import fakegame
+from workers.metrics import HostMetrics
+from workers.runner import MatchRun
+from workers.spec import MatchSpec, TimeControl
+
+TC = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=300, absent_ms=200)
+Kind = internal_pb2.Reply
+
+
+@pytest.fixture(autouse=True)
+def fake_game(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setitem(registry.GAMES, "fake", fakegame.GAME)
+    yield
+
+
+class _Link:
+    """A referee link: answers each turn with what ``answer(bot, turn)`` returns."""
+
+    referee = "referee-1"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.turns: list[tuple[str, Any, dict[str, Any], float]] = []
+
+    def turn(
+        self, bot: str, key: Any, payload: bytes, limit: float, expires: float, first: float
+    ) -> Any:
+        turn = bot_pb2.RefereeMessage.FromString(payload).turn
+        self.turns.append((bot, key, MessageToDict(turn), limit))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(self.answer(bot, turn))
+        return future
+
+    def forget(self, key: Any) -> None:
+        pass
+
+
+class _Router:
+    def __init__(self, link: _Link | None) -> None:
+        self.link = link
+        self.sent: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def route(self, bot: str, until_ms: float) -> Any:
+        return self.link
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+        message = bot_pb2.RefereeMessage.FromString(payload)
+        kind = message.WhichOneof("msg")
+        assert kind is not None
+        self.sent.append((bot, kind, MessageToDict(getattr(message, kind))))
+
+    def avoid(self, referee: str, for_ms: float = 0.0) -> None:
+        pass
+
+    def forget(self, bot: str) -> None:
+        pass
+
+    def excused(self, bot: str, within_ms: float) -> bool:
+        return False
+
+
+def _answer(action: str, think_ms: float = 10.0) -> Any:
+    return internal_pb2.Reply(
+        kind=Kind.ANSWER, action=action, sent_ms=1000.0, received_ms=1000.0 + think_ms
+    )
+
+
+def _spec(**kw: Any) -> MatchSpec:
+    base: dict[str, Any] = {
+        "match_id": "m1",
+        "game": "fake",
+        "rules": {"hand": 2},
+        "seats": ("a", "b"),
+        "seed": 7,
+        "season": "s1",
+        "time_control": TC,
+        "deals": (DealSpec(11), DealSpec(12)),
+    }
+    base.update(kw)
+    return MatchSpec(**base)
+
+
+def _play(spec: MatchSpec, answer: Any, attempt: int = 1) -> tuple[MatchRun, _Router, _Link]:
+    link = _Link(answer)
+    router = _Router(link)
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), spec, attempt)
+    asyncio.run(run.play())
+    run.notify_match_end()
+    return run, router, link
+
+
+def _legal(bot: str, turn: Any) -> Any:
+    return _answer(turn.legal_actions[0])
+
+
+def _kinds(router: _Router, bot: str) -> list[str]:
+    return [kind for b, kind, _ in router.sent if b == bot]
+
+
+def _of(router: _Router, bot: str, kind: str) -> list[dict[str, Any]]:
+    return [m for b, k, m in router.sent if b == bot and k == kind]
+
+
+def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
+    """Pins the loop's messages (docs/workers.md): per bot a ``match_start`` with its seats
+    and the players, one turn per decision (seq counting 1, 2, ... over the match, the
+    attempt, the seat, the legal actions, the clock), an accepted ``action_result`` with
+    the think time, a ``deal_end`` per deal with running totals, and a ``match_end``; the
+    committed result carries the stats (decisions and think time per seat)."""
+    run, router, link = _play(_spec(), _legal)
+    assert [(bot, key[2], turn.get("seat", 0)) for bot, key, turn, _ in link.turns] == [
+        ("a", 1, 0),
+        ("b", 2, 1),
+        ("a", 3, 0),
+        ("b", 4, 1),
+        ("a", 5, 0),
+        ("b", 6, 1),
+    ]
+    for _bot, key, turn, limit in link.turns:
+        assert key[:2] == ("m1", 1) and turn["matchId"] == "m1" and turn["attempt"] == 1
+        assert turn["seq"] == key[2] and turn["season"] == "s1"
+        assert turn["clock"] == {"moveMs": 300, "bankMs": 400, "graceMs": 50}
+        assert turn["legalActions"] == turn["observation"]["hand"][:1]
+        assert limit == 750.0  # move + bank + grace
+    for seat, bot in enumerate(("a", "b")):
+        assert _kinds(router, bot) == ["match_start"] + ["result"] * (2 if bot == "a" else 1) + [
+            "deal_end"
+        ] + ["result"] * (1 if bot == "a" else 2) + ["deal_end", "match_end"]
+        (start,) = _of(router, bot, "match_start")
+        assert start == {
+            "matchId": "m1",
+            "attempt": 1,
+            "game": "fake",
+            "preset": "fake",
+            "rulesJson": '{"hand":2,"name":"fake"}',
+            "seats": [seat],
+            "players": ["a", "b"],
+            "numDeals": 2,
+            "season": "s1",
+        }
+        results = _of(router, bot, "result")
+        assert [r["seq"] for r in results] == [key[2] for b, key, _, _ in link.turns if b == bot]
+        for r, (_, _, turn, _) in zip(results, [t for t in link.turns if t[0] == bot], strict=True):
+            assert r == {
+                "matchId": "m1",
+                "attempt": 1,
+                "seq": turn["seq"],
+                "status": "ACCEPTED",
+                "appliedAction": turn["legalActions"][0],
+                "thinkMs": 10,
+            }
+        ends = _of(router, bot, "deal_end")
+        assert [(e.get("dealIndex", 0), e.get("winner", 0)) for e in ends] == [(0, 0), (1, 1)]
+        (end,) = _of(router, bot, "match_end")
+        assert end["totals"] == [0, 0] and end["winners"] == [0, 1] and end["unit"] == "chips"
+    committed = run.committed_result()
+    assert committed["stats"] == [
+        {
+            "bot": bot,
+            "decisions": 3,
+            "timeouts": 0,
+            "invalid_actions": 0,
+            "illegal_passes": 0,
+            "autopilot": False,
+            "think_ms_total": 30.0,
+        }
+        for bot in ("a", "b")
+    ]
+    assert committed["attempt"] == 1 and committed["seats"] == ["a", "b"]
+    assert committed["game"] == "fake" and committed["season"] == "s1"
+    assert committed["finished_ms"] == run.finished_ms > 0
+    assert [s["seq"] for s in run.steps] == [1, 2, 3, 4, 5, 6]
+    assert [s["deal"] for s in run.steps] == [0, 0, 0, 1, 1, 1]
+    assert all(s["source"] == "bot" and s["status"] == "accepted" for s in run.steps)
+
+
+def _refuse_then_time_out(bot: str, turn: Any) -> Any:
+    """b's first answer is garbage (refused: an illegal pass costing a chip); a's second
+    decision runs out of time at the referee; every other answer is the legal card."""
+    if bot == "b" and turn.seq == 2:
+        return _answer("XX")
+    if bot == "a" and turn.seq == 3:
+        return internal_pb2.Reply(kind=Kind.TIMEOUT, sent_ms=now_ms())
+    return _answer(turn.legal_actions[0])
+
+
+def test_refusals_and_timeouts_are_told_counted_and_charged() -> None:
+    """Pins how the loop treats failures: a refused answer is told ``REFUSED`` with its
+    reason and the chip it paid (an illegal pass, applied action ``pass``), a timeout is
+    told ``TIMED_OUT`` and empties the bank; the stats count each, the steps record them,
+    and ``deal_end`` carries each deal's deltas and the running totals."""
+    run, router, _ = _play(_spec(strikes=5), _refuse_then_time_out)
+    (b_refused,) = [r for r in _of(router, "b", "result") if r["seq"] == 2]
+    assert b_refused["status"] == "REFUSED" and b_refused["reason"] == "not_legal"
+    assert b_refused["penalty"] == 1 and b_refused["appliedAction"] == "pass"
+    assert b_refused["message"] == "'XX' refused: play your lowest card"
+    (a_timeout,) = [r for r in _of(router, "a", "result") if r["seq"] == 3]
+    assert a_timeout["status"] == "TIMED_OUT" and a_timeout["reason"] == "timeout"
+    assert a_timeout["penalty"] == 1 and a_timeout["appliedAction"] == "pass"
+    assert run.clock.bank_left_ms == [0.0, 400.0]
+    stats = {s["bot"]: s for s in run.stats}
+    assert (stats["a"]["timeouts"], stats["a"]["illegal_passes"]) == (1, 1)
+    assert (stats["b"]["invalid_actions"], stats["b"]["illegal_passes"]) == (1, 1)
+    assert stats["b"]["timeouts"] == 0 and stats["a"]["invalid_actions"] == 0
+    steps = {s["seq"]: s for s in run.steps}
+    assert steps[2]["status"] == "refused" and steps[2]["answer"] == "XX"
+    assert steps[3]["timeout"] is True and steps[3]["status"] == "timed_out"
+    assert steps[3]["bank_left_ms"] == 0.0 and steps[2]["bank_left_ms"] == 400.0
+    deltas = [e["deltas"] for e in _of(router, "a", "deal_end")]
+    totals = [e["totals"] for e in _of(router, "a", "deal_end")]
+    assert totals == [deltas[0], [x + y for x, y in zip(deltas[0], deltas[1], strict=True)]]
+    assert (
+        totals[-1] == _of(router, "b", "match_end")[0]["totals"] == list(run.match.result().totals)
+    )
+    assert sum(map(abs, totals[-1])) > 0  # the chips paid moved somewhere
+
+
+def test_failures_in_a_row_hand_the_seat_to_the_autopilot() -> None:
+    """Pins the strike limit in the loop: with ``strikes=1`` b's refused answer hands its
+    seat to the autopilot at once (told in that ``action_result``); b is never asked again,
+    its later decisions are recorded as ``autopilot`` steps and its stats say so."""
+    run, router, link = _play(_spec(strikes=1), _refuse_then_time_out)
+    assert [key[2] for bot, key, _, _ in link.turns if bot == "b"] == [2]
+    (told,) = _of(router, "b", "result")
+    assert told["autopilot"] is True and told["status"] == "REFUSED"
+    assert told["message"].endswith(
+        "; 1 failures in a row: the autopilot plays this seat to the end of the match"
+    )
+    assert run.autopilot == [True, True]  # a's timeout (seq 3) is one failure too
+    assert run.stats[1]["autopilot"] is True and run.stats[1]["decisions"] == 1
+    takeovers = [s for s in run.steps if s.get("takeover")]
+    assert [(s["seat"], s["source"]) for s in takeovers] == [(1, "autopilot"), (0, "autopilot")]
+    auto = [s for s in run.steps if s["source"] == "autopilot" and not s.get("takeover")]
+    plays = [e for s in auto for e in s["events"] if e["kind"] == "play"]
+    assert len(plays) == len(auto) and all(e["source"] == "autopilot" for e in plays)
+    assert run.match.is_over()
+
+
+def test_forced_decisions_are_played_without_asking_when_the_spec_says_so() -> None:
+    """Pins ``autoplay_forced``: every decision of the fake game has one legal action, so
+    no bot is asked at all; each step is a ``forced`` step. Without the option every
+    decision is asked."""
+    run, router, link = _play(_spec(autoplay_forced=True), _legal)
+    assert link.turns == [] and len(run.steps) == 6
+    assert all(s["source"] == "forced" for s in run.steps)
+    assert [s["decisions"] for s in run.stats] == [0, 0]
+    assert _kinds(router, "a") == ["match_start", "deal_end", "deal_end", "match_end"]
+
+
+def test_a_retry_plays_re_dealt_seeds_under_its_attempt() -> None:
+    """Pins a retry's spec (docs/workers.md): attempt 2 deals from ``redeal_seed`` of the
+    scheduled seeds, every message carries attempt 2, and the record keeps the scheduled
+    seeds under ``redealt``."""
+    spec = _spec()
+    run, router, link = _play(spec, _legal, attempt=2)
+    assert {key[1] for _, key, _, _ in link.turns} == {2}
+    assert all(m["attempt"] == 2 for _, _, m in router.sent)
+    assert run.spec == spec.for_attempt(2) and run.spec.deals != spec.deals
+    record = run.record()
+    assert record["attempt"] == 2 and record["match_id"] == "m1"
+    assert record["redealt"] == {
+        "attempt": 2,
+        "scheduled_seed": 7,
+        "scheduled_deals": [d.to_dict() for d in spec.deals or ()],
+    }
+    assert record["spec"] == run.spec.to_dict() and record["steps"] == run.steps
+    assert record["result"] == run.match.result().to_dict() and record["resent"] == 0
+    assert "redealt" not in _play(spec, _legal)[0].record()
