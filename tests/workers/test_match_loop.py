@@ -288,3 +288,80 @@ def test_a_retry_plays_re_dealt_seeds_under_its_attempt() -> None:
     assert record["spec"] == run.spec.to_dict() and record["steps"] == run.steps
     assert record["result"] == run.match.result().to_dict() and record["resent"] == 0
     assert "redealt" not in _play(spec, _legal)[0].record()
+
+
+WIDE = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=60_000, absent_ms=2_000)
+
+
+class _RecordingRouter(_Router):
+    """Records each ``route(bot, until_ms)`` with the time of the call; bots in
+    ``absent`` have no stream (route answers None)."""
+
+    def __init__(self, link: _Link, absent: frozenset[str] = frozenset()) -> None:
+        super().__init__(link)
+        self.absent = absent
+        self.routes: list[tuple[str, float, float]] = []
+
+    async def route(self, bot: str, until_ms: float) -> Any:
+        self.routes.append((bot, until_ms, now_ms()))
+        return None if bot in self.absent else self.link
+
+
+class _RecordingLink(_Link):
+    def __init__(self, answer: Any) -> None:
+        super().__init__(answer)
+        self.calls: list[tuple[str, float, float, float]] = []  # bot, limit, expires, first
+
+    def turn(
+        self, bot: str, key: Any, payload: bytes, limit: float, expires: float, first: float
+    ) -> Any:
+        self.calls.append((bot, limit, expires - now_ms(), first))
+        return super().turn(bot, key, payload, limit, expires, first)
+
+
+def _play_recorded(absent: frozenset[str]) -> tuple[MatchRun, _RecordingRouter, _RecordingLink]:
+    link = _RecordingLink(_legal)
+    router = _RecordingRouter(link, absent)
+    host = SimpleNamespace(router=router, metrics=HostMetrics())
+    run = MatchRun(host, _spec(time_control=WIDE), 1)
+    asyncio.run(run.play())
+    return run, router, link
+
+
+def test_a_request_waits_for_its_bot_as_long_as_the_clock_says() -> None:
+    """Pins the deadlines of ``ask`` (docs/workers.md, the clock): a bot this match has
+    reached is looked for until its decision limit (move + bank + grace = 750 ms) plus
+    ``absent_ms``; the request expires at the referee after the limit plus ``queue_ms``,
+    and a first send has no earlier send (0). Tolerances of 1 s cover the time between
+    the request and the call; the wrong sums differ by more."""
+    run, router, link = _play_recorded(absent=frozenset())
+    asks = router.routes[2:]  # after the two of the match start
+    assert [b for b, _, _ in router.routes[:2]] == ["a", "b"]
+    assert [b for b, _, _ in asks] == ["a", "b", "a", "b", "a", "b"]
+    for _bot, until, called in asks:
+        assert 750 + 2_000 - 1_000 < until - called <= 750 + 2_000
+    for bot, limit, expires_in, first in link.calls:
+        assert bot in ("a", "b") and limit == 750.0 and first == 0.0
+        assert 750 + 60_000 - 1_000 < expires_in <= 750 + 60_000
+    assert run.reached == {"a", "b"}
+
+
+def test_a_bot_with_no_stream_is_judged_disconnected_and_keeps_its_bank() -> None:
+    """Pins the "no stream" path of ``ask``: a bot never found (not even at the match start)
+    is waited for ``queue_ms`` past its limit, then each decision is ``disconnected``:
+    told ``TIMED_OUT`` with reason ``disconnected``, think time 0, the bank untouched, the
+    timeout rule applied (a pass paying its chip); the other bot plays normally."""
+    run, router, link = _play_recorded(absent=frozenset({"b"}))
+    b_routes = [(until, called) for bot, until, called in router.routes[2:] if bot == "b"]
+    assert len(b_routes) == 3
+    for until, called in b_routes:
+        assert 750 + 60_000 - 1_000 < until - called <= 750 + 60_000
+    assert {bot for bot, *_ in link.calls} == {"a"} and run.reached == {"a"}
+    b_steps = [s for s in run.steps if s["seat"] == 1 and s["source"] == "bot"]
+    assert [s["status"] for s in b_steps] == ["timed_out"] * 3
+    assert all(s["reason"] == "disconnected" and s["think_ms"] == 0.0 for s in b_steps)
+    assert all(s["timeout"] is True and s["answer"] is None for s in b_steps)
+    assert run.clock.bank_left_ms == [400.0, 400.0]
+    assert run.stats[1]["timeouts"] == 3 and run.stats[1]["think_ms_total"] == 0.0
+    assert run.stats[1]["illegal_passes"] == 3
+    assert run.autopilot == [False, True]  # three failures in a row (strikes=3)
