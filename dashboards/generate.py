@@ -5,7 +5,7 @@ when the committed JSON differs from what this script makes (a test runs it).
 
 Every panel and target names the datasource by its FIXED uid (``arena-prometheus``, set in
 ``provisioning/datasources/arena.yaml``): provisioning does not fill ``${DS_...}`` inputs
-(PITFALLS 12), so there are none.
+(only the import dialog does; docs/metrics.md), so there are none.
 """
 
 from __future__ import annotations

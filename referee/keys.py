@@ -44,7 +44,7 @@ def match_spec(match_id: str) -> str:
 
 
 def match_state(match_id: str) -> str:
-    """Hash: state (``workers.queue.MatchState``), attempt, worker, error, timestamps."""
+    """Hash: state (``workers.spec.MatchState``), attempt, worker, error, timestamps."""
     return f"{PREFIX}match:{match_id}:state"
 
 
@@ -126,5 +126,5 @@ def metrics_histogram(name: str) -> str:
 WORKERS_ALIVE = PREFIX + "workers"  # hash: worker name -> last heartbeat (ms)
 
 # --- spectator feed ----------------------------------------------------------------------
-EVENTS_CHANNEL = PREFIX + "events"  # pub/sub: best-effort league events (PITFALLS 8)
+EVENTS_CHANNEL = PREFIX + "events"  # pub/sub: best-effort league events (at most once)
 BOT_NOTICES_CHANNEL = PREFIX + "bot-notices"  # pub/sub: {bot, notice} for that bot's streams

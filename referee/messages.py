@@ -1,4 +1,4 @@
-"""The messages a match host sends a bot, as dicts (DESIGN section 3, docs/workers.md).
+"""The messages a match host sends a bot, as dicts (docs/workers.md "The decision path").
 
 A host builds each notification as one of these ``TypedDict``s and turns it into its
 ``arena.v1.RefereeMessage`` with ``referee.gateway.convert``; the bytes travel to the bot

@@ -1,6 +1,6 @@
 """The referee's Prometheus collector: everything is read from Redis at scrape time.
 
-Workers fork a process per job, so no process can keep metrics in memory (PITFALLS 10).
+Workers fork a process per job, so no process can keep metrics in memory (docs/metrics.md).
 Workers add counters and histograms to Redis through :mod:`referee.metrics_store`; the
 seasons write standings JSON; the gateway records open bot streams. :class:`ArenaCollector`
 reads all of that on every scrape and keeps nothing between scrapes except a Redis client.
@@ -65,7 +65,7 @@ _METRIC_NAME = re.compile(r"^arena_[a-z0-9_]+$")
 # first failure on, and lets dashboards show "0" rather than "no data").
 COUNTER_HELP: dict[str, str] = {
     "arena_decisions_total": "Decisions asked of bots (by season, bot and game).",
-    "arena_timeouts_total": "Decisions a bot did not answer in time (DESIGN section 4).",
+    "arena_timeouts_total": "Decisions a bot did not answer in time (docs/workers.md).",
     "arena_invalid_actions_total": "Actions refused as not held, not legal or malformed (SV-21).",
     "arena_illegal_passes_total": "Passes made while able to play (SV-18, SV-19).",
     "arena_autopilot_seats_total": "Seats the autopilot took over after the strikes ran out.",

@@ -1,6 +1,6 @@
 """Counters and histograms kept in Redis, so that forking workers need no metrics files.
 
-Workers (one process per job, PITFALLS 10) add to them inside their own pipelines; the
+Workers (one process per job) add to them inside their own pipelines; the
 referee's collector reads them at scrape time. Labels are a small sorted mapping; only
 ``season``, ``bot``, ``game`` and ``kind`` are allowed (never a match id).
 """

@@ -184,7 +184,7 @@ def _config(area: Area) -> str:
 
     return (
         "\n[tool.mutmut]\n"
-        'source_paths = ["referee", "workers", "sample_bots", "arena"]\n'
+        'source_paths = ["referee", "workers", "arena_sdk", "sample_bots", "arena"]\n'
         f"only_mutate = {toml_list(area.files)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(area.tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import redis
@@ -26,17 +26,24 @@ class Platform:
     server: str  # the referee's gRPC address, HOST:PORT
     conn: redis.Redis
     workers: subprocess.Popen[bytes]
+    referee: subprocess.Popen[bytes]
 
 
 @contextlib.contextmanager
-def running_platform(url: str, *worker_args: str, workers: int = 2) -> Iterator[Platform]:
-    """Empty the Redis at ``url``, start a referee (any free ports) and ``arena worker -n
-    workers --redis-url url *worker_args``; stop both (and close the client) afterwards."""
+def running_platform(
+    url: str,
+    *worker_args: str,
+    workers: int = 2,
+    on_line: Callable[[str], None] | None = None,
+) -> Iterator[Platform]:
+    """Empty the Redis at ``url``, start a referee (any free ports; each of its output lines
+    to ``on_line``) and ``arena worker -n workers --redis-url url *worker_args``; stop both
+    (and close the client) afterwards."""
     with contextlib.ExitStack() as stack:  # stopped in reverse: workers, referee, client
         conn = redis.Redis.from_url(url, decode_responses=True)
         stack.callback(conn.close)
         conn.flushall()
-        referee, server = start_referee(url)
+        referee, server = start_referee(url, on_line=on_line)
         stack.callback(stop_process, referee, 15)
         pool = subprocess.Popen(
             arena_command("worker", "-n", str(workers), "--redis-url", url, *worker_args),
@@ -44,7 +51,7 @@ def running_platform(url: str, *worker_args: str, workers: int = 2) -> Iterator[
             stderr=subprocess.DEVNULL,
         )
         stack.callback(stop_process, pool, 15)
-        yield Platform(url, server, conn, pool)
+        yield Platform(url, server, conn, pool, referee)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""The decision clock of one match (DESIGN section 3; defined precisely in docs/workers.md).
+"""The decision clock of one match (defined precisely in docs/workers.md, "The clock").
 
 Per decision a seat may think ``move_ms``; what it thinks beyond that is taken from its
 per-match ``bank``; ``grace_ms`` absorbs the network between referee and bot. Think time

@@ -7,8 +7,8 @@ new name: RQ refuses a name whose dead registration has not expired yet) and on 
 passes SIGTERM on (each host finishes its matches within its grace period or hands them
 back), then SIGKILLs what is left.
 
-The parent creates no gRPC object before it forks (PITFALLS 3): the hosts open their
-channels themselves, and a host never forks.
+The parent creates no gRPC object before it forks (gRPC objects do not survive a fork): the
+hosts open their channels themselves, and a host never forks.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from enum import StrEnum
 from typing import Any, Final, cast
 
 import redis
@@ -28,6 +27,7 @@ from referee import keys
 from referee.messages import now_ms
 from workers import metrics
 from workers.spec import CommittedResult, MatchSpec
+from workers.spec import MatchState as MatchState  # its home; re-exported for the queue's users
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +37,6 @@ RESULT_TTL_S: Final = 24 * 3600
 """RQ keeps a finished job's return value this long (the result itself lives in our key)."""
 FAILURE_TTL_S: Final = 7 * 24 * 3600
 """RQ keeps a failed job (with its traceback) this long."""
-
-
-class MatchState(StrEnum):
-    """The ``state`` field of ``keys.match_state`` (and of ``keys.season_matches``)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
-    UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
 
 
 QUEUED: Final = MatchState.QUEUED

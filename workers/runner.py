@@ -51,7 +51,7 @@ from workers import metrics
 from workers.clock import MatchClock
 from workers.link import LinkLost, Router
 from workers.queue import MatchState, RunningMatches, season_state
-from workers.spec import CommittedResult, MatchSpec, SeatStats
+from workers.spec import CommittedResult, MatchSpec, SeatStats, seat_stats
 
 log = logging.getLogger("workers.runner")
 
@@ -261,18 +261,7 @@ class MatchRun:
         self.strikes = [0] * self.n
         self.strike_limit = spec.strikes if spec.strikes > 0 else SAFETY_STRIKES
         self.autopilot = [False] * self.n
-        self.stats: list[SeatStats] = [
-            {
-                "bot": bot,
-                "decisions": 0,
-                "timeouts": 0,
-                "invalid_actions": 0,
-                "illegal_passes": 0,
-                "autopilot": False,
-                "think_ms_total": 0.0,
-            }
-            for bot in spec.seats
-        ]
+        self.stats: list[SeatStats] = [seat_stats(bot) for bot in spec.seats]
         self.steps: list[dict[str, Any]] = []
         self.resent = 0  # requests sent again because their referee died or drained
         self.deals_reported = 0

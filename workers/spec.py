@@ -12,15 +12,29 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, TypedDict
 
 from referee.games.base import DealSpec, derive_seed
 
 
+class MatchState(StrEnum):
+    """The ``state`` field of ``keys.match_state`` and of ``keys.season_matches``: the one
+    list of a match's states (``workers.queue`` and ``referee.seasons.store`` write them)."""
+
+    SCHEDULED = "scheduled"  # a season's match not handed to the queue yet (season_matches)
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
+    UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
+
+
 @dataclass(frozen=True, slots=True)
 class TimeControl:
-    """Clock of every decision (DESIGN section 3): ``move_ms`` per decision, a ``bank_ms``
-    reserve per match that absorbs overruns, and ``grace_ms`` for the network.
+    """Clock of every decision (docs/workers.md, "The clock"): ``move_ms`` per decision, a
+    ``bank_ms`` reserve per match that absorbs overruns, and ``grace_ms`` for the network.
 
     ``queue_ms`` is not thinking time: it is how long a request may wait, uncharged, at
     the referee for a free slot of a busy bot before it counts as a timeout (reason
@@ -77,7 +91,7 @@ class MatchSpec:
         """The spec attempt ``attempt`` plays: this one for the first attempt; for a retry,
         the same seats and rules with every seed replaced by :func:`redeal_seed` (each
         deal's rotation and dealer kept). A retry must not replay deals the abandoned
-        attempt may have shown the bots (DESIGN section 4, docs/workers.md)."""
+        attempt may have shown the bots (docs/DECISIONS.md, "A retried match is re-dealt")."""
         if attempt <= 1:
             return self
         deals = (
@@ -149,6 +163,19 @@ class SeatStats(TypedDict):
     illegal_passes: int
     autopilot: bool  # the autopilot took the seat over (strikes exhausted)
     think_ms_total: float
+
+
+def seat_stats(bot: str) -> SeatStats:
+    """The counters of ``bot``'s seat before its first decision."""
+    return {
+        "bot": bot,
+        "decisions": 0,
+        "timeouts": 0,
+        "invalid_actions": 0,
+        "illegal_passes": 0,
+        "autopilot": False,
+        "think_ms_total": 0.0,
+    }
 
 
 class CommittedResult(TypedDict):

@@ -39,7 +39,7 @@ RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 
 TIGHT_CLOCK: ClockInfo = {"move_ms": 700, "bank_ms": 0, "grace_ms": 50}
 """The clock of the "clock near its limit" scenario: short, yet wide enough that a shell bot
-forking sed per turn passes on a loaded machine (PITFALLS 14)."""
+forking sed per turn passes on a loaded two-core machine, where timing is noisy."""
 
 MAX_INCIDENT_LINES = 4
 """Bridge incidents quoted per scenario at most."""

@@ -10,8 +10,9 @@ A stream stays tied to the token it was opened with (issue 14 item 4): revoking 
 a bot's token publishes the bot's name on ``keys.TOKEN_EVENTS`` (:mod:`referee.bots`), and
 :class:`TokenWatch` ends at once every stream of that bot whose token no longer
 authenticates, with UNAUTHENTICATED (its held requests go back to the inbox as on any
-disconnect). Pub/sub is at-most-once (PITFALLS 8), so the watch also re-checks every held
-token after each (re)subscription and every ``TOKEN_RECHECK_S``.
+disconnect). Pub/sub is at-most-once (a message published while the watch resubscribes is
+lost), so the watch also re-checks every held token after each (re)subscription and every
+``TOKEN_RECHECK_S``.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ class LeagueCore:
     async def WatchEvents(
         self, request: league_pb2.WatchEventsRequest, context: Context
     ) -> AsyncIterator[league_pb2.LeagueEvent]:
-        """League events from the pub/sub channel, live only (PITFALLS 8)."""
+        """League events from the pub/sub channel, live only (pub/sub delivers at most once)."""
         pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(keys.EVENTS_CHANNEL)
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis import Redis as SyncRedis
@@ -28,7 +28,7 @@ T = TypeVar("T")
 Context = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
 
 MAX_PAYLOAD = 56_000
-"""The referee caps every message it sends at 64 KiB (bot traffic, DESIGN 5); records and
+"""The referee caps every message it sends at 64 KiB (docs/PROTOCOL.md section 7); records and
 replays longer than this are shortened, saying so and where the whole one is."""
 
 
@@ -193,6 +193,26 @@ def _unsealed(conn: SyncRedis, match_id: str, season: str) -> None:
         raise SealedError(seal.message())
 
 
+SeasonChange = Callable[
+    ["SeasonsServicerMixin", league_pb2.SeasonRef, Context],
+    Coroutine[Any, Any, league_pb2.SeasonInfo],
+]
+
+
+def _season_change(change: Callable[[SyncRedis, str], dict[str, str]], does: str) -> SeasonChange:
+    """The League method that ``change``s the state of ``request.season``: admin only,
+    answers with the season (StartSeason, PauseSeason, ResumeSeason, CancelSeason)."""
+
+    async def method(
+        self: SeasonsServicerMixin, request: league_pb2.SeasonRef, context: Context
+    ) -> league_pb2.SeasonInfo:
+        await self.require_admin(context)
+        return season_info(await self._run(context, lambda c: change(c, request.season)))
+
+    method.__doc__ = f"Admin only: {does} ``request.season`` (``store.{change.__name__}``)."
+    return method
+
+
 class SeasonsServicerMixin:
     """Season, standings, match and replay methods of the League service."""
 
@@ -231,35 +251,10 @@ class SeasonsServicerMixin:
 
         return season_info(await self._run(context, create))
 
-    async def _change_season(
-        self,
-        request: league_pb2.SeasonRef,
-        context: Context,
-        change: Callable[[SyncRedis, str], dict[str, str]],
-    ) -> league_pb2.SeasonInfo:
-        """Admin only: one state change of ``request.season``; answers with the season."""
-        await self.require_admin(context)
-        return season_info(await self._run(context, lambda c: change(c, request.season)))
-
-    async def StartSeason(
-        self, request: league_pb2.SeasonRef, context: Context
-    ) -> league_pb2.SeasonInfo:
-        return await self._change_season(request, context, store.start_season)
-
-    async def PauseSeason(
-        self, request: league_pb2.SeasonRef, context: Context
-    ) -> league_pb2.SeasonInfo:
-        return await self._change_season(request, context, store.pause_season)
-
-    async def ResumeSeason(
-        self, request: league_pb2.SeasonRef, context: Context
-    ) -> league_pb2.SeasonInfo:
-        return await self._change_season(request, context, store.resume_season)
-
-    async def CancelSeason(
-        self, request: league_pb2.SeasonRef, context: Context
-    ) -> league_pb2.SeasonInfo:
-        return await self._change_season(request, context, store.cancel_season)
+    StartSeason = _season_change(store.start_season, "starts")
+    PauseSeason = _season_change(store.pause_season, "pauses")
+    ResumeSeason = _season_change(store.resume_season, "resumes")
+    CancelSeason = _season_change(store.cancel_season, "cancels")
 
     async def ListSeasons(
         self, request: league_pb2.ListSeasonsRequest, context: Context

@@ -13,10 +13,10 @@ UNAVAILABLE, new turns from hosts are answered DRAINED, sessions send a ``Notice
 requests get ``drain_grace_s`` to be answered, the rest go back to their hosts (DRAINED:
 they send them to the bot's new referee), then the server stops.
 
-Every step of it is bounded (PITFALLS 16): each write to a bot takes at most
-``write_timeout_s``, else that bot's stream alone ends with RESOURCE_EXHAUSTED; the wait
-for sessions to close and the server's own grace are fixed, so a bot that never reads
-cannot hold SIGTERM or stall the other bots' streams.
+Every step of it is bounded (an aio stream write can wait on flow control forever): each
+write to a bot takes at most ``write_timeout_s``, else that bot's stream alone ends with
+RESOURCE_EXHAUSTED; the wait for sessions to close and the server's own grace are fixed, so
+a bot that never reads cannot hold SIGTERM or stall the other bots' streams.
 
 A second ``grpc.aio`` server on the internal port (``link_host:link_port``) serves
 ``MatchRelay.Link`` to match hosts, authenticated by the cluster secret; the address hosts
@@ -67,7 +67,8 @@ KEEPALIVE_TIMEOUT_MS = 10_000
 MIN_CLIENT_PING_INTERVAL_MS = 10_000
 """The server accepts client pings this often; anything more frequent earns strikes."""
 MAX_MESSAGE_BYTES = 64 * 1024
-"""Largest message a bot may send or receive (gRPC's default is 4 MiB: PITFALLS 7)."""
+"""Largest message a bot may send or receive (gRPC's default is 4 MiB; docs/PROTOCOL.md
+section 7)."""
 
 COMMAND_CONNECTIONS = 64
 FEED_CONNECTIONS = 20_000

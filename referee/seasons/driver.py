@@ -37,6 +37,7 @@ import redis
 
 from referee import keys
 from referee.seasons import embargo, store
+from workers.spec import MatchState
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class SeasonDriver:
 
     def _settle_failed(self, season_id: str) -> None:
         for match_id, state in store.match_states(self.conn, season_id).items():
-            if state == "failed" and store.count_failed(self.conn, season_id, match_id):
+            if state == MatchState.FAILED and store.count_failed(self.conn, season_id, match_id):
                 store.publish(self.conn, "match_failed", season_id, match_id)
 
     def _consume(self, block_ms: int) -> int:

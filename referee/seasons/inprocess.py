@@ -23,7 +23,7 @@ from referee.games.policies import Policy
 from referee.games.registry import get_game
 from referee.seasons.model import SeasonSpec
 from referee.seasons.schedule import ScheduledMatch, build_schedule
-from workers.spec import CommittedResult, SeatStats
+from workers.spec import CommittedResult, SeatStats, seat_stats
 
 
 def turn_rng(seed: int | None, match_id: str, seq: int) -> random.Random:
@@ -46,18 +46,7 @@ def play_scheduled(
     rules_obj = game.rules_from_dict(rules)
     seats = scheduled.seats
     match = game.new_match(rules_obj, len(seats), scheduled.seed, scheduled.deals)
-    stats: list[SeatStats] = [
-        {
-            "bot": name,
-            "decisions": 0,
-            "timeouts": 0,
-            "invalid_actions": 0,
-            "illegal_passes": 0,
-            "autopilot": False,
-            "think_ms_total": 0.0,
-        }
-        for name in seats
-    ]
+    stats: list[SeatStats] = [seat_stats(name) for name in seats]
     seq = 0
     while not match.is_over():
         seat = match.to_act()

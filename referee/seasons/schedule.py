@@ -172,26 +172,30 @@ def _may_balance(n: int, k: int, total: int) -> bool:
     return all((n - 1) * lam <= r * (k - 1) <= (n - 1) * (lam + 1) for r in appearances)
 
 
+def _draw_distinct(stream: list[int], size: int, n: int, rng: random.Random) -> list[int]:
+    """``size`` different bots of ``range(n)`` taken from the front of ``stream`` (a queue of
+    shuffled rounds of every bot, refilled with a new shuffled round when it runs dry or
+    holds only bots already drawn): each bot is drawn about as often as every other."""
+    drawn: list[int] = []
+    while len(drawn) < size:
+        if not stream:
+            stream.extend(range(n))
+            rng.shuffle(stream)
+        # the next bot of the stream that is not drawn yet
+        for i, bot in enumerate(stream):
+            if bot not in drawn:
+                drawn.append(stream.pop(i))
+                break
+        else:
+            refill = list(range(n))
+            rng.shuffle(refill)
+            stream.extend(refill)
+    return drawn
+
+
 def _initial_tables(n: int, k: int, total: int, rng: random.Random) -> list[list[int]]:
     stream: list[int] = []
-    tables: list[list[int]] = []
-    for _ in range(total):
-        table: list[int] = []
-        while len(table) < k:
-            if not stream:
-                stream = list(range(n))
-                rng.shuffle(stream)
-            # the next bot of the stream that is not at this table yet
-            for i, bot in enumerate(stream):
-                if bot not in table:
-                    table.append(stream.pop(i))
-                    break
-            else:
-                refill = list(range(n))
-                rng.shuffle(refill)
-                stream.extend(refill)
-        tables.append(table)
-    return tables
+    return [_draw_distinct(stream, k, n, rng) for _ in range(total)]
 
 
 def _search_tables(
@@ -392,19 +396,7 @@ def _search_flights(
     stream: list[int] = []
     flights: list[list[list[int]]] = []
     for _ in range(count):
-        members: list[int] = []
-        while len(members) < m * k:
-            if not stream:
-                stream = list(range(n))
-                rng.shuffle(stream)
-            for i, bot in enumerate(stream):
-                if bot not in members:
-                    members.append(stream.pop(i))
-                    break
-            else:
-                refill = list(range(n))
-                rng.shuffle(refill)
-                stream.extend(refill)
+        members = _draw_distinct(stream, m * k, n, rng)
         flights.append([members[t * k : (t + 1) * k] for t in range(m)])
     slots = [(f, t) for f in range(count) for t in range(m)]
     counts = pair_counts([t for flight in flights for t in flight])

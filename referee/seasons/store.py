@@ -39,7 +39,7 @@ from referee.seasons.model import (
 )
 from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
-from workers.spec import CommittedResult, MatchSpec
+from workers.spec import CommittedResult, MatchSpec, MatchState
 
 CREATED = "created"
 RUNNING = "running"
@@ -48,7 +48,7 @@ CANCELLED = "cancelled"
 FINISHED = "finished"
 STATES = (CREATED, RUNNING, PAUSED, CANCELLED, FINISHED)
 ENDED = (CANCELLED, FINISHED)
-SCHEDULED = "scheduled"  # a season match not handed to the queue yet
+SCHEDULED = MatchState.SCHEDULED  # a season match not handed to the queue yet
 
 
 secret_key = keys.season_secret
@@ -244,7 +244,7 @@ def publish(
     match_id: str = "",
     data: Mapping[str, Any] | None = None,
 ) -> None:
-    """Best-effort league event on ``keys.EVENTS_CHANNEL`` (pub/sub, PITFALLS 8)."""
+    """Best-effort league event on ``keys.EVENTS_CHANNEL`` (pub/sub: delivered at most once)."""
     message = {
         "kind": kind,
         "season": season_id,
@@ -397,7 +397,7 @@ def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
     return {"seed": str(seed or ""), "finished_ms": str(now_ms())}
 
 
-CANCELLED_MATCH = "cancelled"
+CANCELLED_MATCH = MatchState.CANCELLED
 """A season match that will never be played: it was scheduled or queued at the cancel."""
 
 _CANCEL = """
@@ -564,7 +564,7 @@ def scheduled_from_dict(data: Mapping[str, Any]) -> ScheduledMatch:
     )
 
 
-IN_FLIGHT = ("queued", "running")
+IN_FLIGHT = (MatchState.QUEUED, MatchState.RUNNING)
 
 
 def top_up(conn: redis.Redis, season_id: str) -> int:

@@ -8,20 +8,15 @@ bots that think 40 ms a turn so that matches are running and queued at the cance
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-import redis
 
-from referee import bots
 from referee.embedded_redis import EmbeddedRedis
-from referee.procs import arena_command, start_referee, stop_process
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from sample_bots.sdk import Bot, Turn
+from tests.platform_fixtures import bots_in_threads, running_platform
 from workers import queue
 
 pytestmark = pytest.mark.slow
@@ -35,46 +30,14 @@ class Thinker(Bot):
         return turn.legal_actions[0]
 
 
-@contextlib.contextmanager
-def thinkers(conn: redis.Redis, server: str) -> Iterator[None]:
-    stop = threading.Event()
-    threads = []
-    for name in NAMES:
-        bot = Thinker()
-        bot.name = name
-        thread = threading.Thread(
-            target=bot.run,
-            args=(server, bots.register(conn, name)),
-            kwargs={"stop": stop},
-            daemon=True,
-        )
-        thread.start()
-        threads.append(thread)
-    try:
-        yield
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
-
-
 def test_cancel_stops_new_matches_and_reveals_the_seed_only_when_settled(
     embedded_redis: EmbeddedRedis,
 ) -> None:
     url = embedded_redis.url
     with contextlib.ExitStack() as stack:
-        conn = redis.Redis.from_url(url, decode_responses=True)
-        stack.callback(conn.close)
-        conn.flushall()
-        referee, server = start_referee(url)
-        stack.callback(stop_process, referee, 15)
-        pool = subprocess.Popen(
-            arena_command("worker", "-n", "2", "--redis-url", url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        stack.callback(stop_process, pool, 15)
-        stack.enter_context(thinkers(conn, server))
+        platform = stack.enter_context(running_platform(url))
+        conn = platform.conn
+        stack.enter_context(bots_in_threads(platform, {name: Thinker() for name in NAMES}))
         spec = SeasonSpec(
             name="cx",
             game="sevens",

@@ -16,21 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from referee import bots
 from referee.embedded_redis import EmbeddedRedis
-from referee.procs import arena_command, start_referee, stop_process
 from referee.seasons import store
 from referee.seasons.model import DUPLICATE_SAME_TABLE, SeasonOptions, SeasonSpec
 from sample_bots.sdk import Bot, Turn
+from tests.platform_fixtures import bots_in_threads, running_platform
 
 pytestmark = pytest.mark.slow
 
@@ -72,27 +69,6 @@ class Memoriser(Bot):
         return turn.legal_actions[0]
 
 
-@contextlib.contextmanager
-def memorisers(conn: redis.Redis, server: str) -> Iterator[dict[str, Memoriser]]:
-    stop = threading.Event()
-    named = {name: Memoriser() for name in NAMES}
-    threads = []
-    for name, bot in named.items():
-        bot.name = name
-        token = bots.register(conn, name)
-        thread = threading.Thread(
-            target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
-        )
-        thread.start()
-        threads.append(thread)
-    try:
-        yield named
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
-
-
 def _season(name: str, duplicate: str | bool) -> SeasonSpec:
     return SeasonSpec(
         name=name,
@@ -116,18 +92,10 @@ def _wait_finished(conn: redis.Redis, season: str, timeout: float = 180.0) -> No
 def test_a_memorising_bot_never_meets_a_shuffle_again(embedded_redis: EmbeddedRedis) -> None:
     url = embedded_redis.url
     with contextlib.ExitStack() as stack:
-        conn = redis.Redis.from_url(url, decode_responses=True)
-        stack.callback(conn.close)
-        conn.flushall()
-        referee, server = start_referee(url)
-        stack.callback(stop_process, referee, 15)
-        pool = subprocess.Popen(
-            arena_command("worker", "-n", "2", "--redis-url", url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        stack.callback(stop_process, pool, 15)
-        named = stack.enter_context(memorisers(conn, server))
+        platform = stack.enter_context(running_platform(url))
+        conn = platform.conn
+        named = {name: Memoriser() for name in NAMES}
+        stack.enter_context(bots_in_threads(platform, named))
 
         leaky = store.create_season(conn, _season("mem-leaky", DUPLICATE_SAME_TABLE))
         field = store.create_season(conn, _season("mem-field", True))

@@ -12,18 +12,15 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-import redis
 
 from referee import bots
 from referee.embedded_redis import EmbeddedRedis
-from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.h2client import SlowReader
+from tests.platform_fixtures import bots_in_threads, running_platform
 from tests.workers.test_e2e import spec_of, wait_done
 from workers import queue
 from workers.spec import TimeControl
@@ -41,27 +38,6 @@ class FirstLegal(Bot):
         return turn.legal_actions[0]
 
 
-@contextlib.contextmanager
-def sdk_bots(conn: redis.Redis, server: str, names: list[str]) -> Iterator[None]:
-    stop = threading.Event()
-    threads = []
-    for name in names:
-        bot = FirstLegal()
-        bot.name = name
-        token = bots.register(conn, name)
-        thread = threading.Thread(
-            target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
-        )
-        thread.start()
-        threads.append(thread)
-    try:
-        yield
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
-
-
 def _wait_for(predicate: object, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -77,20 +53,11 @@ def test_a_slow_reader_is_ended_alone_and_sigterm_completes(
     url = embedded_redis.url
     lines: list[str] = []
     with contextlib.ExitStack() as stack:
-        conn = redis.Redis.from_url(url, decode_responses=True)
-        stack.callback(conn.close)
-        conn.flushall()
-        referee, server = start_referee(url, on_line=lines.append)
-        stack.callback(stop_process, referee, 15)
-        pool = subprocess.Popen(
-            arena_command("worker", "-n", "2", "--redis-url", url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        stack.callback(stop_process, pool, 15)
+        platform = stack.enter_context(running_platform(url, on_line=lines.append))
+        conn, server = platform.conn, platform.server
         host, port = server.rsplit(":", 1)
         good = [f"good-{i}" for i in range(5)]
-        stack.enter_context(sdk_bots(conn, server, good))
+        stack.enter_context(bots_in_threads(platform, {name: FirstLegal() for name in good}))
 
         # 1. The slow reader is seated; its stream stalls and is ended by the write bound.
         slow = SlowReader(host, int(port), bots.register(conn, "slow-1"), window=WINDOW)
@@ -125,6 +92,7 @@ def test_a_slow_reader_is_ended_alone_and_sigterm_completes(
         assert queue.enqueue_match(conn, held)
         assert stuck.wait_stalled(WINDOW, 30), f"the referee sent only {stuck.received} bytes"
         began = time.monotonic()
+        referee = platform.referee
         referee.send_signal(signal.SIGTERM)
         try:
             code = referee.wait(WRITE_BOUND_S + 25)

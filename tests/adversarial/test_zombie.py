@@ -11,20 +11,18 @@ undisturbed run with the same seed, and no seat is charged a timeout.
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-import redis
 
 from referee import bots
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
-from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.proxy import FreezableProxy
+from tests.platform_fixtures import running_platform
 from tests.workers.test_e2e import spec_of, wait_done
 from workers import queue
 from workers.spec import TimeControl
@@ -71,17 +69,8 @@ def test_a_reconnecting_bot_gets_the_request_its_dead_stream_held(
     deals = (DealSpec(seed=77),)
     seats = ["zb-victim", "zb-1", "zb-2"]
     with contextlib.ExitStack() as stack:
-        conn = redis.Redis.from_url(url, decode_responses=True)
-        stack.callback(conn.close)
-        conn.flushall()
-        referee, server = start_referee(url)
-        stack.callback(stop_process, referee, 15)
-        pool = subprocess.Popen(
-            arena_command("worker", "-n", "1", "--redis-url", url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        stack.callback(stop_process, pool, 15)
+        platform = stack.enter_context(running_platform(url, workers=1))
+        conn, server = platform.conn, platform.server
         host, port = server.rsplit(":", 1)
         proxy = FreezableProxy(host, int(port))
         stack.callback(proxy.close)

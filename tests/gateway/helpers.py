@@ -253,7 +253,7 @@ PUBLIC_CARDS = {"7D"}  # on the table and in the history of every test observati
 class LeakChecker:
     """Remembers the hands of every pushed turn; checks each relayed request against them.
 
-    DESIGN section 8: no message to a bot carries another seat's private cards."""
+    docs/OBSERVATIONS.md: no message to a bot carries another seat's private cards."""
 
     def __init__(self) -> None:
         self.pushed: dict[tuple[str, int, int], tuple[int, list[list[str]]]] = {}

@@ -1,4 +1,5 @@
-"""Status codes of the bot stream (DESIGN section 5): auth, order, version, size, limits."""
+"""Status codes of the bot stream (docs/PROTOCOL.md section 5): auth, order, version, size,
+limits."""
 
 from __future__ import annotations
 

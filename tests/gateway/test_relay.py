@@ -1,9 +1,9 @@
-"""The relay between bot streams and match hosts' internal streams (DESIGN section 3,
-docs/gateway.md): a real referee in-process, raw bot streams, and a host's link
+"""The relay between bot streams and match hosts' internal streams (docs/gateway.md,
+"One decision through the relay"): a real referee in-process, raw bot streams, and a host's link
 (``workers.link``) driven by hand.
 
 Every TurnRequest a test bot reads is checked by a LeakChecker: its hand is the sent hand
-of its seat and no other seat's card appears in it (DESIGN section 8)."""
+of its seat and no other seat's card appears in it (docs/OBSERVATIONS.md)."""
 
 from __future__ import annotations
 
@@ -388,8 +388,9 @@ def test_hundred_concurrent_streams(redis_url: str, redis_client: redis.Redis) -
 def test_a_bot_that_does_not_read_loses_only_its_stream(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    """PITFALLS 16: every write to a bot stream is bounded; a bot that never reads is cut
-    off after the write timeout, its requests come back to the host, others play on."""
+    """Every write to a bot stream is bounded (an aio write can wait forever); a bot that
+    never reads is cut off after the write timeout, its requests come back to the host,
+    others play on."""
     sleepy = register(redis_client, "sleepy")
     alice = register(redis_client, "alice")
     leaks = LeakChecker()

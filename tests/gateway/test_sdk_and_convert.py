@@ -79,7 +79,7 @@ def test_only_documented_fields_are_relayed() -> None:
 
 
 def test_keepalive_settings_agree() -> None:
-    """PITFALLS 6: the SDK never pings more often than the referee accepts."""
+    """docs/PROTOCOL.md section 7: the SDK never pings more often than the referee accepts."""
     assert sdk.KEEPALIVE_TIME_MS == server.KEEPALIVE_TIME_MS
     assert sdk.KEEPALIVE_TIME_MS >= server.MIN_CLIENT_PING_INTERVAL_MS
     assert sdk.MAX_MESSAGE_BYTES == server.MAX_MESSAGE_BYTES

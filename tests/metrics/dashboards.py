@@ -72,7 +72,7 @@ def substitute(
     rate_interval_s: float,
     range_s: float,
 ) -> str:
-    """Replace Grafana's macros and template variables (PITFALLS 12)."""
+    """Replace Grafana's macros and template variables (what Grafana's import dialog would fill)."""
     out = (
         expr.replace("$__rate_interval", seconds_text(rate_interval_s))
         .replace("$__interval_ms", str(int(interval_s * 1000)))

@@ -1,4 +1,4 @@
-"""Schema sanity of the Grafana dashboards and the provisioning files (PITFALLS 12)."""
+"""Schema sanity of the Grafana dashboards and the provisioning files (docs/metrics.md)."""
 
 from __future__ import annotations
 

@@ -240,7 +240,8 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
         if int(conn.hget(keys.match_state(m), "retries") or 0) > 0
     ]
     assert retried, "the killed worker was running no match: the test disturbed nothing"
-    # ... re-dealt (DESIGN section 4: the killed attempt showed the bots part of its deals),
+    # ... re-dealt (docs/DECISIONS.md, "A retried match is re-dealt": the killed attempt
+    # showed the bots part of its deals),
     # and every match came out exactly as an undisturbed run of the deals it played: the
     # others as in season a, a retried one as a one-off run of its recorded re-deal
     b_results, a_results = results_by_index(conn, "b"), results_by_index(conn, "a")

@@ -61,7 +61,8 @@ class _RunnerRedis(redis.Redis):
 
 
 def _run_queued(conn: redis.Redis, season: str) -> int:
-    # the runner blocks on replies: its connection has no socket timeout (PITFALLS 9)
+    # the runner blocks on replies: its connection has no socket timeout (it would cut a
+    # blocking read short)
     pool_kwargs = conn.connection_pool.connection_kwargs
     runner_conn = _RunnerRedis(
         host=pool_kwargs["host"],

@@ -2,7 +2,7 @@
 
 Every step compares the seat to act, the legal-action set, the seat's hand, the trick
 and the talon size; a few plays are deliberately not-held cards, so the autopilot's
-fallback (DESIGN section 4) is diffed too. At the end the hand's points, void verdict
+fallback (docs/workers.md, "Penalties") is diffed too. At the end the hand's points, void verdict
 (SD-16) and match points (SD-13, SD-14) must agree.
 """
 

@@ -1,5 +1,5 @@
 """Bad input never crashes the engine: any text is applied or refused with a reason, and
-any rules dict is accepted or refused with ``InvalidRulesError`` (DESIGN section 8)."""
+any rules dict is accepted or refused with ``InvalidRulesError`` (``referee.games.errors``)."""
 
 from __future__ import annotations
 

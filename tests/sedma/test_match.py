@@ -1,5 +1,5 @@
 """A Sedma match: dealer, session, void hands, refused actions, observations, JSON
-(SD-5, SD-15, SD-16, SD-19 and DESIGN section 4's Sedma autopilot)."""
+(SD-5, SD-15, SD-16, SD-19 and the Sedma autopilot of docs/sedma.md)."""
 
 from __future__ import annotations
 

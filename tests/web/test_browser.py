@@ -68,7 +68,7 @@ def platform(
     conn.flushall()
     conn.close()
     with Platform(tmp_path_factory.mktemp("web-platform"), redis_url=embedded_redis.url) as p:
-        p.admin_token = "web-" + p.admin_token  # argv: a token starting with '-' (PITFALLS 17)
+        p.admin_token = "web-" + p.admin_token  # argv: a token starting with '-' (argparse's trap)
         p.start_referee()
         p.register_bots(list(BOTS))
         for i, (name, kind) in enumerate(BOTS.items()):

@@ -226,7 +226,7 @@ def test_sigkill_of_a_worker_mid_match_retries_redealt_to_the_same_result(
     platform: Platform,
 ) -> None:
     """A retried match is re-dealt (the killed attempt showed the bots part of the old
-    deals, DESIGN section 4): its result equals an undisturbed run of the deals it was
+    deals, docs/DECISIONS.md): its result equals an undisturbed run of the deals it was
     re-dealt, as recorded."""
     named: dict[str, Bot] = {f"kill-{i}": ScriptBot(delay_s=0.02) for i in range(4)}
     seats = list(named)

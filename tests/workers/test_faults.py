@@ -1,4 +1,4 @@
-"""Faults on the real stack (DESIGN sections 3, 4 and 8; docs/workers.md "Faults"): an
+"""Faults on the real stack (docs/workers.md "Exactly once, retries, failures"): an
 embedded Redis, an ``arena referee`` and an ``arena worker`` process, SDK bots in threads.
 
 * a match host SIGKILLed with >= 8 matches in flight: each is re-run (re-dealt, recorded)

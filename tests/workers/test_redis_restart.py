@@ -1,6 +1,7 @@
-"""DESIGN 8: Redis restarted (AOF) mid-match; the match still completes, exactly once, with
-the result of an undisturbed run. Nothing per decision touches Redis: the match plays on
-while Redis is away, and its heartbeat and commit are retried until it is back."""
+"""docs/workers.md "Exactly once": Redis restarted (AOF) mid-match; the match still
+completes, exactly once, with the result of an undisturbed run. Nothing per decision
+touches Redis: the match plays on while Redis is away, and its heartbeat and commit are
+retried until it is back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""End to end: a referee SIGKILLed while a bot holds a request (DESIGN section 8).
+"""End to end: a referee SIGKILLed while a bot holds a request (docs/DECISIONS.md).
 
 Two real referees, a real match host, SDK bots that know both referees. Referee A is
 killed while the slow bot thinks; the requests it had sent die with it. The host sees its
