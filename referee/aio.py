@@ -1,6 +1,6 @@
 """Small asyncio helpers for the hot paths of the referee and the match hosts.
 
-:func:`bounded` bounds one awaited stream write (PITFALLS 16: an aio write waits on
+:func:`bounded` bounds one awaited stream write (an aio write waits on
 HTTP/2 flow control and may never return) like ``asyncio.wait_for`` does, without its
 cost: ``wait_for`` wraps the awaitable in a new Task per call (plus a waiter future and
 their callbacks), which measured a few percent of the referee's CPU per decision
