@@ -439,7 +439,8 @@ def row_of_run(
     rows.append(
         (
             f"Redis commands per decision, {label}",
-            f"{run.commands / n:.3f} ({run.commands} commands)",
+            f"{run.commands / n:.3f} ({run.commands} commands, "
+            f"{run.commands / max(1, len(run.records)):.0f} per match)",
             TARGETS.get(f"commands {label}", ""),
         )
     )
@@ -507,6 +508,19 @@ def main() -> int:
                     label = f"{count} match{'es' if count > 1 else ''}, instant bots"
                     run = run_matches(conn, pids, f"b{count}", list(named), count, deals, fast)
                     row_of_run(rows, label, run, per_commands=count > 1)
+                # Most Redis commands are per match (RQ's job lifecycle, the start, the
+                # commit), so commands per decision depend on the match length: the same
+                # 16 matches at 8 deals each (the length issue 12 cites for a season).
+                run = run_matches(conn, pids, "d8", list(named), 16, 8, fast)
+                asked = len(asked_steps(run.records))
+                rows.append(
+                    (
+                        "Redis commands per decision, 16 matches of 8 deals, instant bots",
+                        f"{run.commands / asked:.3f} ({run.commands} commands, "
+                        f"{run.commands / 16:.0f} per match, {asked} decisions)",
+                        "(<= 0.2 is the target at the 2-deal run above)",
+                    )
+                )
             named = {f"ten{i}": TimedBot(delay_s=0.010) for i in range(4)}
             with running_bots(conn, addr, named):
                 label = "16 matches, bots thinking 10 ms"
