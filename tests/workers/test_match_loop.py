@@ -365,3 +365,37 @@ def test_a_bot_with_no_stream_is_judged_disconnected_and_keeps_its_bank() -> Non
     assert run.stats[1]["timeouts"] == 3 and run.stats[1]["think_ms_total"] == 0.0
     assert run.stats[1]["illegal_passes"] == 3
     assert run.autopilot == [False, True]  # three failures in a row (strikes=3)
+
+
+def test_a_bot_that_left_holding_a_request_gets_it_again_with_the_clock_left() -> None:
+    """Pins the BOT_LEFT path of ``ask`` (docs/workers.md): the bot's stream ended while it
+    held the request, sent 100 ms ago; the host forgets the bot's route, looks for it until
+    the first send + limit + ``absent_ms``, and sends the same request (same seq) again
+    with the clock left since the first send (move time first) and the first send's stamp;
+    the answer then counts as usual."""
+    left_at: list[float] = []
+
+    def answer(bot: str, turn: Any) -> Any:
+        if bot == "a" and turn.seq == 1 and not left_at:
+            left_at.append(now_ms() - 100.0)
+            return internal_pb2.Reply(kind=Kind.BOT_LEFT, sent_ms=left_at[0])
+        return _answer(turn.legal_actions[0])
+
+    link = _RecordingLink(answer)
+    router = _RecordingRouter(link)
+    forgotten: list[str] = []
+    router.forget = forgotten.append  # type: ignore[method-assign]
+    host = SimpleNamespace(router=router, metrics=HostMetrics())
+    run = MatchRun(host, _spec(time_control=WIDE), 1)
+    asyncio.run(run.play())
+    first, again = link.turns[0], link.turns[1]
+    assert first[0] == again[0] == "a" and first[1] == again[1] == ("m1", 1, 1)
+    assert first[2]["clock"] == {"moveMs": 300, "bankMs": 400, "graceMs": 50}
+    assert again[2]["clock"]["bankMs"] == 400 and again[2]["clock"]["graceMs"] == 50
+    assert 0 <= again[2]["clock"].get("moveMs", 0) <= 200
+    assert link.calls[0][3] == 0.0 and link.calls[1][3] == left_at[0]
+    assert forgotten == ["a"]
+    (_, until, _) = router.routes[3]  # match start (2), the first ask, then again
+    assert until == left_at[0] + 750 + 2_000
+    assert run.steps[0]["status"] == "accepted" and run.resent == 0
+    assert len(link.turns) == 7  # six decisions, one sent twice

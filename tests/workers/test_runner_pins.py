@@ -23,13 +23,14 @@ from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
 from referee.games import registry
 from referee.games.base import Source
+from referee.messages import ClockInfo
 from referee.metrics_store import read_counters
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
 from workers import queue
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
-from workers.runner import MatchRun, Reply, commit, worker_name
+from workers.runner import MatchRun, Reply, commit, left_clock, start_attempt, worker_name
 from workers.runner import mark_failed as _mark_failed
 from workers.runner import mark_running as _mark_running
 from workers.spec import redeal_seed
@@ -367,3 +368,58 @@ def test_redeal_seeds_are_the_documented_derivation() -> None:
     assert redeal_seed(7, 2, 0) == 164157383905955
     assert redeal_seed(123456789, 3, 4) == 94771825279979
     assert all(0 <= redeal_seed(s, 2) < 2**48 for s in range(50))
+
+
+def test_starting_an_attempt_numbers_it_and_marks_the_match_running(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins ``start_attempt`` (the host's first call for a dequeued match): it loads the
+    spec, takes the next attempt number (1, then 2 for a retry) and marks the match
+    ``running`` under that attempt and worker, with a heartbeat in the running set and the
+    season's entry ``running``."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    state = redis_client.hgetall(keys.match_state("m1"))
+    assert (state["state"], state["attempt"], state["worker"]) == ("running", "1", "host-1")
+    assert state["heartbeat_ms"] == state["started_ms"]
+    beat = redis_client.zscore(keys.MATCHES_RUNNING, "m1")
+    assert beat is not None and round(beat) == int(state["heartbeat_ms"])
+    assert redis_client.hget(keys.season_matches("s1"), "m1") == "running"
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    assert redis_client.hget(keys.match_state("m1"), "worker") == "host-2"
+
+
+def test_no_attempt_starts_for_a_committed_match_or_a_cancelled_season(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the two refusals of ``start_attempt``: a match with a result, and a match whose
+    season was cancelled before it started (referee/seasons/store.py marks it
+    ``cancelled``): None, no attempt number taken, nothing marked running. A match with no
+    spec raises ``LookupError`` naming the key."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert commit(redis_client, spec, 1, _result(), {})
+    assert start_attempt(redis_client, "m1", "host-1") is None
+    assert redis_client.get(keys.match_attempt("m1")) is None
+    other = make_spec("m2")
+    assert queue.enqueue_match(redis_client, other)
+    redis_client.hset(keys.season_matches("s1"), "m2", "cancelled")
+    assert start_attempt(redis_client, "m2", "host-1") is None
+    assert redis_client.get(keys.match_attempt("m2")) is None
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m2") is None
+    assert redis_client.hget(keys.season_matches("s1"), "m2") == "cancelled"
+    with pytest.raises(LookupError, match=r"match 'nope' has no spec at .*nope"):
+        start_attempt(redis_client, "nope", "host-1")
+
+
+def test_a_request_sent_again_shows_the_clock_left_since_its_first_send() -> None:
+    """Pins ``left_clock`` (docs/workers.md, a bot that left holding a request): the time
+    since the first send comes off the move time first, then off the bank, never below
+    zero; grace is unchanged; a clock running backwards takes nothing."""
+    clock: ClockInfo = {"move_ms": 300, "bank_ms": 400, "grace_ms": 50}
+    assert left_clock(clock, 1000.0, 1100.0) == {"move_ms": 200, "bank_ms": 400, "grace_ms": 50}
+    assert left_clock(clock, 1000.0, 1300.0) == {"move_ms": 0, "bank_ms": 400, "grace_ms": 50}
+    assert left_clock(clock, 1000.0, 1500.5) == {"move_ms": 0, "bank_ms": 199, "grace_ms": 50}
+    assert left_clock(clock, 1000.0, 2000.0) == {"move_ms": 0, "bank_ms": 0, "grace_ms": 50}
+    assert left_clock(clock, 1000.0, 900.0) == clock
