@@ -194,6 +194,8 @@ def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
     assert [s["seq"] for s in run.steps] == [1, 2, 3, 4, 5, 6]
     assert [s["deal"] for s in run.steps] == [0, 0, 0, 1, 1, 1]
     assert all(s["source"] == "bot" and s["status"] == "accepted" for s in run.steps)
+    # a bot's play is applied as the bot's (an event of source "bot" omits the key)
+    assert all("source" not in e for s in run.steps for e in s["events"])
 
 
 def _refuse_then_time_out(bot: str, turn: Any) -> Any:
@@ -301,6 +303,10 @@ class _RecordingRouter(_Router):
         super().__init__(link)
         self.absent = absent
         self.routes: list[tuple[str, float, float]] = []
+        self.forgotten: list[str] = []
+
+    def forget(self, bot: str) -> None:
+        self.forgotten.append(bot)
 
     async def route(self, bot: str, until_ms: float) -> Any:
         self.routes.append((bot, until_ms, now_ms()))
@@ -383,8 +389,6 @@ def test_a_bot_that_left_holding_a_request_gets_it_again_with_the_clock_left() -
 
     link = _RecordingLink(answer)
     router = _RecordingRouter(link)
-    forgotten: list[str] = []
-    router.forget = forgotten.append  # type: ignore[method-assign]
     host = SimpleNamespace(router=router, metrics=HostMetrics())
     run = MatchRun(host, _spec(time_control=WIDE), 1)
     asyncio.run(run.play())
@@ -394,8 +398,25 @@ def test_a_bot_that_left_holding_a_request_gets_it_again_with_the_clock_left() -
     assert again[2]["clock"]["bankMs"] == 400 and again[2]["clock"]["graceMs"] == 50
     assert 0 <= again[2]["clock"].get("moveMs", 0) <= 200
     assert link.calls[0][3] == 0.0 and link.calls[1][3] == left_at[0]
-    assert forgotten == ["a"]
+    assert router.forgotten == ["a"]
     (_, until, _) = router.routes[3]  # match start (2), the first ask, then again
     assert until == left_at[0] + 750 + 2_000
     assert run.steps[0]["status"] == "accepted" and run.resent == 0
     assert len(link.turns) == 7  # six decisions, one sent twice
+
+
+def test_an_answer_later_than_the_limit_is_a_timeout() -> None:
+    """Pins the clock's verdict in ``judge_and_apply``: an answer whose think time (800 ms)
+    is past the decision's limit (750 ms) is not applied; the seat gets the timeout rule,
+    told ``TIMED_OUT``/``timeout`` and counted as a timeout, and the bank pays for it."""
+
+    def late(bot: str, turn: Any) -> Any:
+        return _answer(turn.legal_actions[0], think_ms=800.0 if turn.seq == 1 else 10.0)
+
+    run, router, _ = _play(_spec(), late)
+    step = run.steps[0]
+    assert step["answer"] == run.match.initial_hands()[0][0][0]
+    assert (step["status"], step["reason"], step["timeout"]) == ("timed_out", "timeout", True)
+    assert [e["kind"] for e in step["events"]] == ["timeout", "illegal_pass", "penalty"]
+    assert _of(router, "a", "result")[0]["status"] == "TIMED_OUT"
+    assert run.stats[0]["timeouts"] == 1 and run.clock.bank_left_ms[0] == 0.0

@@ -83,6 +83,7 @@ def test_an_old_attempts_failure_leaves_the_newer_attempt_running(
     _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed late")
     status = queue.match_status(redis_client, "m1")
     assert status["state"] == "running" and status["attempt"] == "2"
+    assert status["worker"] == worker_name()  # no worker named: this process
     assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is not None
     _mark_failed(redis_client, spec, 2, "RuntimeError: attempt 2 crashed")
     status = queue.match_status(redis_client, "m1")
