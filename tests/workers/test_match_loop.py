@@ -21,6 +21,7 @@ from referee.games import registry
 from referee.games.base import DealSpec
 from referee.messages import now_ms
 from tests.workers import fakegame
+from workers import metrics as wmetrics
 from workers.metrics import HostMetrics
 from workers.runner import MatchRun
 from workers.spec import MatchSpec, TimeControl
@@ -420,3 +421,29 @@ def test_an_answer_later_than_the_limit_is_a_timeout() -> None:
     assert [e["kind"] for e in step["events"]] == ["timeout", "illegal_pass", "penalty"]
     assert _of(router, "a", "result")[0]["status"] == "TIMED_OUT"
     assert run.stats[0]["timeouts"] == 1 and run.clock.bank_left_ms[0] == 0.0
+
+
+def test_each_decision_is_counted_with_its_think_time_and_no_overhead_for_failures() -> None:
+    """Pins the decision metrics of ``count`` (docs/metrics.md: decisions per season, bot
+    and game; think time and platform overhead in seconds): seven decisions, six answered
+    after 1.5 s of thinking and b's at seq 4 timed out at the referee (think = the limit,
+    2.45 s; its pass keeps b's card, so the deal takes one decision more). The overhead
+    (wall time minus think time) is 0 here: a scripted answer takes far less wall time
+    than the think time it reports, and a failure has no overhead at all."""
+    slow = TimeControl(move_ms=2_000, bank_ms=400, grace_ms=50, queue_ms=300)
+
+    def answer(bot: str, turn: Any) -> Any:
+        if turn.seq == 4:
+            return internal_pb2.Reply(kind=Kind.TIMEOUT, sent_ms=now_ms())
+        return _answer(turn.legal_actions[0], think_ms=1_500.0)
+
+    run, _, link = _play(_spec(time_control=slow), answer)
+    assert [bot for bot, *_ in link.turns] == ["a", "b", "a", "b", "a", "b", "a"]
+    metrics = run.metrics
+    assert dict(metrics.decisions) == {("s1", "a", "fake"): 4, ("s1", "b", "fake"): 3}
+    think = metrics.hists[(wmetrics.THINK_SECONDS, "fake")]
+    overhead = metrics.hists[(wmetrics.OVERHEAD_SECONDS, "fake")]
+    assert think.count == overhead.count == 7
+    assert think.total == pytest.approx(6 * 1.5 + 2.45)
+    assert overhead.total == 0.0
+    assert run.stats[1]["timeouts"] == 1 and run.stats[1]["think_ms_total"] == 2 * 1_500 + 2_450
