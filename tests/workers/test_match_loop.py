@@ -447,3 +447,13 @@ def test_each_decision_is_counted_with_its_think_time_and_no_overhead_for_failur
     assert think.total == pytest.approx(6 * 1.5 + 2.45)
     assert overhead.total == 0.0
     assert run.stats[1]["timeouts"] == 1 and run.stats[1]["think_ms_total"] == 2 * 1_500 + 2_450
+
+
+def test_the_overhead_of_an_answered_decision_is_its_wall_time_in_seconds() -> None:
+    """Pins the unit of the overhead metric: a bot reporting no think time leaves the whole
+    wall time of the decision as platform overhead, observed in seconds (each decision
+    here takes well under a second; milliseconds taken for seconds would be ~1000x)."""
+    run, _, _ = _play(_spec(), lambda bot, turn: _answer(turn.legal_actions[0], 0.0))
+    overhead = run.metrics.hists[(wmetrics.OVERHEAD_SECONDS, "fake")]
+    assert overhead.count == 6 and 0.0 < overhead.total < 6 * 0.5
+    assert sum(s["wall_ms"] for s in run.steps) / 1000 == pytest.approx(overhead.total, abs=1e-2)
