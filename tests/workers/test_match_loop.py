@@ -222,6 +222,10 @@ def test_refusals_and_timeouts_are_told_counted_and_charged() -> None:
     (a_timeout,) = [r for r in _of(router, "a", "result") if r["seq"] == 3]
     assert a_timeout["status"] == "TIMED_OUT" and a_timeout["reason"] == "timeout"
     assert a_timeout["penalty"] == 1 and a_timeout["appliedAction"] == "pass"
+    assert a_timeout["message"] == (
+        "no answer within the time limit (think time 750 ms); "
+        "the rules' timeout consequence was applied"
+    )
     assert run.clock.bank_left_ms == [0.0, 400.0]
     stats = {s["bot"]: s for s in run.stats}
     assert (stats["a"]["timeouts"], stats["a"]["illegal_passes"]) == (1, 1)
@@ -372,6 +376,12 @@ def test_a_bot_with_no_stream_is_judged_disconnected_and_keeps_its_bank() -> Non
     assert run.stats[1]["timeouts"] == 3 and run.stats[1]["think_ms_total"] == 0.0
     assert run.stats[1]["illegal_passes"] == 3
     assert run.autopilot == [False, True]  # three failures in a row (strikes=3)
+    told = _of(router, "b", "result")[0]
+    assert (told["status"], told["reason"]) == ("TIMED_OUT", "disconnected")
+    assert told["message"] == (
+        "the request was never sent: no stream of this bot was connected (or none had a "
+        "free slot) before its deadline"
+    )
 
 
 def test_a_bot_that_left_holding_a_request_gets_it_again_with_the_clock_left() -> None:
@@ -457,3 +467,19 @@ def test_the_overhead_of_an_answered_decision_is_its_wall_time_in_seconds() -> N
     overhead = run.metrics.hists[(wmetrics.OVERHEAD_SECONDS, "fake")]
     assert overhead.count == 6 and 0.0 < overhead.total < 6 * 0.5
     assert sum(s["wall_ms"] for s in run.steps) / 1000 == pytest.approx(overhead.total, abs=1e-2)
+
+
+def test_a_pass_while_holding_a_legal_play_is_an_accepted_illegal_pass() -> None:
+    """Pins how an illegal pass is told (SV-18): the answer ``pass`` is accepted as a pass
+    with reason ``illegal_pass`` and the rule in words, the chip it cost as the penalty."""
+
+    def passes(bot: str, turn: Any) -> Any:
+        return _answer("pass" if turn.seq == 2 else turn.legal_actions[0])
+
+    run, router, _ = _play(_spec(), passes)
+    told = _of(router, "b", "result")[0]
+    assert (told["status"], told["reason"]) == ("ACCEPTED", "illegal_pass")
+    assert told["message"] == "illegal pass (SV-18): you passed while holding a legal play"
+    assert told["penalty"] == 1 and told["appliedAction"] == "pass"
+    assert run.steps[1]["status"] == "accepted" and run.steps[1]["reason"] == "illegal_pass"
+    assert run.stats[1]["illegal_passes"] == 1 and run.stats[1]["invalid_actions"] == 0

@@ -8,6 +8,7 @@ and, where a bot is needed, a scripted ``ask`` or a referee link played by the t
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import threading
@@ -22,12 +23,12 @@ import redis
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
 from referee.games import registry
-from referee.games.base import Source
+from referee.games.base import Event, EventKind, Source
 from referee.messages import ClockInfo
 from referee.metrics_store import read_counters
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
-from workers import queue
+from workers import queue, runner
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
 from workers.runner import MatchRun, Reply, commit, left_clock, start_attempt, worker_name
@@ -424,3 +425,61 @@ def test_a_request_sent_again_shows_the_clock_left_since_its_first_send() -> Non
     assert left_clock(clock, 1000.0, 1500.5) == {"move_ms": 0, "bank_ms": 199, "grace_ms": 50}
     assert left_clock(clock, 1000.0, 2000.0) == {"move_ms": 0, "bank_ms": 0, "grace_ms": 50}
     assert left_clock(clock, 1000.0, 900.0) == clock
+
+
+def test_a_commit_is_fenced_by_the_latest_attempt_and_writes_every_key(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins ``commit``: attempt 1 may not commit once attempt 2 has started (it returns
+    False and writes nothing); attempt 2's commit stores the result and the record (as
+    JSON), adds ``{match_id, season}`` to the results stream (the season driver reads it),
+    marks the state ``done`` with the attempt, no error and ``finished_ms``, puts the match
+    in the recent list at its finish time and the season's entry ``done``."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    result = {**_result(), "finished_ms": 1234.0, "attempt": 2}
+    record = {"steps": [{"seq": 1}], "attempt": 2}
+    assert not commit(redis_client, spec, 1, _result(), {"attempt": 1})
+    assert redis_client.get(keys.match_result("m1")) is None
+    assert redis_client.xlen(keys.RESULTS_STREAM) == 0
+    assert commit(redis_client, spec, 2, result, record)  # type: ignore[arg-type]
+    assert json.loads(redis_client.get(keys.match_result("m1")) or "") == result
+    assert json.loads(redis_client.get(keys.match_record("m1")) or "") == record
+    entries: Any = redis_client.xrange(keys.RESULTS_STREAM)
+    assert [fields for _, fields in entries] == [{"match_id": "m1", "season": "s1"}]
+    state = redis_client.hgetall(keys.match_state("m1"))
+    assert (state["state"], state["attempt"], state["error"]) == ("done", "2", "")
+    assert state["finished_ms"] == "1234"
+    assert redis_client.zscore(keys.MATCHES_RECENT, "m1") == 1234.0
+    assert redis_client.hget(keys.season_matches("s1"), "m1") == "done"
+
+
+def test_the_penalty_told_to_a_bot_sums_its_penalty_events() -> None:
+    """Pins ``_penalty`` (the ``penalty`` of an ``action_result``): every PENALTY event of
+    the seat counts, whichever of ``amount``, ``chips`` or ``points`` the engine names it
+    (the first present); other events and booleans do not."""
+    events = [
+        Event(EventKind.PENALTY, 0, detail={"amount": 2}),
+        Event(EventKind.PENALTY, 0, detail={"chips": 3, "points": 100}),
+        Event(EventKind.PENALTY, 0, detail={"points": 5}),
+        Event(EventKind.PENALTY, 0, detail={"chips": True}),
+        Event(EventKind.PLAY, 0, action="7D", detail={"chips": 50}),
+    ]
+    assert runner._penalty(events) == 2 + 3 + 5
+    assert runner._penalty([]) == 0
+
+
+def test_the_applied_action_told_to_a_bot_is_the_last_that_took_effect() -> None:
+    """Pins ``_applied`` (``applied_action`` of an ``action_result``): the last card played,
+    else ``pass`` for a pass, an illegal pass or a timeout, else "" (nothing took effect)."""
+    play = Event(EventKind.PLAY, 0, action="8D+9D")
+    assert runner._applied([play]) == "8D+9D"
+    assert runner._applied([Event(EventKind.TIMEOUT, 0), play]) == "8D+9D"
+    assert runner._applied([play, Event(EventKind.ILLEGAL_PASS, 0, action="pass")]) == "pass"
+    assert runner._applied([Event(EventKind.PASS, 0, action="pass")]) == "pass"
+    assert runner._applied([Event(EventKind.TIMEOUT, 0)]) == "pass"
+    assert runner._applied([Event(EventKind.PLAY, 0, action=None)]) == ""
+    assert runner._applied([Event(EventKind.INVALID_ACTION, 0, action="XX")]) == ""
+    assert runner._applied([Event(EventKind.PENALTY, 0)]) == ""
