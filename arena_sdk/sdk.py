@@ -45,10 +45,16 @@ from arena.v1 import bot_pb2, bot_pb2_grpc
 log = logging.getLogger("arena.sdk")
 
 PROTOCOL_VERSION = 1
-# Keepalive: the same numbers as the referee (referee/gateway/server.py, docs/PROTOCOL.md
-# section 7): ping an idle connection every 30 s; the referee tolerates down to every 10 s.
-KEEPALIVE_TIME_MS = 30_000
-KEEPALIVE_TIMEOUT_MS = 10_000
+# Keepalive (docs/PROTOCOL.md section 7): the SDK pings its connection every 5 s and gives
+# up on it after 5 s without the ack, so a referee that vanished from the network (host cut
+# off, no FIN) is noticed within about 10 s and the bot moves to the next referee. The
+# referee accepts pings as often as every MIN_KEEPALIVE_TIME_MS (referee/gateway/server.py
+# MIN_CLIENT_PING_INTERVAL_MS); more often earns GOAWAY too_many_pings. Both settable with
+# --keepalive-ms / --keepalive-timeout-ms (or $ARENA_KEEPALIVE_MS, ...) or Bot attributes.
+KEEPALIVE_TIME_MS = 5_000
+KEEPALIVE_TIMEOUT_MS = 5_000
+MIN_KEEPALIVE_TIME_MS = 2_000
+MIN_KEEPALIVE_TIMEOUT_MS = 1_000
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_ACTION_CHARS = 200
 """The referee ends the stream (INVALID_ARGUMENT) for a longer action; a message over
@@ -160,11 +166,44 @@ class BotRefused(RuntimeError):
         self.details = details
 
 
-def channel_options() -> list[tuple[str, int]]:
+def _env_ms(name: str, default: int) -> int:
+    """``$NAME`` as milliseconds (whole number), else ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"${name} must be a whole number of milliseconds, not {text!r}") from None
+
+
+def check_keepalive(time_ms: int, timeout_ms: int) -> None:
+    """Raise ValueError unless the referee accepts pings every ``time_ms`` (docs/PROTOCOL.md
+    section 7) and ``timeout_ms`` leaves the ack time to come back."""
+    if time_ms < MIN_KEEPALIVE_TIME_MS:
+        raise ValueError(
+            f"keepalive every {time_ms} ms is more often than the referee accepts (it closes "
+            f"the connection with too_many_pings): use at least {MIN_KEEPALIVE_TIME_MS} ms"
+        )
+    if timeout_ms < MIN_KEEPALIVE_TIMEOUT_MS:
+        raise ValueError(
+            f"a keepalive timeout of {timeout_ms} ms drops healthy connections on a busy "
+            f"network: use at least {MIN_KEEPALIVE_TIMEOUT_MS} ms"
+        )
+
+
+def channel_options(
+    keepalive_ms: int = KEEPALIVE_TIME_MS, keepalive_timeout_ms: int = KEEPALIVE_TIMEOUT_MS
+) -> list[tuple[str, int]]:
     """Client channel options that agree with the referee's keepalive policy."""
+    check_keepalive(keepalive_ms, keepalive_timeout_ms)
     return [
-        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
-        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_time_ms", keepalive_ms),
+        ("grpc.keepalive_timeout_ms", keepalive_timeout_ms),
+        # gRPC core waits for a ping's ack this long (60 s by default) and arms the shorter
+        # keepalive timeout only in some states: set both, or a silent referee (no FIN,
+        # TCP still acked, as behind a NAT or proxy) is noticed after a minute
+        ("grpc.http2.ping_timeout_ms", keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -172,11 +211,17 @@ def channel_options() -> list[tuple[str, int]]:
     ]
 
 
-def open_channel(server: str, tls_ca: str | None = None) -> grpc.aio.Channel:
+def open_channel(
+    server: str,
+    tls_ca: str | None = None,
+    keepalive_ms: int = KEEPALIVE_TIME_MS,
+    keepalive_timeout_ms: int = KEEPALIVE_TIMEOUT_MS,
+) -> grpc.aio.Channel:
+    options = channel_options(keepalive_ms, keepalive_timeout_ms)
     if tls_ca:
         credentials = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())
-        return grpc.aio.secure_channel(server, credentials, options=channel_options())
-    return grpc.aio.insecure_channel(server, options=channel_options())
+        return grpc.aio.secure_channel(server, credentials, options=options)
+    return grpc.aio.insecure_channel(server, options=options)
 
 
 # --- proto -> dict (the JSON form of docs/OBSERVATIONS.md) ----------------------------------
@@ -334,6 +379,12 @@ class Bot:
     """Stop :meth:`run` (it returns) once a ``season_end`` notice arrives for this season;
     ``"*"`` means any season. None (the default) plays on."""
     _season_over: bool = False
+    keepalive_ms: int = _env_ms("ARENA_KEEPALIVE_MS", KEEPALIVE_TIME_MS)
+    """Ping the referee's connection this often (at least MIN_KEEPALIVE_TIME_MS; default
+    ``$ARENA_KEEPALIVE_MS`` or KEEPALIVE_TIME_MS) and drop it when the ack takes longer
+    than :attr:`keepalive_timeout_ms`: a vanished referee is noticed within about the sum
+    of the two, and the bot reconnects (to the next referee given)."""
+    keepalive_timeout_ms: int = _env_ms("ARENA_KEEPALIVE_TIMEOUT_MS", KEEPALIVE_TIMEOUT_MS)
     choose_inline: bool = False
     """Call ``choose`` on the stream's own thread instead of the thread pool. Saves two
     thread hops per decision, but while ``choose`` runs nothing else is read or answered:
@@ -455,7 +506,7 @@ class Bot:
         self, server: str, token: str, tls_ca: str | None, stop: StopFlag | None
     ) -> bool:
         """One stream: Hello, Welcome, then turns until the stream ends. True if welcomed."""
-        channel = open_channel(server, tls_ca)
+        channel = open_channel(server, tls_ca, self.keepalive_ms, self.keepalive_timeout_ms)
         executor = ThreadPoolExecutor(
             max_workers=max(1, self.max_concurrent_matches),
             thread_name_prefix=f"{self.name}-choose",
@@ -646,6 +697,20 @@ def build_parser(bot: Bot) -> argparse.ArgumentParser:
         "user of the host (warned)",
     )
     parser.add_argument("--tls-ca", help="PEM CA certificate: connect with TLS")
+    parser.add_argument(
+        "--keepalive-ms",
+        type=int,
+        default=bot.keepalive_ms,
+        help="ping the referee this often (default: $ARENA_KEEPALIVE_MS or "
+        f"{KEEPALIVE_TIME_MS}; at least {MIN_KEEPALIVE_TIME_MS})",
+    )
+    parser.add_argument(
+        "--keepalive-timeout-ms",
+        type=int,
+        default=bot.keepalive_timeout_ms,
+        help="drop the connection (and reconnect, to the next referee) when a ping's ack "
+        f"takes longer (default: $ARENA_KEEPALIVE_TIMEOUT_MS or {KEEPALIVE_TIMEOUT_MS})",
+    )
     parser.add_argument("--name", help="name shown in logs (default: the bot's)")
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument(
@@ -671,6 +736,12 @@ def main(bot: Bot, argv: Sequence[str] | None = None) -> None:
     token = args.token or os.environ.get("ARENA_TOKEN")
     if not token:
         raise SystemExit("no token: set ARENA_TOKEN (arena bot register NAME printed it)")
+    try:
+        check_keepalive(args.keepalive_ms, args.keepalive_timeout_ms)
+    except ValueError as exc:
+        raise SystemExit(f"--keepalive-ms/--keepalive-timeout-ms: {exc}") from None
+    bot.keepalive_ms = args.keepalive_ms
+    bot.keepalive_timeout_ms = args.keepalive_timeout_ms
     if args.name:
         bot.name = args.name
     if args.exit_after_season:

@@ -1,12 +1,14 @@
 """The referee process: one ``grpc.aio`` server with BotGateway, League, health and
 reflection, plus the optional HTTP and seasons tasks of the other modules.
 
-Keepalive (docs/PROTOCOL.md section 7), the same numbers as ``arena_sdk/sdk.py``:
+Keepalive (docs/PROTOCOL.md section 7; the SDK's numbers are in ``arena_sdk/sdk.py``):
 
 * the server pings an idle connection every 30 s and drops it if no ack in 10 s;
-* it accepts client pings as often as every 10 s (``min_recv_ping_interval_without_data``)
-  and never counts them as strikes below that; the SDK pings every 30 s;
-* ``Welcome.keepalive_time_ms`` tells other clients the 30 s interval to use.
+* it accepts client pings as often as every 1 s (``min_ping_interval_without_data_ms``,
+  :data:`MIN_CLIENT_PING_INTERVAL_MS`) and counts only more frequent ones as strikes; the
+  SDK pings every 5 s and gives up after 5 s without the ack, so a bot notices a referee
+  that vanished from the network within about 10 s and fails over to another;
+* ``Welcome.keepalive_time_ms`` tells other clients the 5 s interval to use.
 
 Shutdown (SIGTERM/SIGINT or :meth:`RefereeServer.stop`): health NOT_SERVING, new streams
 UNAVAILABLE, new turns from hosts are answered DRAINED, sessions send a ``Notice``, held
@@ -17,6 +19,11 @@ Every step of it is bounded (an aio stream write can wait on flow control foreve
 write to a bot takes at most ``write_timeout_s``, else that bot's stream alone ends with
 RESOURCE_EXHAUSTED; the wait for sessions to close and the server's own grace are fixed, so
 a bot that never reads cannot hold SIGTERM or stall the other bots' streams.
+
+Readiness (``/readyz`` on the HTTP port, :meth:`RefereeServer.readiness`): Redis answers,
+the bots' gRPC port and the internal port accept a TCP connection, and the referee is not
+draining; the HTTP port stays up while the referee drains, so a load balancer reads "not
+ready: draining" rather than a refused connection.
 
 A second ``grpc.aio`` server on the internal port (``link_host:link_port``) serves
 ``MatchRelay.Link`` to match hosts, authenticated by the cluster secret; the address hosts
@@ -62,9 +69,11 @@ from referee.seasons import driver
 log = logging.getLogger(__name__)
 
 KEEPALIVE_TIME_MS = 30_000
-"""Both sides ping an idle connection this often (the SDK uses the same value)."""
+"""The referee pings an idle connection this often (it notices a vanished bot)."""
 KEEPALIVE_TIMEOUT_MS = 10_000
-MIN_CLIENT_PING_INTERVAL_MS = 10_000
+CLIENT_KEEPALIVE_TIME_MS = 5_000
+"""How often clients should ping (``Welcome.keepalive_time_ms``; the SDK's default)."""
+MIN_CLIENT_PING_INTERVAL_MS = 1_000
 """The server accepts client pings this often; anything more frequent earns strikes."""
 MAX_MESSAGE_BYTES = 64 * 1024
 """Largest message a bot may send or receive (gRPC's default is 4 MiB; docs/PROTOCOL.md
@@ -74,6 +83,8 @@ COMMAND_CONNECTIONS = 64
 FEED_CONNECTIONS = 20_000
 """At most this many WatchEvents feeds wait at once (Redis' maxclients is 10k by default)."""
 REDIS_SOCKET_TIMEOUT_S = 15.0
+READY_CONNECT_TIMEOUT_S = 1.0
+"""How long a readiness check waits for one of the referee's own ports to accept."""
 
 SERVICE_NAMES = (
     bot_pb2.DESCRIPTOR.services_by_name["BotGateway"].full_name,
@@ -86,7 +97,8 @@ def server_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str
         ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
         ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
         ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
+        # gRPC core's GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS is spelled
+        # "grpc.http2.min_ping_interval_without_data_ms" (a "min_recv_..." key is ignored)
         ("grpc.http2.min_ping_interval_without_data_ms", MIN_CLIENT_PING_INTERVAL_MS),
         ("grpc.http2.max_ping_strikes", 2),
         # Keep pinging a connection that carries no data (an idle bot between matches, a
@@ -137,6 +149,22 @@ def _loopback(host: str) -> str:
     return {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
 
 
+async def _accepts(what: str, server: grpc.aio.Server | None, host: str, port: int) -> str:
+    """``"ok"`` when ``host:port`` (a port of ``server``) accepts a TCP connection."""
+    if server is None or not port:
+        return f"{what} is not serving yet"
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port), READY_CONNECT_TIMEOUT_S
+        )
+    except (OSError, TimeoutError) as exc:
+        return f"{what} ({host}:{port}) does not accept connections: {exc or 'timed out'}"
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return "ok"
+
+
 class RefereeServer:
     """Start with :meth:`start` (returns the bound port), end with :meth:`stop`."""
 
@@ -170,7 +198,7 @@ class RefereeServer:
                 max_message_bytes=config.max_message_bytes,
                 hello_timeout_s=config.hello_timeout_s,
                 write_timeout_s=config.write_timeout_s,
-                keepalive_time_ms=KEEPALIVE_TIME_MS,
+                keepalive_time_ms=CLIENT_KEEPALIVE_TIME_MS,
             ),
         )
         self.health = health.aio.HealthServicer()
@@ -188,6 +216,7 @@ class RefereeServer:
         self.link_server: grpc.aio.Server | None = None
         self.link_port = 0
         self._stopped = False
+        self._http_stop = asyncio.Event()  # set once drained: /readyz answers meanwhile
 
     async def start(self) -> int:
         """Listen and serve; returns the port. On failure nothing is left open."""
@@ -307,8 +336,9 @@ class RefereeServer:
                     self.config.redis_url,
                     http_host,
                     self.config.http_port,
-                    self.stop_event,
+                    self._http_stop,
                     on_ready=on_ready,
+                    readiness=self.readiness,
                     # The web's human seats are SDK clients of this port (plain gRPC only).
                     grpc_target=None
                     if self.config.tls_cert
@@ -330,6 +360,21 @@ class RefereeServer:
             "referee.seasons.driver.run_driver",
             driver.run_driver(self.config.redis_url, self.stop_event),
         )
+
+    async def readiness(self) -> dict[str, str]:
+        """``/readyz``'s checks besides Redis: check name -> ``"ok"`` or why not."""
+        grpc_host = _loopback(self.config.host)
+        link_host = _loopback(self.config.resolved_link_host())
+        return {
+            "grpc": await _accepts("the bots' gRPC port", self.server, grpc_host, self.port),
+            "link": await _accepts(
+                "the internal port for match hosts", self.link_server, link_host, self.link_port
+            ),
+            "draining": "draining: the referee is shutting down and hands its bots to "
+            "other referees"
+            if self._stopped or self.stop_event.is_set()
+            else "ok",
+        }
 
     def _run_guarded(self, name: str, coroutine: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
         """Run ``coroutine`` as a task whose failure is logged and never stops the referee."""
@@ -356,6 +401,7 @@ class RefereeServer:
         await self.hub.drain(self.config.drain_grace_s)
         if self.server is not None:
             await self.server.stop(grace=1.0)
+        self._http_stop.set()
         for task in (self._sweeper, self._notices):
             if task is not None:
                 task.cancel()

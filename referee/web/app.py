@@ -5,6 +5,10 @@ Routes (GET also answers HEAD):
 * ``/metrics``: Prometheus text format (:class:`referee.metrics.ArenaCollector`);
 * ``/healthz``: ``200 {"status": "ok"}`` when Redis answers, else ``503`` (within
   :data:`HEALTH_TIMEOUT_S`: a Redis out of reach must not hang the probe);
+* ``/readyz``: ``200 {"status": "ready", "checks": {...}}`` when Redis answers and every
+  check of the referee (``WebConfig.readiness``: the bots' gRPC port and the internal port
+  accept connections, the referee is not draining) says ``ok``; else ``503`` with
+  ``"not ready"``, the same checks and ``reasons``, one sentence per failed check;
 * ``/``: the league page (``?season=ID``, default the newest), updated in place from
   ``/events``;
 * ``/events?season=ID``: server-sent events, one ``live`` event per second with the
@@ -67,11 +71,13 @@ STATIC_DIR = HERE / "static"
 TEMPLATE_DIR = HERE / "templates"
 
 KNOWN_ROUTES = (
-    "/, /metrics, /healthz, /events, /bot/<name>, /replay/<match>, /play, /api/seasons, "
+    "/, /metrics, /healthz, /readyz, /events, /bot/<name>, /replay/<match>, /play, /api/seasons, "
     "/api/standings/<season>, /api/live/<season>, /api/replay/<match>"
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Readiness = Callable[[], Awaitable[dict[str, str]]]
+"""The referee's own readiness checks: check name -> ``"ok"`` or why it is not."""
 
 
 def static_versions() -> dict[str, str]:
@@ -126,6 +132,8 @@ class WebConfig:
     human_move_s: float = 60.0
     """A person's time per decision in casual matches (the operator sets it)."""
     human_bank_s: float = 300.0
+    readiness: Readiness | None = None
+    """The referee's checks for ``/readyz`` besides Redis (None: Redis alone)."""
 
 
 @web.middleware
@@ -204,6 +212,7 @@ class ArenaWeb:
         r.add_get("/", self.pages.index)
         r.add_get("/metrics", self.metrics)
         r.add_get("/healthz", self.healthz)
+        r.add_get("/readyz", self.readyz)
         r.add_get("/events", self.live.handle)
         r.add_get("/bot/{name}", self.pages.bot)
         r.add_get("/replay/{match_id}", self.pages.replay)
@@ -237,6 +246,21 @@ class ArenaWeb:
         except redis.RedisError as exc:
             return json_response(503, {"status": "unavailable", "redis": str(exc)})
         return json_response(200, {"status": "ok", "redis": "ok"})
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        checks = {"redis": "ok"}
+        try:
+            await asyncio.wait_for(self.conn.ping(), HEALTH_TIMEOUT_S)
+        except TimeoutError:
+            checks["redis"] = f"Redis did not answer within {HEALTH_TIMEOUT_S:g} s"
+        except redis.RedisError as exc:
+            checks["redis"] = f"Redis is not reachable: {exc}"
+        if self.config.readiness is not None:
+            checks.update(await self.config.readiness())
+        reasons = [why for why in checks.values() if why != "ok"]
+        if reasons:
+            return json_response(503, {"status": "not ready", "reasons": reasons, "checks": checks})
+        return json_response(200, {"status": "ready", "checks": checks})
 
     async def api_seasons(self, request: web.Request) -> web.Response:
         return json_response(200, {"seasons": await league.load_seasons(self.conn)})
@@ -324,15 +348,21 @@ async def serve_http(
     grpc_target: str | None = None,
     human_move_s: float = WebConfig.human_move_s,
     human_bank_s: float = WebConfig.human_bank_s,
+    readiness: Readiness | None = None,
 ) -> None:
     """Serve the referee's HTTP routes until ``stop_event`` is set.
 
     ``on_ready(port)`` is called once listening (useful with ``port=0``); ``grpc_target``
     is the referee's own gRPC address, needed for people to play (``/play``), with
-    ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off).
+    ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off);
+    ``readiness`` the referee's checks for ``/readyz``.
     """
     config = WebConfig(
-        redis_url, grpc_target=grpc_target, human_move_s=human_move_s, human_bank_s=human_bank_s
+        redis_url,
+        grpc_target=grpc_target,
+        human_move_s=human_move_s,
+        human_bank_s=human_bank_s,
+        readiness=readiness,
     )
     server = await HttpServer.start(config, host, port)
     log.info("HTTP on http://%s:%d/ (metrics at /metrics)", host, server.port)

@@ -73,7 +73,10 @@ class SlowReader:
         self.ended = threading.Event()  # the referee ended the stream (trailers or reset)
         self.closed = threading.Event()  # the connection is gone
         self.grpc_status: str | None = None
+        self.goaway: h2.events.ConnectionTerminated | None = None  # the referee's GOAWAY
         self._stop = threading.Event()
+        self._buffer = b""  # the start of a frame not wholly received yet
+        self._pending: list[h2.events.Event] = []
         self._flush()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
@@ -84,6 +87,25 @@ class SlowReader:
         if data:
             self.sock.sendall(data)
 
+    def _frames(self, data: bytes) -> list[h2.events.Event]:
+        """The events of every whole frame received so far, fed to ``h2`` one frame at a
+        time: a GOAWAY followed in the same read by a stream's trailers (gRPC sends both)
+        is a ProtocolError in ``h2`` after the GOAWAY, whose event must not be lost."""
+        self._buffer += data
+        events: list[h2.events.Event] = []
+        while len(self._buffer) >= 9:
+            size = 9 + int.from_bytes(self._buffer[:3], "big")
+            if len(self._buffer) < size:
+                break
+            frame, self._buffer = self._buffer[:size], self._buffer[size:]
+            try:
+                with self.lock:
+                    events += self.conn.receive_data(frame)
+            except h2.exceptions.ProtocolError:
+                self._pending = events
+                raise
+        return events
+
     def _loop(self) -> None:
         try:
             while not self._stop.is_set():
@@ -93,8 +115,11 @@ class SlowReader:
                     continue
                 if not data:
                     break
-                with self.lock:
-                    events = self.conn.receive_data(data)
+                try:
+                    events = self._frames(data)
+                except h2.exceptions.ProtocolError:
+                    events = self._pending  # what came before the frame h2 refused
+                    self._stop.set()
                 for event in events:
                     if isinstance(event, h2.events.DataReceived):
                         self.received += event.flow_controlled_length  # never acknowledged
@@ -108,6 +133,7 @@ class SlowReader:
                     elif isinstance(event, h2.events.StreamEnded | h2.events.StreamReset):
                         self.ended.set()
                     elif isinstance(event, h2.events.ConnectionTerminated):
+                        self.goaway = event
                         self.ended.set()
                         return
                 self._flush()
@@ -115,6 +141,12 @@ class SlowReader:
             pass  # the referee closed the connection
         finally:
             self.closed.set()
+
+    def ping(self) -> None:
+        """Send an HTTP/2 PING now (``h2`` sends whatever the peer asks, however often)."""
+        with self.lock:
+            self.conn.ping(time.monotonic_ns().to_bytes(8, "big"))
+        self._flush()
 
     def wait_stalled(self, window: int, timeout: float) -> bool:
         """True once the referee filled the whole window (its next write must wait)."""

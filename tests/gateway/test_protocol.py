@@ -174,7 +174,7 @@ def test_concurrency_is_capped_and_ping_answered(redis_url: str, redis_client: r
             bot = RawBot(ref.port, token)
             welcome = await bot.connect(concurrency=1000)
             assert welcome.max_concurrent_matches == 8
-            assert welcome.keepalive_time_ms == 30_000
+            assert welcome.keepalive_time_ms == 5_000  # what clients should use
             await bot.send(bot_pb2.BotMessage(ping=bot_pb2.Ping(nonce=42)))
             pong = await bot.read_kind("pong")
             assert pong.nonce == 42

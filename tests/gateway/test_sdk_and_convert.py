@@ -80,11 +80,11 @@ def test_only_documented_fields_are_relayed() -> None:
 
 def test_keepalive_settings_agree() -> None:
     """docs/PROTOCOL.md section 7: the SDK never pings more often than the referee accepts."""
-    assert sdk.KEEPALIVE_TIME_MS == server.KEEPALIVE_TIME_MS
-    assert sdk.KEEPALIVE_TIME_MS >= server.MIN_CLIENT_PING_INTERVAL_MS
+    assert sdk.KEEPALIVE_TIME_MS == server.CLIENT_KEEPALIVE_TIME_MS
+    assert sdk.MIN_KEEPALIVE_TIME_MS >= server.MIN_CLIENT_PING_INTERVAL_MS
     assert sdk.MAX_MESSAGE_BYTES == server.MAX_MESSAGE_BYTES
     options = dict(server.server_options())
-    assert options["grpc.http2.min_recv_ping_interval_without_data_ms"] <= sdk.KEEPALIVE_TIME_MS
+    assert options["grpc.http2.min_ping_interval_without_data_ms"] <= sdk.KEEPALIVE_TIME_MS
 
 
 class _SlowThenFast(sdk.Bot):

@@ -7,9 +7,10 @@ host       address            runs
 =========  =================  ==============================================================
 redis      ``SUBNET.2``       ``redis-server``: TLS only (port 6379), a password, AOF,
                               ``maxmemory-policy noeviction``
-referee-a  ``SUBNET.11``      ``arena referee`` (gRPC 50051 with TLS, HTTP 8080)
+referee-a  ``SUBNET.11``      ``arena referee`` (bots' gRPC 50051 and the match hosts'
+                              internal port 50052, both TLS; HTTP 8080)
 referee-b  ``SUBNET.12``      the same
-worker-a   ``SUBNET.21``      ``arena worker``
+worker-a   ``SUBNET.21``      ``arena worker`` (health 8081), dials the referees' 50052
 worker-b   ``SUBNET.22``      the same
 bots       ``SUBNET.31``      SDK bot processes, each given both referees
 ops        ``SUBNET.41``      the operator: ``arena season create``, the test's own Redis
@@ -18,8 +19,11 @@ ops        ``SUBNET.41``      the operator: ``arena season create``, the test's 
 
 Each process gets only what a real machine would: the Redis URL
 (``rediss://:PASSWORD@SUBNET.2:6379/0?ssl_ca_certs=CA``) and the admin token in its
-environment (never in argv), its own listening address, the CA certificate, and, for
-bots, the referees' addresses. Ports are fixed: each host has its own port space.
+environment (never in argv), the cluster secret of the internal stream in its environment
+(referees and workers), its own listening address, the CA certificate, and, for bots, the
+referees' addresses. Workers learn the referees' internal addresses from Redis (what each
+referee advertises with ``--link-advertise``) and check their certificates with
+``--link-tls-ca``. Ports are fixed: each host has its own port space.
 
 All process start-up is in :meth:`Deployment.start_referee`,
 :meth:`Deployment.start_workers` and :meth:`Deployment.start_bot`.
@@ -51,6 +55,7 @@ T = TypeVar("T")
 
 REDIS_PORT = 6379
 GRPC_PORT = 50051
+LINK_PORT = 50052
 HTTP_PORT = 8080
 HEALTH_PORT = 8081
 LAYOUT = {
@@ -62,6 +67,10 @@ LAYOUT = {
     "bots": 31,
     "ops": 41,
 }
+BOT_KEEPALIVE_MS = 3_000
+BOT_KEEPALIVE_TIMEOUT_MS = 2_000
+"""The bots' keepalive (``--keepalive-ms``/``--keepalive-timeout-ms``): a bot notices a
+referee host cut off within about their sum, then connects to the next referee."""
 THINKING = ["-m", "tests.multihost.thinking_bot", "--think-ms", "20"]
 """Bot kind ``thinking``: first-legal, 20 ms per turn (it usually holds an open decision)."""
 REPO = Path(__file__).resolve().parents[2]
@@ -277,8 +286,9 @@ class Deployment:
         self.wait_for("redis", pings, timeout, "redis")
 
     def start_referee(self, name: str, timeout: float = 60.0) -> None:
-        """``arena referee`` on host ``name``: TLS on its gRPC port, HTTP for /metrics and
-        /healthz, both on the host's own address."""
+        """``arena referee`` on host ``name``: TLS on its gRPC port and on its internal
+        port (``--link-tls``, advertised as ``ADDRESS:LINK_PORT``), HTTP for /metrics,
+        /healthz and /readyz, all on the host's own address; waits until ``/readyz``."""
         address = self.hosts[name].address
         argv = arena_command(
             "referee",
@@ -294,6 +304,13 @@ class Deployment:
             str(self.tls / "server.pem"),
             "--tls-key",
             str(self.tls / "server.key"),
+            "--link-host",
+            address,
+            "--link-port",
+            str(LINK_PORT),
+            "--link-advertise",
+            f"{address}:{LINK_PORT}",
+            "--link-tls",
             "--referee-id",
             name,
             "--log-level",
@@ -301,18 +318,25 @@ class Deployment:
         )
         self.referees[name] = self._spawn(name, name, argv)
         self.wait_for(
-            f"referee {name}", lambda: self.http_get(name, "/healthz")[0] == 200, timeout, name
+            f"referee {name}", lambda: self.http_get(name, "/readyz")[0] == 200, timeout, name
         )
 
-    def start_workers(self, name: str, processes: int = 2, timeout: float = 60.0) -> None:
-        """``arena worker`` on host ``name`` (abandoned matches re-run after 2 s), its
+    def start_workers(
+        self, name: str, processes: int = 2, matches: int = 2, timeout: float = 60.0
+    ) -> None:
+        """``arena worker -n PROCESSES --matches MATCHES`` on host ``name`` (abandoned
+        matches re-run after 2 s; the referees' internal ports checked against the CA), its
         health port on the host's address; waits until ``/readyz`` says ready."""
         argv = arena_command(
             "worker",
             "-n",
             str(processes),
+            "--matches",
+            str(matches),
             "--stale-s",
             "2",
+            "--link-tls-ca",
+            self.ca,
             "--health-host",
             self.hosts[name].address,
             "--health-port",
@@ -336,7 +360,8 @@ class Deployment:
         servers = ",".join(self.address(r) for r in referees)
         module = THINKING if kind == "thinking" else BOT_MODULES[kind]
         argv = [sys.executable, *module, "--server", servers, "--tls-ca", self.ca]
-        argv += ["--name", name, "--log-level", "INFO"]
+        argv += ["--name", name, "--log-level", "INFO", "--keepalive-ms", str(BOT_KEEPALIVE_MS)]
+        argv += ["--keepalive-timeout-ms", str(BOT_KEEPALIVE_TIMEOUT_MS)]
         if kind not in ("first-legal", "thinking"):
             argv += ["--seed", str(seed)]
         self.bots[name] = self._spawn("bots", f"bot-{name}", argv, ARENA_TOKEN=self.tokens[name])
