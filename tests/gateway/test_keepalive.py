@@ -19,10 +19,10 @@ import pytest
 import redis
 
 from arena.v1 import bot_pb2
+from arena_sdk import sdk
 from referee import keys
 from referee.gateway import server
 from referee.procs import stop_process
-from sample_bots import sdk
 from tests.adversarial.h2client import SlowReader
 from tests.adversarial.proxy import FreezableProxy
 from tests.gateway.helpers import RawBot, register, running_referee

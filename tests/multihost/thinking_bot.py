@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from sample_bots.sdk import Bot, Turn, main
+from arena_sdk.sdk import Bot, Turn, main
 
 
 class ThinkingBot(Bot):
