@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("target", help="HOST:PORT of a referee's internal port")
     parser.add_argument("--ca", required=True, help="the CA certificate the referee's is from")
-    parser.add_argument("--wait-s", type=float, default=3.0)
+    parser.add_argument("--wait-s", type=float, default=2.0)
     args = parser.parse_args(argv)
     host, _, port = str(args.target).rpartition(":")
     secret = os.environ.get("PROBE_SECRET", "")
