@@ -46,6 +46,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from referee import keys, metrics_store
+from workers.queue import RunningMatches
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +351,7 @@ class ArenaCollector(Collector):
             "arena_matches_running",
             "Matches a worker is running now (seasons and one-off matches).",
             {},
-            float(self._conn.zcard(keys.MATCHES_RUNNING)),
+            float(RunningMatches(self._conn).count()),
         )
 
     def _bot_metrics(self, fam: _Families) -> None:

@@ -172,6 +172,21 @@ def _may_balance(n: int, k: int, total: int) -> bool:
     return all((n - 1) * lam <= r * (k - 1) <= (n - 1) * (lam + 1) for r in appearances)
 
 
+def _swap_change(tx: Sequence[int], ty: Sequence[int], a: int, b: int) -> Counter[Pair]:
+    """How the meetings of each pair change when ``a`` of table ``tx`` and ``b`` of table
+    ``ty`` swap seats."""
+    change: Counter[Pair] = Counter()
+    for other in tx:
+        if other != a:
+            change[_pair(a, other)] -= 1
+            change[_pair(b, other)] += 1
+    for other in ty:
+        if other != b:
+            change[_pair(b, other)] -= 1
+            change[_pair(a, other)] += 1
+    return change
+
+
 def _draw_distinct(stream: list[int], size: int, n: int, rng: random.Random) -> list[int]:
     """``size`` different bots of ``range(n)`` taken from the front of ``stream`` (a queue of
     shuffled rounds of every bot, refilled with a new shuffled round when it runs dry or
@@ -220,15 +235,7 @@ def _search_tables(
         a, b = tx[ia], ty[ib]
         if a == b or a in ty or b in tx:
             continue
-        change: Counter[Pair] = Counter()
-        for other in tx:
-            if other != a:
-                change[_pair(a, other)] -= 1
-                change[_pair(b, other)] += 1
-        for other in ty:
-            if other != b:
-                change[_pair(b, other)] -= 1
-                change[_pair(a, other)] += 1
+        change = _swap_change(tx, ty, a, b)
         delta = sum(cost(p, counts[p] + d) - cost(p, counts[p]) for p, d in change.items() if d)
         if delta <= 0:
             tx[ia], ty[ib] = b, a
@@ -431,15 +438,7 @@ def _search_flights(
                 + bad_with(a, member_sets[fy] - {b})
                 - bad_with(b, member_sets[fy])
             )
-        change: Counter[Pair] = Counter()
-        for other in tx:
-            if other != a:
-                change[_pair(a, other)] -= 1
-                change[_pair(b, other)] += 1
-        for other in ty:
-            if other != b:
-                change[_pair(b, other)] -= 1
-                change[_pair(a, other)] += 1
+        change = _swap_change(tx, ty, a, b)
         delta = sum(cost(p, counts[p] + d) - cost(p, counts[p]) for p, d in change.items() if d)
         if delta + penalty * flight_delta <= 0:
             tx[ia], ty[ib] = b, a
