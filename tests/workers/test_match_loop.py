@@ -309,9 +309,15 @@ class _RecordingRouter(_Router):
         self.absent = absent
         self.routes: list[tuple[str, float, float]] = []
         self.forgotten: list[str] = []
+        self.excused_bots: set[str] = set()
+        self.excuses: list[tuple[str, float]] = []
 
     def forget(self, bot: str) -> None:
         self.forgotten.append(bot)
+
+    def excused(self, bot: str, within_ms: float) -> bool:
+        self.excuses.append((bot, within_ms))
+        return bot in self.excused_bots
 
     async def route(self, bot: str, until_ms: float) -> Any:
         self.routes.append((bot, until_ms, now_ms()))
@@ -330,9 +336,25 @@ class _RecordingLink(_Link):
         return super().turn(bot, key, payload, limit, expires, first)
 
 
-def _play_recorded(absent: frozenset[str]) -> tuple[MatchRun, _RecordingRouter, _RecordingLink]:
+def _play_recorded(
+    absent: frozenset[str],
+    excused: frozenset[str] = frozenset(),
+    late: frozenset[str] = frozenset(),
+) -> tuple[MatchRun, _RecordingRouter, _RecordingLink]:
+    """``excused``: bots the router excuses (their referee failed lately); ``late``: bots
+    with no stream at the match start that have one by their first decision."""
     link = _RecordingLink(_legal)
-    router = _RecordingRouter(link, absent)
+    router = _RecordingRouter(link, absent | late)
+    router.excused_bots = set(excused)
+    if late:
+        original = router.route
+
+        async def route(bot: str, until_ms: float) -> Any:
+            if len(router.routes) >= 2:  # the match start's routes are done
+                router.absent = absent
+            return await original(bot, until_ms)
+
+        router.route = route  # type: ignore[method-assign]
     host = SimpleNamespace(router=router, metrics=HostMetrics())
     run = MatchRun(host, _spec(time_control=WIDE), 1)
     asyncio.run(run.play())
@@ -483,3 +505,21 @@ def test_a_pass_while_holding_a_legal_play_is_an_accepted_illegal_pass() -> None
     assert told["penalty"] == 1 and told["appliedAction"] == "pass"
     assert run.steps[1]["status"] == "accepted" and run.steps[1]["reason"] == "illegal_pass"
     assert run.stats[1]["illegal_passes"] == 1 and run.stats[1]["invalid_actions"] == 0
+
+
+def test_a_bot_excused_or_not_yet_reached_is_waited_for_queue_ms() -> None:
+    """Pins who gets ``queue_ms`` instead of ``absent_ms`` past the limit (docs/workers.md):
+    a bot whose referee failed lately (the router excuses it, asked with ``queue_ms``) and
+    a bot with no stream at the match start until its first decision; once a decision of
+    it reached a stream, it is judged like any reached bot."""
+    run, router, _ = _play_recorded(absent=frozenset(), excused=frozenset({"a"}))
+    for bot, until, called in router.routes[2:]:
+        expected = 750 + (60_000 if bot == "a" else 2_000)
+        assert expected - 1_000 < until - called <= expected
+    assert {within for _, within in router.excuses} == {60_000}
+    assert {bot for bot, _ in router.excuses} == {"a", "b"}
+    run, router, _ = _play_recorded(absent=frozenset(), late=frozenset({"b"}))
+    b_waits = [until - called for bot, until, called in router.routes[2:] if bot == "b"]
+    assert 750 + 60_000 - 1_000 < b_waits[0] <= 750 + 60_000
+    assert all(750 + 2_000 - 1_000 < w <= 750 + 2_000 for w in b_waits[1:]) and b_waits[1:]
+    assert run.reached == {"a", "b"}
