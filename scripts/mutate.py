@@ -19,10 +19,13 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import fnmatch
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -238,12 +241,36 @@ def _survivor_lines(work: Path, rel: str, statuses: dict[str, str]) -> list[str]
     return out
 
 
+def _run_for(cmd: list[str], work: Path, minutes: float) -> bool:
+    """Run mutmut; after ``minutes`` (0: no limit) stop it and its children. True if
+    stopped: the mutants checked by then keep their results, the rest are counted as
+    not checked (a partial run, never shown as the area's score)."""
+    with subprocess.Popen(cmd, cwd=work, stdout=subprocess.DEVNULL, start_new_session=True) as proc:
+        try:
+            proc.wait(timeout=minutes * 60 if minutes > 0 else None)
+            return False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            return True
+
+
 def run_area(
-    name: str, area: Area, max_children: int, functions: tuple[str, ...] = ()
+    name: str,
+    area: Area,
+    max_children: int,
+    functions: tuple[str, ...] = (),
+    minutes: float = 0.0,
 ) -> tuple[dict[str, object], list[str]]:
     """Mutate ``area`` in a temporary copy; ``functions``: only these mutants (mutmut
-    name patterns, e.g. ``referee.games.sevens.rules.x_legal_actions__mutmut_*``)."""
+    name patterns, e.g. ``referee.games.sevens.rules.x_legal_actions__mutmut_*``);
+    ``minutes``: stop after that long (a partial run)."""
     started = time.monotonic()
+    patterns = [f.replace("__init__.", "") for f in functions]
     with tempfile.TemporaryDirectory(prefix=f"arena-mutate-{name}-") as tmp:
         work = Path(tmp)
         _copy_project(work)
@@ -252,19 +279,28 @@ def run_area(
         pyproject.write_text(pyproject.read_text() + _config(area))
         mutmut = Path(sys.executable).with_name("mutmut")
         cmd = [str(mutmut), "run", "--max-children", str(max_children), *functions]
-        subprocess.run(cmd, cwd=work, stdout=subprocess.DEVNULL, check=False)
+        stopped = _run_for(cmd, work, minutes)
         statuses: dict[str, str] = {}
+        unchecked = 0
         for meta in (work / "mutants").rglob("*.meta"):
             data = json.loads(meta.read_text())
             codes = data["exit_code_by_key"]
-            # a mutant left out by ``functions`` has no result (None): not counted
+            # no result (None): left out by ``functions``, or not reached when stopped
             statuses.update(
                 {k: STATUS.get(v, "suspicious") for k, v in codes.items() if v is not None}
             )
+            if stopped:
+                unchecked += sum(
+                    1
+                    for k, v in codes.items()
+                    if v is None and (not patterns or any(fnmatch.fnmatch(k, p) for p in patterns))
+                )
         survivors = [line for rel in area.files for line in _survivor_lines(work, rel, statuses)]
     counts: dict[str, int] = {}
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
+    if stopped:
+        counts["not checked (stopped)"] = unchecked
     killed = sum(n for s, n in counts.items() if COUNTED.get(s) == "killed")
     survived = counts.get("survived", 0)
     score = killed / (killed + survived) if killed + survived else 0.0
@@ -274,6 +310,7 @@ def run_area(
         "files": list(area.files),
         "tests": list(area.tests),
         "functions": list(functions),
+        "stopped_after_minutes": minutes if stopped else None,
         "log_lines_skipped": skipped,
         "mutants": len(statuses),
         "counts": counts,
@@ -292,6 +329,12 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the areas and exit")
     parser.add_argument(
         "--max-children", type=int, default=1, help="mutants tested at once (default 1)"
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=0.0,
+        help="stop each area after this long and report what was checked (a partial run)",
     )
     parser.add_argument(
         "--functions",
@@ -314,10 +357,11 @@ def main() -> int:
         functions = tuple(
             p for f in args.functions for p in (ANSWER_CHECKS if f == "answer-checks" else (f,))
         )
-        result, survivors = run_area(name, AREAS[name], args.max_children, functions)
+        result, survivors = run_area(name, AREAS[name], args.max_children, functions, args.minutes)
         results.append(result)
+        partial = " (PARTIAL: stopped)" if result["stopped_after_minutes"] else ""
         print(
-            f"== {name}: {result['mutants']} mutants, {result['counts']}, "
+            f"== {name}{partial}: {result['mutants']} mutants checked, {result['counts']}, "
             f"score {result['score']:.1%} killed of killed+survived, {result['minutes']} min, "
             f"{result['seconds_per_mutant']} s (wall) per mutant tested, "
             f"log lines not mutated: {result['log_lines_skipped']}"
