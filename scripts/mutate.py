@@ -91,7 +91,9 @@ AREAS: dict[str, Area] = {
     # stream (match, seat, request id, attempt), in time, once? Run with --functions
     # (ANSWER_CHECKS) to mutate only those functions of relay.py.
     "gateway-answers": Area(
-        ("referee/gateway/relay.py",), ("tests/gateway/test_relay.py",), fork=False
+        ("referee/gateway/relay.py",),
+        ("tests/gateway/test_relay.py", "tests/gateway/test_answer_checks.py"),
+        fork=False,
     ),
 }
 # The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers).
