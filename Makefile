@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit proto proto-check bench clean screenshots mutate
+.PHONY: demo test lint types unit proto proto-check bench clean screenshots mutate sdk
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ screenshots: $(STAMP)
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
 	nice -n 19 $(BIN)/python scripts/mutate.py $(MUTATE_AREAS) $(MUTATE_ARGS)
+
+# The bot SDK alone (arena_sdk + the generated arena code; needs grpcio and protobuf only):
+# dist/arena_sdk-VERSION-py3-none-any.whl, what a bot author installs (docs/bots.md).
+sdk: $(STAMP)
+	$(BIN)/python scripts/build_sdk.py dist
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
