@@ -60,14 +60,24 @@ def bots_in_threads(
 ) -> Iterator[dict[str, threading.Event]]:
     """Register each bot under its name and run it in a thread; yields each bot's stop
     event. Stops them all afterwards."""
+    with bots_on(platform.conn, platform.server, named) as stops:
+        yield stops
+
+
+@contextlib.contextmanager
+def bots_on(
+    conn: redis.Redis, server: str, named: Mapping[str, Bot]
+) -> Iterator[dict[str, threading.Event]]:
+    """:func:`bots_in_threads` for any Redis and referee address (``server`` may list
+    several, ``HOST:PORT,HOST:PORT``, tried in order)."""
     stops: dict[str, threading.Event] = {}
     threads = []
     for name, bot in named.items():
-        token = bots.register(platform.conn, name)
+        token = bots.register(conn, name)
         bot.name = name
         stop = stops[name] = threading.Event()
         thread = threading.Thread(
-            target=bot.run, args=(platform.server, token), kwargs={"stop": stop}, daemon=True
+            target=bot.run, args=(server, token), kwargs={"stop": stop}, daemon=True
         )
         thread.start()
         threads.append(thread)

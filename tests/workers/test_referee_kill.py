@@ -16,17 +16,17 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
+from tests.platform_fixtures import bots_on
 from tests.workers.test_e2e import spec_of, wait_done
 from workers import queue
 from workers.replay import verify_record
@@ -53,26 +53,6 @@ class HoldingBot(Bot):
             self.holding.set()
             time.sleep(0.6)
         return turn.legal_actions[0]
-
-
-@contextlib.contextmanager
-def bots_running(conn: redis.Redis, servers: str, named: dict[str, HoldingBot]) -> Iterator[None]:
-    threads = []
-    stop = threading.Event()
-    for name, bot in named.items():
-        token = bots.register(conn, name)
-        bot.name = name
-        thread = threading.Thread(
-            target=bot.run, args=(servers, token), kwargs={"stop": stop}, daemon=True
-        )
-        thread.start()
-        threads.append(thread)
-    try:
-        yield
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
 
 
 def test_sigkill_of_a_referee_holding_a_request_changes_nothing(
@@ -103,7 +83,7 @@ def test_sigkill_of_a_referee_holding_a_request_changes_nothing(
         seats = list(named)
         slow = named["rk-0"]
         # every bot tries A first, then B
-        with bots_running(conn, f"{server_a},{server_b}", named):
+        with bots_on(conn, f"{server_a},{server_b}", named):
             victim = spec_of("rk-kill", "fan-tan", seats, deals=deals, season="", time_control=tc)
             assert queue.enqueue_match(conn, victim)
             assert slow.holding.wait(30), "the slow bot was never asked its slow turn"
