@@ -86,7 +86,17 @@ AREAS: dict[str, Area] = {
     "schedule": Area(("referee/seasons/schedule.py",), ("tests/seasons/test_schedule.py",)),
     "ratings": Area(("referee/seasons/ratings.py",), ("tests/seasons/test_ratings.py",)),
     "standings": Area(("referee/seasons/standings.py",), ("tests/seasons/test_standings.py",)),
-    "auth": Area(("referee/gateway/auth.py",), ("tests/gateway/test_auth.py",)),
+    # test_tokens and test_protocol run an in-process referee (no process per mutant): they
+    # reach the interceptor and the token watch's stream ending over real gRPC.
+    "auth": Area(
+        ("referee/gateway/auth.py",),
+        (
+            "tests/gateway/test_auth.py",
+            "tests/adversarial/test_tokens.py",
+            "tests/gateway/test_protocol.py",
+        ),
+        fork=False,
+    ),
     # The gateway's answer checks: does an action answer an open request of this bot's
     # stream (match, seat, request id, attempt), in time, once? Run with --functions
     # (ANSWER_CHECKS) to mutate only those functions of relay.py.
