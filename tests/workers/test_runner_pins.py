@@ -483,3 +483,50 @@ def test_the_applied_action_told_to_a_bot_is_the_last_that_took_effect() -> None
     assert runner._applied([Event(EventKind.PLAY, 0, action=None)]) == ""
     assert runner._applied([Event(EventKind.INVALID_ACTION, 0, action="XX")]) == ""
     assert runner._applied([Event(EventKind.PENALTY, 0)]) == ""
+
+
+class _RacedPipeline:
+    """A real pipeline that lets ``race()`` run (on another connection) right after the
+    ``HGET`` that ``mark_failed`` reads the attempt with: the newer attempt starts between
+    the read and the write, deterministically."""
+
+    def __init__(self, pipe: Any, race: Any) -> None:
+        self._pipe = pipe
+        self._race = race
+
+    def __enter__(self) -> _RacedPipeline:
+        self._pipe.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.__exit__(*exc)
+
+    def hget(self, *args: Any) -> Any:
+        value = self._pipe.hget(*args)
+        self._race()
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+
+def test_a_failure_loses_the_race_to_a_newer_attempt_starting_meanwhile(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the WATCH of the match state in ``mark_failed``: attempt 1's failure read
+    attempt 1 in the state, then attempt 2 started before it wrote; the failure must not
+    overwrite attempt 2's ``running`` (without the WATCH it marked the match failed)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    other = redis.Redis(connection_pool=redis_client.connection_pool)
+
+    class _Client:
+        def pipeline(self, *args: Any, **kwargs: Any) -> _RacedPipeline:
+            race = lambda: _mark_running(other, spec, 2, "host-2")  # noqa: E731
+            return _RacedPipeline(redis_client.pipeline(*args, **kwargs), race)
+
+    _mark_failed(cast(redis.Redis, _Client()), spec, 1, "RuntimeError: attempt 1 crashed")
+    status = queue.match_status(redis_client, "m1")
+    assert (status["state"], status["attempt"], status["worker"]) == ("running", "2", "host-2")
+    assert not status.get("error")
