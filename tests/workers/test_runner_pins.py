@@ -530,3 +530,39 @@ def test_a_failure_loses_the_race_to_a_newer_attempt_starting_meanwhile(
     status = queue.match_status(redis_client, "m1")
     assert (status["state"], status["attempt"], status["worker"]) == ("running", "2", "host-2")
     assert not status.get("error")
+
+
+class _RacedGetPipeline(_RacedPipeline):
+    """Lets ``race()`` run right after the ``GET`` of the latest attempt in ``commit``."""
+
+    def hget(self, *args: Any) -> Any:
+        return self._pipe.hget(*args)
+
+    def get(self, *args: Any) -> Any:
+        value = self._pipe.get(*args)
+        self._race()
+        return value
+
+
+def test_a_commit_loses_the_race_to_a_newer_attempt_starting_meanwhile(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the WATCH of the attempt counter in ``commit``: attempt 1 read that it is the
+    latest, then attempt 2 started (a janitor judged attempt 1 lost) before the commit's
+    EXEC; attempt 1 must not commit (without the WATCH it did, and attempt 2 would play a
+    match that already has a result)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    other = redis.Redis(connection_pool=redis_client.connection_pool, decode_responses=True)
+
+    class _Client:
+        def pipeline(self, *args: Any, **kwargs: Any) -> _RacedGetPipeline:
+            race = lambda: start_attempt(other, "m1", "host-2")  # noqa: E731
+            return _RacedGetPipeline(redis_client.pipeline(*args, **kwargs), race)
+
+    assert not commit(cast(redis.Redis, _Client()), spec, 1, _result(), {})
+    assert redis_client.get(keys.match_result("m1")) is None
+    assert redis_client.xlen(keys.RESULTS_STREAM) == 0
+    status = queue.match_status(redis_client, "m1")
+    assert (status["state"], status["attempt"]) == ("running", "2")
