@@ -566,3 +566,27 @@ def test_a_commit_loses_the_race_to_a_newer_attempt_starting_meanwhile(
     assert redis_client.xlen(keys.RESULTS_STREAM) == 0
     status = queue.match_status(redis_client, "m1")
     assert (status["state"], status["attempt"]) == ("running", "2")
+
+
+def test_a_commit_after_a_failed_attempt_clears_the_error_and_counts_the_match(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the rest of ``commit``'s writes: a match whose attempt 1 failed and attempt 2
+    committed is ``done`` with no error left from attempt 1, and the committed match is
+    counted once per game (``arena_matches_total{game,kind="committed"}``) with each seat's
+    timeouts per season and bot (docs/metrics.md)."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed")
+    assert queue.match_status(redis_client, "m1")["error"] == "RuntimeError: attempt 1 crashed"
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    seat = {"bot": "a", "timeouts": 2, "invalid_actions": 0, "illegal_passes": 0}
+    result = {**_result(), "stats": [{**seat, "autopilot": False, "decisions": 3}]}
+    assert commit(redis_client, spec, 2, result, {})  # type: ignore[arg-type]
+    status = queue.match_status(redis_client, "m1")
+    assert (status["state"], status["attempt"], status["error"]) == ("done", "2", "")
+    counters = read_counters(redis_client)
+    assert counters["arena_matches_total"]["game=fake,kind=committed"] == 1
+    assert counters["arena_matches_total"]["game=fake,kind=failed"] == 1
+    assert counters["arena_timeouts_total"] == {"bot=a,season=s1": 2}
