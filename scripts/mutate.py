@@ -309,8 +309,11 @@ def run_area(
                 )
         survivors = [line for rel in area.files for line in _survivor_lines(work, rel, statuses)]
     counts: dict[str, int] = {}
-    for status in statuses.values():
+    by_function: dict[str, dict[str, int]] = {}
+    for key, status in statuses.items():
         counts[status] = counts.get(status, 0) + 1
+        per = by_function.setdefault(key.rpartition("__mutmut_")[0], {})
+        per[status] = per.get(status, 0) + 1
     if stopped:
         counts["not checked (stopped)"] = unchecked
     killed = sum(n for s, n in counts.items() if COUNTED.get(s) == "killed")
@@ -331,6 +334,7 @@ def run_area(
         # wall time (the stats run included) per mutant tested, under whatever load there is
         "seconds_per_mutant": round((time.monotonic() - started) / tested, 1) if tested else 0.0,
         "survivors": survivors,
+        "by_function": by_function,
     }
     return summary, survivors
 
