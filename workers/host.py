@@ -68,9 +68,13 @@ socket timeout) before their heartbeats flow again."""
 REDIS_SOCKET_TIMEOUT_S: Final = 4.0
 """Socket timeout of the host's Redis client: above the 1 s blocking dequeue (PITFALLS 9),
 short enough that a dead connection is given up quickly."""
-RQ_BEAT_EVERY: Final = 10
+RQ_BEAT_EVERY: Final = 30
 """RQ's own heartbeats (worker, executions, jobs) every this many ticks: RQ only needs
-them within its monitoring interval (30 s + 60 s TTL), and they cost commands per match."""
+them within its heartbeat TTL (its 30 s monitoring interval + 60 s), and they cost
+commands per running match each time (every 10 s instead: ~7 more of the ~150 Redis
+commands of an 8-deal match). A host's own liveness is the 1 s tick, not these."""
+GIVE_BACK_EVERY: Final = 10
+"""The check for jobs a dead host dequeued but never started, every this many ticks."""
 CLEAN_EVERY: Final = 30
 """RQ's registry cleanup every this many ticks (PITFALLS 2: RQ alone runs it every 10 min)."""
 DEQUEUE_WAIT_S: Final = 1
@@ -186,7 +190,10 @@ class MatchHost:
 
     def _goodbye(self) -> None:
         self.worker.register_death()  # type: ignore[no-untyped-call]
-        self.conn.hdel(keys.WORKERS_ALIVE, self.name)
+        pipe = self.conn.pipeline(transaction=False)
+        self.metrics.take().flush(pipe)  # what the last ticks did not flush
+        pipe.hdel(keys.WORKERS_ALIVE, self.name)
+        pipe.execute()
 
     async def _dequeue_loop(self) -> None:
         while not self.stopping.is_set():
@@ -411,6 +418,7 @@ class MatchHost:
                     superseded.append(mid)
         if rq_beat:
             self._rq_heartbeats(list(runs.values()))
+        if self._ticks % GIVE_BACK_EVERY == 1:
             self._give_back_unstarted_jobs()
         if now >= self._judge_after_ms:
             queue.janitor_pass(conn, self.stale_s)
