@@ -203,6 +203,8 @@ def _config(area: Area) -> str:
         f"only_mutate = {toml_list(area.files)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(area.tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        # tests/games/test_docs.py checks the documents the engines cite exist
+        'also_copy = ["docs", "proto"]\n'
         f'process_isolation = "{"fork" if area.fork else "forkserver"}"\n'
         "use_git_change_detection = false\n"
     )
