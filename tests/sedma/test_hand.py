@@ -205,3 +205,23 @@ def test_a_marriage_lead_adds_points_to_the_leaders_side() -> None:
     assert [(s, str(q), str(k)) for s, q, k in hand.marriages] == [(0, "QC", "KC")]
     assert "QD+KD" not in hand.legal_actions()  # only the leader may show a marriage
     assert hand.legal_actions() == ["8D", "9D", "JD", "QD"]
+
+
+def test_a_tie_for_the_most_points_is_void_even_between_two_of_three_sides() -> None:
+    """SD-16/SD-18 (found by ``make mutate``): in ``sedma-3`` the most points win the hand
+    and a tie for the most is void, also when only two of the three sides share it; a
+    void hand awards nothing. Points set directly on a dealt hand (``Hand.score`` reads
+    card points, marriages and the last trick's side)."""
+    rules = preset("sedma-3")
+    hands, talon = deal_cards(rules, seed=5, rotation=0)
+    hand = Hand(rules, hands, talon, dealer=0)
+    hand.marriage_points = [0, 0, 0]
+    hand.last_trick_side = None
+    hand.card_points = [40, 40, 10]
+    score = hand.score()
+    assert (score.winner_side, score.kind, score.match_points) == (None, "void", (0, 0, 0))
+    assert score.points == (40, 40, 10)
+    hand.card_points = [30, 45, 15]
+    score = hand.score()
+    assert (score.winner_side, score.kind) == (1, "win")
+    assert score.match_points == (0, rules.win_points, 0)

@@ -350,3 +350,26 @@ def test_max_redeals_is_the_number_of_redeals_allowed() -> None:  # SD-16
             same_slot = starts[k + 1].detail["slot"] == starts[k].detail["slot"]
             assert same_slot is redealt, allowed
             assert starts[k + 1].detail["redeal"] == (1 if redealt else 0)
+
+
+def test_the_result_ranks_sides_best_first_and_tied_sides_share_a_place() -> None:
+    """The match result's order (found by ``make mutate``): groups of seats, the side with
+    the most match points first (SD-15), each side's seats together, tied sides in one
+    group; checked over whole matches of every preset played with the first legal action."""
+    game = get_game("sedma")
+    for name in ("sedma", "sedma-2", "sedma-3"):
+        rules = preset(name)
+        for seed in range(4):
+            match = game.new_match(rules, rules.players, seed, None)
+            while not match.is_over():
+                match.apply(match.legal_actions()[0])
+            result = match.result()
+            totals = result.totals
+            assert sorted(s for group in result.order for s in group) == list(range(rules.players))
+            firsts = [totals[group[0]] for group in result.order]
+            assert firsts == sorted(set(firsts), reverse=True), (name, seed, result.order)
+            for group in result.order:
+                assert len({totals[s] for s in group}) == 1
+                sides = {rules.side_of(s) for s in group}
+                others = [t for t in range(rules.players) if t not in group]
+                assert all(rules.side_of(t) not in sides for t in others)
