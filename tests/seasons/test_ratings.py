@@ -205,3 +205,43 @@ def test_the_clustered_interval_has_the_small_sample_correction() -> None:
     half = student_t_quantile(0.975, len(wins) - 1) * math.sqrt(robust) * ELO_SCALE
     assert fit.elo["a"] == pytest.approx(ELO_MEAN + d / 2 * ELO_SCALE, rel=1e-6)
     assert fit.high["a"] - fit.elo["a"] == pytest.approx(half, rel=1e-6)
+
+
+def test_live_elo_is_classic_elo_for_two_players() -> None:
+    """Pins live Elo against a naive reference (found by ``make mutate``): two bots, a beats
+    b twice. A pair of two players is scaled by K / 1; the expected score is the classic
+    1 / (1 + 10 ** ((Rb - Ra) / 400)), so the second win gains less than the first. A
+    placing naming a bot outside the season moves no rated bot by a pair with it."""
+    k = LIVE_K
+    a, b = ELO_MEAN + k * 0.5, ELO_MEAN - k * 0.5  # after the first deal (expected 0.5)
+    expected = 1.0 / (1.0 + 10 ** ((b - a) / 400.0))
+    a, b = a + k * (1 - expected), b - k * (1 - expected)
+    win = Placing("m0", (("a",), ("b",)))
+    rating = live_elo(["a", "b"], [win, win])
+    assert rating["a"] == pytest.approx(a, abs=1e-9)
+    assert rating["b"] == pytest.approx(b, abs=1e-9)
+    outsider = live_elo(["a", "b"], [Placing("m0", (("x",), ("a",)))])
+    assert outsider == {"a": ELO_MEAN, "b": ELO_MEAN}
+
+
+def test_openskill_rates_two_player_deals_ties_and_each_bot_once() -> None:
+    """Pins ``openskill_ratings``' use of each deal (found by ``make mutate``): a one-bot
+    deal is skipped but the deals after it count; a two-bot deal is rated; tied bots get
+    the same rating (their ranks are equal); a bot placed twice in a deal is rated once;
+    sigma shrinks from OpenSkill's default as games are rated."""
+    from openskill.models import PlackettLuce
+
+    default = PlackettLuce().rating()
+    placings = [
+        Placing("m0", (("a",),)),
+        Placing("m1", (("a",), ("b",))),
+        Placing("m2", (("c", "d"), ("a",))),
+    ]
+    skill = openskill_ratings(["a", "b", "c", "d"], placings)
+    assert skill["a"].mu != default.mu and skill["b"].mu < default.mu
+    assert skill["c"].mu == skill["d"].mu > default.mu
+    assert all(r.sigma < default.sigma for r in skill.values())
+    # a bot holding two seats of a deal (self-play) is rated once, at its best place
+    twice = openskill_ratings(["a", "b"], [Placing("m0", (("a",), ("b",), ("a",)))])
+    once = openskill_ratings(["a", "b"], [Placing("m0", (("a",), ("b",)))])
+    assert twice == once
