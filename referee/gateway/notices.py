@@ -229,11 +229,15 @@ async def deliver_pending(hub: Hub, client: redis.asyncio.Redis, seen: set[str])
 
 async def _deliver_pending_forever(hub: Hub, client: redis.asyncio.Redis) -> None:
     seen: set[str] = set()
+    failing = False
     while True:
         try:
             await deliver_pending(hub, client, seen)
+            failing = False
         except RedisError as exc:
-            log.warning("pending notices: Redis unavailable (%s); retrying", exc)
+            if not failing:  # once per outage, not every PENDING_EVERY_S
+                log.warning("pending notices: Redis unavailable (%s); retrying", exc)
+            failing = True
             seen.clear()  # look at every stream again once Redis is back
         await asyncio.sleep(PENDING_EVERY_S)
 
