@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -373,3 +374,33 @@ def test_the_result_ranks_sides_best_first_and_tied_sides_share_a_place() -> Non
                 sides = {rules.side_of(s) for s in group}
                 others = [t for t in range(rules.players) if t not in group]
                 assert all(rules.side_of(t) not in sides for t in others)
+
+
+def test_a_running_session_plays_exactly_its_number_of_hands() -> None:
+    """``session = "running"`` (SD-15's alternative, rules.py) plays exactly
+    ``running_hands`` hands, whatever the totals, and ranks by the running total; a
+    ``target`` session stops when a side reaches the target (found by ``make mutate``)."""
+    game = get_game("sedma")
+    for hands in (1, 3):
+        rules = replace(preset("sedma-2"), session="running", running_hands=hands)
+        match = game.new_match(rules, rules.players, 11, None)
+        while not match.is_over():
+            match.apply(match.legal_actions()[0])
+        played = [r for r in match.result().deals if not r.void]
+        assert len(played) == hands
+
+
+def test_errors_after_the_end_and_before_the_result_say_what_to_do() -> None:
+    """The engine's refusals of calls out of order, in words (the platform logs them):
+    after the end no action is legal and nobody can time out; before it, play on."""
+    game = get_game("sedma")
+    rules = preset("sedma-2")
+    match = game.new_match(rules, rules.players, 3, None)
+    not_over = r"^the match is not over yet: play on until is_over\(\)$"
+    with pytest.raises(MatchStateError, match=not_over):
+        match.result()
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    assert match.check("7C") == "the match is over: no action is legal"
+    with pytest.raises(MatchStateError, match=r"^the match is over: nobody can time out$"):
+        match.apply_timeout()
