@@ -211,7 +211,8 @@ def test_live_elo_is_classic_elo_for_two_players() -> None:
     """Pins live Elo against a naive reference (found by ``make mutate``): two bots, a beats
     b twice. A pair of two players is scaled by K / 1; the expected score is the classic
     1 / (1 + 10 ** ((Rb - Ra) / 400)), so the second win gains less than the first. A
-    placing naming a bot outside the season moves no rated bot by a pair with it."""
+    placing naming a bot outside the season moves no rated bot by a pair with it. A
+    tie in one group scores 0.5 for each."""
     k = LIVE_K
     a, b = ELO_MEAN + k * 0.5, ELO_MEAN - k * 0.5  # after the first deal (expected 0.5)
     expected = 1.0 / (1.0 + 10 ** ((b - a) / 400.0))
@@ -220,6 +221,10 @@ def test_live_elo_is_classic_elo_for_two_players() -> None:
     rating = live_elo(["a", "b"], [win, win])
     assert rating["a"] == pytest.approx(a, abs=1e-9)
     assert rating["b"] == pytest.approx(b, abs=1e-9)
+    tie = Placing("m2", (("a", "b"),))  # a tie scores 0.5 each: the leader loses a little
+    expected = 1.0 / (1.0 + 10 ** ((b - a) / 400.0))
+    rating = live_elo(["a", "b"], [win, win, tie])
+    assert rating["a"] == pytest.approx(a + k * (0.5 - expected), abs=1e-9)
     outsider = live_elo(["a", "b"], [Placing("m0", (("x",), ("a",)))])
     assert outsider == {"a": ELO_MEAN, "b": ELO_MEAN}
 
