@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 
+from referee.games.base import derive_seed
 from referee.games.cards import Card, Rank, Suit, make_deck, parse_cards
 from referee.games.errors import CardParseError
 
@@ -51,3 +52,26 @@ def test_cards_sort_by_suit_then_rank_and_pickle() -> None:
     cards = parse_cards(["KS", "AC", "7D", "2C"])
     assert [str(c) for c in sorted(cards)] == ["AC", "2C", "7D", "KS"]
     assert pickle.loads(pickle.dumps(cards[0])) is cards[0]
+
+
+def test_card_indexes_run_suit_by_suit_from_the_ace() -> None:
+    """``Card.from_index`` (the engines' 52-card tables are built from it): index
+    ``13 * suit + rank - 1``, every index 0..51 a different card, anything else refused
+    in words (found by ``make mutate``)."""
+    cards = [Card.from_index(i) for i in range(52)]
+    assert len(set(cards)) == 52 and set(cards) == set(make_deck())
+    for i, card in enumerate(cards):
+        assert (card.suit, card.rank) == (Suit(i // 13), Rank(i % 13 + 1))
+    assert cards[0] == Card(Suit(0), Rank(1)) and cards[51] == Card(Suit(3), Rank(13))
+    for bad in (-1, 52):
+        with pytest.raises(CardParseError, match=rf"^card index {bad} is out of range 0\.\.51$"):
+            Card.from_index(bad)
+
+
+def test_a_derived_seed_has_1_to_64_bits() -> None:
+    """``derive_seed``'s ``bits``: 1 and 64 are allowed, 0 and 65 refused in words."""
+    assert derive_seed(7, 0, bits=1) in (0, 1)
+    assert 0 <= derive_seed(7, 0, bits=64) < 2**64
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match=rf"^a derived seed has 1 to 64 bits, not {bad}$"):
+            derive_seed(7, 0, bits=bad)
