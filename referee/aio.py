@@ -6,6 +6,11 @@ cost: ``wait_for`` wraps the awaitable in a new Task per call (plus a waiter fut
 their callbacks), which measured a few percent of the referee's CPU per decision
 (docs/workers.md "Benchmark"). Here one timer handle per write cancels the *calling* task
 if the write outlives its bound, and the cancellation comes out as ``TimeoutError``.
+
+:func:`raise_if_cancelling` re-raises a cancellation that a library swallowed: redis-py's
+asyncio pub/sub (8.x) loses the ``CancelledError`` of a task cancelled inside ``subscribe``
+or ``get_message`` about one time in three, and a ``while True`` loop around it then runs
+forever (a referee that failed to start hung instead of exiting with its error).
 """
 
 from __future__ import annotations
@@ -41,3 +46,13 @@ async def bounded(awaitable: Awaitable[T], timeout_s: float) -> T:
         raise
     finally:
         handle.cancel()
+
+
+def raise_if_cancelling() -> None:
+    """Raise ``CancelledError`` if the current task has a cancellation pending.
+
+    Call it after each await on a library that may swallow cancellation (redis-py's pub/sub),
+    so that the task still ends when cancelled."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

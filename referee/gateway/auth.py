@@ -31,6 +31,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 from referee import bots, keys
+from referee.aio import raise_if_cancelling
 from referee.errors import AuthError
 from referee.gateway import status
 
@@ -91,6 +92,7 @@ class TokenWatch:
             pubsub = client.pubsub()
             try:
                 await pubsub.subscribe(keys.TOKEN_EVENTS)
+                raise_if_cancelling()
                 await self.recheck()  # whatever changed while we were not subscribed
                 next_check = asyncio.get_running_loop().time() + TOKEN_RECHECK_S
                 while True:
@@ -98,6 +100,7 @@ class TokenWatch:
                     message = await pubsub.get_message(
                         ignore_subscribe_messages=True, timeout=timeout
                     )
+                    raise_if_cancelling()
                     if message is not None and message.get("type") == "message":
                         data = message["data"]
                         await self.recheck(data.decode() if isinstance(data, bytes) else data)
@@ -105,6 +108,7 @@ class TokenWatch:
                         await self.recheck()
                         next_check = asyncio.get_running_loop().time() + TOKEN_RECHECK_S
             except RedisError as exc:
+                raise_if_cancelling()
                 log.warning("following token changes failed (%s); subscribing again", exc)
                 await asyncio.sleep(1.0)
             finally:

@@ -21,6 +21,7 @@ import redis.asyncio
 
 from arena.v1 import league_pb2
 from referee import bots, keys
+from referee.aio import raise_if_cancelling
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
 from referee.gateway.auth import bearer_token
@@ -128,9 +129,11 @@ class LeagueCore:
         """League events from the pub/sub channel, live only (pub/sub delivers at most once)."""
         pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(keys.EVENTS_CHANNEL)
+        raise_if_cancelling()
         try:
             while True:
                 message = await pubsub.get_message(timeout=1.0)
+                raise_if_cancelling()
                 if message is None:
                     continue
                 event = _event(message.get("data"))

@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2
 from referee import keys
+from referee.aio import raise_if_cancelling
 
 if TYPE_CHECKING:
     from referee.gateway.relay import Hub
@@ -261,8 +262,10 @@ async def _forward_events(
         pubsub = pubsub_client.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(keys.EVENTS_CHANNEL, keys.BOT_NOTICES_CHANNEL)
+            raise_if_cancelling()
             while True:
                 message = await pubsub.get_message(timeout=1.0)
+                raise_if_cancelling()
                 if message is None:
                     continue
                 try:
@@ -276,6 +279,7 @@ async def _forward_events(
                 else:
                     await _on_event(hub, client, event)
         except RedisError as exc:
+            raise_if_cancelling()
             log.warning("season notices: Redis unavailable (%s); retrying", exc)
             await asyncio.sleep(1.0)
         finally:

@@ -1,0 +1,54 @@
+"""The referee's pub/sub loops end when cancelled, at any moment of their subscription.
+
+redis-py's asyncio pub/sub loses the ``CancelledError`` of a task cancelled inside
+``subscribe``/``get_message`` about one time in three (measured with redis-py 8.1), and a
+``while True`` loop around it then runs forever: ``arena up`` with its HTTP port taken hung
+until killed instead of exiting with "could not serve HTTP on ..." (``tests/cli/test_up.py``,
+seen on main). Each loop calls :func:`referee.aio.raise_if_cancelling` after those awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+import redis.asyncio
+
+from referee.gateway.auth import TokenWatch
+from referee.gateway.notices import forward_season_notices
+from referee.gateway.relay import Hub, HubConfig
+
+TRIALS = 60
+"""Cancellations per loop, each a little later into the subscription (0-6 ms)."""
+
+
+def _token_watch(client: redis.asyncio.Redis) -> Coroutine[Any, Any, None]:
+    return TokenWatch(client).run(client)
+
+
+def _season_notices(client: redis.asyncio.Redis) -> Coroutine[Any, Any, None]:
+    return forward_season_notices(Hub(client, HubConfig(referee_id="test")), client, client)
+
+
+@pytest.mark.parametrize("loop", [_token_watch, _season_notices], ids=["tokens", "notices"])
+def test_a_pubsub_loop_cancelled_during_its_subscription_ends(
+    redis_url: str, loop: Callable[[redis.asyncio.Redis], Coroutine[Any, Any, None]]
+) -> None:
+    async def trials() -> list[int]:
+        stuck: list[int] = []
+        for trial in range(TRIALS):
+            client = redis.asyncio.Redis.from_url(redis_url)
+            task = asyncio.ensure_future(loop(client))
+            await asyncio.sleep(trial * 0.0001)
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=3.0)
+            if not done:
+                stuck.append(trial)
+                task.cancel()
+                await asyncio.wait({task}, timeout=3.0)
+            await client.aclose()
+        return stuck
+
+    assert asyncio.run(trials()) == []
