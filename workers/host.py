@@ -1,7 +1,8 @@
 """A match host: one process, up to ``max_matches`` matches at once as asyncio tasks
-(DESIGN section 2, docs/workers.md "Match hosts").
+(docs/workers.md "Match hosts and RQ").
 
-RQ stays the queue of record, through its public API (PITFALLS 15): the host is an
+RQ stays the queue of record, through its public API (never a fork of RQ: its internals
+change between releases): the host is an
 ``rq.Worker`` (``register_birth``/``register_death``, so ``rq info`` lists it) that never
 calls ``work()``; it dequeues with ``Queue.dequeue_any`` while it has a free slot, opens an
 ``Execution`` per match (``prepare_execution``, ``prepare_job_execution``: the job is in
@@ -66,7 +67,8 @@ OUTAGE_SLACK_S: Final = 10.0
 long: every host saw the same outage, and some take a while to reconnect (a connect or
 socket timeout) before their heartbeats flow again."""
 REDIS_SOCKET_TIMEOUT_S: Final = 4.0
-"""Socket timeout of the host's Redis client: above the 1 s blocking dequeue (PITFALLS 9),
+"""Socket timeout of the host's Redis client: above the 1 s blocking dequeue (a socket timeout
+below a blocking call's own wait turns every idle dequeue into a TimeoutError),
 short enough that a dead connection is given up quickly."""
 RQ_BEAT_EVERY: Final = 30
 """RQ's own heartbeats (worker, executions, jobs) every this many ticks: RQ only needs
@@ -76,7 +78,8 @@ commands of an 8-deal match). A host's own liveness is the 1 s tick, not these."
 GIVE_BACK_EVERY: Final = 10
 """The check for jobs a dead host dequeued but never started, every this many ticks."""
 CLEAN_EVERY: Final = 30
-"""RQ's registry cleanup every this many ticks (PITFALLS 2: RQ alone runs it every 10 min)."""
+"""RQ's registry cleanup every this many ticks (RQ alone runs it every 10 min, so jobs of dead
+workers would wait that long)."""
 DEQUEUE_WAIT_S: Final = 1
 COMMIT_RETRY_S: Final = 0.5
 COMMIT_GIVE_UP_S: Final = 120.0

@@ -36,7 +36,7 @@ Reply = internal_pb2.Reply
 
 LINK_WRITE_TIMEOUT_S: Final = 10.0
 """Longest wait for one write on the internal stream; past it the link is given up (its
-open requests are sent again, PITFALLS 16)."""
+open requests are sent again; an unbounded write waits on HTTP/2 flow control forever)."""
 ROUTE_POLL_S: Final = 0.2
 """How often the directory is read again while a bot has no usable route."""
 HELD_NOTES: Final = 64

@@ -487,8 +487,9 @@ class MatchRun:
             finally:
                 guard.cancel()
             if reply is None or reply.kind == Kind.DRAINED:
-                # The referee died or is draining (DESIGN section 8): the same request goes
-                # to the bot's new referee with this decision's clock restarted.
+                # The referee died or is draining (docs/workers.md "Exactly once, retries,
+                # failures"): the same request goes to the bot's new referee with this
+                # decision's clock restarted.
                 if reply is not None:
                     self.router.avoid(link.referee)
                 self.resent += 1

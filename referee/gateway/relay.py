@@ -1,5 +1,5 @@
 """The relay: bot streams on one side, match hosts' internal streams on the other
-(DESIGN section 3, docs/gateway.md, docs/workers.md "The decision path").
+(docs/gateway.md, docs/workers.md "The decision path").
 
 For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
 
@@ -9,7 +9,8 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
 * writes what the hosts send for its bot: turn requests (at most ``concurrency`` held at
   once; the others wait here, uncharged) and notifications, all as the bytes the host
   encoded, never decoded here. The send stamp is taken just before a turn's write; every
-  write is bounded in time (PITFALLS 16): a bot that does not read loses its stream;
+  write is bounded in time (an aio write waits on HTTP/2 flow control): a bot that does not
+  read loses its stream;
 * for each ``Action``: if it answers a request this stream holds, stamps the receive time
   and returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
   DUPLICATE, an answer to nothing open STALE (both in-stream); an answer to another bot's
@@ -75,7 +76,7 @@ HOUSEKEEPING_S = 5.0
 revoked."""
 WRITE_TIMEOUT_S = 5.0
 """Longest wait for one write to a bot's stream (HTTP/2 flow control: a bot that does not
-read would hold it forever, PITFALLS 16); past it the stream ends."""
+read would hold it forever); past it the stream ends."""
 LINK_WRITE_TIMEOUT_S = 10.0
 """Longest wait for one write to a host's internal stream; past it the link ends (the host
 sends its open requests again)."""
@@ -798,7 +799,7 @@ class BotGatewayServicer:
         try:
             await session.run(request_iterator)
         except asyncio.CancelledError:
-            self.hub.close_later(session)  # the bot went away (PITFALLS 5): clean up, re-raise
+            self.hub.close_later(session)  # the bot went away: clean up, re-raise
             raise
         except (ArenaError, RedisError) as exc:
             error = exc

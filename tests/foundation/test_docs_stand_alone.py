@@ -59,20 +59,12 @@ def test_rules_md_states_every_clause_the_tests_cite_and_every_preset() -> None:
 CODE_CITES = re.compile(
     r"DESIGN\.md|DESIGN (?:section|\d)|DESIGN sections|PITFALLS|STYLE\.md|\.\./shared"
 )
-PENDING = {
-    # rewritten right now by the match-host performance work (issue 12), which owns them;
-    # their citations go with that rewrite
-    "workers/host.py",
-    "workers/link.py",
-    "workers/runner.py",
-    "referee/gateway/relay.py",
-}
 
 
 def test_the_code_cites_no_document_outside_the_repository() -> None:
     """Issue 18: docstrings and comments cite the project's own docs/, not the design notes
     the project was built from (a reader of the repository has only the repository)."""
-    skip = {"tests/foundation/test_docs_stand_alone.py", "tests/games/test_docs.py", *PENDING}
+    skip = {"tests/foundation/test_docs_stand_alone.py", "tests/games/test_docs.py"}
     found = [
         f"{rel}:{n}: {line.strip()}"
         for folder in (
