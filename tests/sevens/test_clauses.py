@@ -592,3 +592,19 @@ def test_sv23_the_last_seat_standing_wins_the_deal() -> None:  # SV-23, D-42
     assert deal.winner == 2 and deal.order == ((2,), (0, 1))
     assert deal.deltas == (0, 0, 1)
     assert deal.detail["cards_left"] == [4, 4, 4]
+
+
+def test_sv25_going_out_with_a_run_ends_the_deal() -> None:  # SV-25 with SV-11
+    """SV-25 when the last play is a run (multi_card_turn, SV-11): the deal stops at once and
+    the player who went out wins it. Found by ``make mutate``: a run is judged on the
+    engine's slow path, whose end of deal no clause test reached (single cards end the
+    deal on the fast path)."""
+    hands = ["7S 8S 9S", "KD KH", "QD QH"]
+    match = stacked(rules("sevens", opening="any_seven", multi_card_turn=True), hands, dealer=2)
+    assert match.to_act() == 0
+    events = match.apply("7S+8S+9S")
+    assert [e.kind for e in events][-2:] == ["deal_end", "match_end"]
+    assert match.is_over()
+    (deal,) = match.deal_results()
+    assert deal.winner == 0 and deal.order[0] == (0,)
+    assert match.result().order[0] == (0,)
