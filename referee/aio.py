@@ -11,13 +11,18 @@ if the write outlives its bound, and the cancellation comes out as ``TimeoutErro
 asyncio pub/sub (8.x) loses the ``CancelledError`` of a task cancelled inside ``subscribe``
 or ``get_message`` about one time in three, and a ``while True`` loop around it then runs
 forever (a referee that failed to start hung instead of exiting with its error).
+
+:func:`stop_tasks` ends background tasks at shutdown without ever awaiting one unbounded:
+a task that swallows its cancellation (the library above) would otherwise hold a drain
+forever.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
+import logging
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -56,3 +61,34 @@ def raise_if_cancelling() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+async def stop_tasks(
+    tasks: Iterable[asyncio.Future[Any] | None],
+    timeout_s: float,
+    log: logging.Logger,
+    *,
+    cancel: bool = True,
+) -> list[asyncio.Future[Any]]:
+    """Cancel ``tasks`` (unless ``cancel`` is false: then they are only waited for) and wait
+    at most ``timeout_s`` for them all to end. Returns the ones still running, each logged
+    by name: the caller goes on (a shutdown must finish) instead of hanging on them."""
+    pending = [t for t in tasks if t is not None and not t.done()]
+    if not pending:
+        return []
+    if cancel:
+        for task in pending:
+            task.cancel()
+    done, left = await asyncio.wait(pending, timeout=timeout_s)
+    for task in done:  # retrieved here: a failure was logged by the task's own guard
+        if not task.cancelled():
+            task.exception()
+    for task in left:
+        name = task.get_name() if isinstance(task, asyncio.Task) else repr(task)
+        log.error(
+            "task %s did not end within %.1f s of being %s; going on without it",
+            name,
+            timeout_s,
+            "cancelled" if cancel else "told to stop",
+        )
+    return list(left)

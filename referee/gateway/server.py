@@ -38,6 +38,7 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from grpc_reflection.v1alpha import reflection
 
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee import cluster, web
+from referee.aio import stop_tasks
 from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
@@ -86,6 +88,8 @@ REDIS_SOCKET_TIMEOUT_S = 15.0
 READY_CONNECT_TIMEOUT_S = 1.0
 """How long a readiness check waits for one of the referee's own ports to accept."""
 
+STOP_TASK_S = 3.0
+"""How long a stopping referee waits for a background task to end once told or cancelled."""
 SERVICE_NAMES = (
     bot_pb2.DESCRIPTOR.services_by_name["BotGateway"].full_name,
     league_pb2.DESCRIPTOR.services_by_name["League"].full_name,
@@ -227,10 +231,7 @@ class RefereeServer:
             raise
 
     async def _close_clients(self) -> None:
-        if self._watcher is not None and not self._watcher.done():
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        await stop_tasks((self._watcher,), STOP_TASK_S, log)
         with contextlib.suppress(Exception):
             await self._watch_redis.aclose()
         if self.link_server is not None:
@@ -392,25 +393,45 @@ class RefereeServer:
         return task
 
     async def stop(self) -> None:
-        """Drain and stop (idempotent)."""
+        """Drain and stop (idempotent). Every step is bounded, and its duration logged: a
+        SIGTERM must end the process even when a stream, a task or a library hangs."""
         if self._stopped:
             return
         self._stopped = True
         self.stop_event.set()
+        steps: list[str] = []
+        began = step_began = time.monotonic()
+
+        def took(step: str) -> None:
+            nonlocal step_began
+            now = time.monotonic()
+            steps.append(f"{step} {now - step_began:.1f} s")
+            step_began = now
+
         await self.health.enter_graceful_shutdown()
         await self.hub.drain(self.config.drain_grace_s)
+        took("bots")
         if self.server is not None:
-            await self.server.stop(grace=1.0)
+            # Bounded too: grpc's stop waits for every handler to end after the grace, and
+            # a handler stuck in a library that swallows its cancellation never would.
+            stopping = asyncio.ensure_future(self.server.stop(grace=1.0))
+            await stop_tasks((stopping,), 1.0 + STOP_TASK_S, log, cancel=False)
+        took("gRPC")
         self._http_stop.set()
-        for task in (self._sweeper, self._notices):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, 5.0)
+        await stop_tasks((self._sweeper, self._notices), STOP_TASK_S, log)
+        # The HTTP server and the season driver end on their own once told (stop_event,
+        # _http_stop); those that do not are cancelled.
+        if await stop_tasks(self._tasks, STOP_TASK_S, log, cancel=False):
+            await stop_tasks(self._tasks, STOP_TASK_S, log)
+        took("tasks")
         await self._close_clients()
+        took("clients")
+        log.info(
+            "referee %s stopped in %.1f s (%s)",
+            self.referee_id,
+            time.monotonic() - began,
+            ", ".join(steps),
+        )
 
     async def wait(self) -> None:
         await self.stop_event.wait()
@@ -438,3 +459,16 @@ async def run_referee(config: RefereeConfig, *, announce: bool = True) -> None:
     finally:
         log.info("referee %s draining", referee.referee_id)
         await referee.stop()
+        await _end_leftover_tasks()
+
+
+async def _end_leftover_tasks() -> None:
+    """End the tasks a stopped referee still has (streams' handlers, closers) within a
+    bound. ``asyncio.run`` would cancel them too, but then await them with no bound: a task
+    that swallows its cancellation would keep a SIGTERMed referee alive forever. Such a
+    task is logged by name, and the process exits without it."""
+    current = asyncio.current_task()
+    others = [t for t in asyncio.all_tasks() if t is not current]
+    if await stop_tasks(others, STOP_TASK_S, log):
+        logging.shutdown()
+        os._exit(0)
