@@ -123,6 +123,16 @@ def metrics_histogram(name: str) -> str:
     return f"{PREFIX}metrics:hist:{name}"
 
 
+METRICS_HOSTS = PREFIX + "metrics:hosts"  # set: match hosts whose totals hash exists
+
+
+def host_metrics(host: str) -> str:
+    """Hash of one match host's running totals, written whole (absolute values) once a
+    second: "c|name|labels" -> counter, "h|name|labels|le" -> histogram part
+    (referee.metrics_store, docs/metrics.md)."""
+    return f"{PREFIX}metrics:host:{host}"
+
+
 WORKERS_ALIVE = PREFIX + "workers"  # hash: worker name -> last heartbeat (ms)
 
 # --- spectator feed ----------------------------------------------------------------------

@@ -422,15 +422,16 @@ class ArenaCollector(Collector):
 
     def _histograms(self) -> Iterator[Metric]:
         prefix = keys.metrics_histogram("")
-        names = sorted(
+        shared = sorted(
             _text(key)[len(prefix) :]
             for key in self._conn.scan_iter(match=prefix + "*", count=1000)
         )
-        for name in names:
+        stored = metrics_store.read_stored(self._conn, shared).histograms
+        for name in sorted(stored):
             if not _METRIC_NAME.match(name):
                 log.warning("histogram %r in Redis is not an arena_ metric name; skipped", name)
                 continue
-            family = _histogram_family(name, metrics_store.read_histogram(self._conn, name))
+            family = _histogram_family(name, stored[name])
             if family is not None:
                 yield family
 

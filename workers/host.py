@@ -46,7 +46,7 @@ from rq.registry import clean_registries
 from rq.utils import now as rq_now
 from rq.worker import WorkerStatus
 
-from referee import keys
+from referee import keys, metrics_store
 from referee.messages import now_ms
 from workers import metrics, queue
 from workers.link import Router
@@ -139,12 +139,15 @@ class MatchHost:
         self.router = Router(secret, self._lookup, root_certificates)
         self.runs: dict[str, Running] = {}
         self.metrics = metrics.HostMetrics()
+        self.totals = metrics.HostMetrics()  # everything flushed so far (the beat thread's)
         self.stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._ticks = 0
         self._unstarted_seen: dict[str, float] = {}
         self._judge_after_ms = 0.0  # the janitor waits after a Redis outage
         self._outage = False
+        self._listed = False  # in keys.METRICS_HOSTS
+        self._totals_dirty = False  # totals changed since the last write of the hash
 
     # --- plumbing ----------------------------------------------------------------------
     def in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
@@ -178,7 +181,9 @@ class MatchHost:
                 await ticker
             await self.router.close()
             with contextlib.suppress(redis.RedisError):
-                await loop.run_in_executor(self.executor, self._goodbye)
+                # On the beat thread: after any tick still in flight, so no tick writes the
+                # totals hash again once it has been folded.
+                await loop.run_in_executor(self.beat_executor, self._goodbye)
             for pool in (self.executor, self.beat_executor, self.dequeue_executor):
                 pool.shutdown(wait=False)
             log.info("match host %s stopped", self.name)
@@ -186,6 +191,9 @@ class MatchHost:
     def _birth(self) -> None:
         self.worker.register_birth()  # type: ignore[no-untyped-call]
         self.worker.set_state(WorkerStatus.IDLE)
+        # RQ refuses a name held by a live worker, so a totals hash under this name is a
+        # dead predecessor's (ARENA_WORKER_NAME reused): fold it before writing ours.
+        self._fold_totals(metrics.HostMetrics(), predecessor=True)
 
     def _idle_if_empty(self) -> None:
         if not self.worker.executions:
@@ -193,10 +201,31 @@ class MatchHost:
 
     def _goodbye(self) -> None:
         self.worker.register_death()  # type: ignore[no-untyped-call]
-        pipe = self.conn.pipeline(transaction=False)
-        self.metrics.take().flush(pipe)  # what the last ticks did not flush
-        pipe.hdel(keys.WORKERS_ALIVE, self.name)
-        pipe.execute()
+        self.totals.add(self.metrics.take())  # what the last ticks did not flush
+        self._fold_totals(self.totals, predecessor=False)
+        self.conn.hdel(keys.WORKERS_ALIVE, self.name)
+
+    def _fold_totals(self, totals: metrics.HostMetrics, *, predecessor: bool) -> None:
+        """Move metric totals into the shared hashes, in one transaction that also deletes
+        this name's totals hash (``referee.metrics_store``): readers see them once.
+        ``totals`` are this process's (the hash holds what its ticks wrote of them); with
+        ``predecessor`` the hash is a dead process's of the same name, added as it is."""
+        host_key = keys.host_metrics(self.name)
+        while True:
+            with self.conn.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(host_key)  # type: ignore[no-untyped-call]
+                    left = pipe.hgetall(host_key)
+                    pipe.multi()
+                    if predecessor:
+                        metrics_store.add_host_fields(pipe, left)
+                    totals.flush(pipe)
+                    pipe.delete(host_key)
+                    pipe.srem(keys.METRICS_HOSTS, self.name)
+                    pipe.execute()
+                    return
+                except redis.WatchError:
+                    continue
 
     async def _dequeue_loop(self) -> None:
         while not self.stopping.is_set():
@@ -382,9 +411,9 @@ class MatchHost:
                     self.beat_executor, self.tick, self.conn, beats, flush
                 )
             except redis.RedisError as exc:
+                # The totals keep what this tick took: the next tick writes them whole.
                 log.warning("heartbeat failed (%s); matches play on", exc)
                 self._outage = True
-                self.metrics.put_back(flush)
                 continue
             for mid in stale:
                 running = self.runs.get(mid)
@@ -402,7 +431,14 @@ class MatchHost:
         pipe = conn.pipeline(transaction=False)
         RunningMatches(pipe).beat(dict.fromkeys(ids, now), only_existing=True)
         pipe.hset(keys.WORKERS_ALIVE, self.name, f"{now:.0f}")
-        flush.flush(pipe)
+        self.totals.add(flush)
+        self._totals_dirty = self._totals_dirty or bool(flush.decisions)
+        written = self._totals_dirty
+        if written:
+            if not self._listed:  # once: the set of hosts whose totals readers add up
+                pipe.sadd(keys.METRICS_HOSTS, self.name)
+            fields: dict[Any, Any] = self.totals.fields()
+            pipe.hset(keys.host_metrics(self.name), mapping=fields)
         if ids:
             pipe.mget([keys.match_attempt(mid) for mid in ids])
         rq_beat = self._ticks % RQ_BEAT_EVERY == 1
@@ -410,6 +446,8 @@ class MatchHost:
             for mid in ids:
                 pipe.hset(keys.match_state(mid), "heartbeat_ms", f"{now:.0f}")
         replies = pipe.execute()
+        if written:
+            self._listed, self._totals_dirty = True, False
         if self._outage:  # the first beat after an outage: give every host time to beat
             self._outage = False
             self._judge_after_ms = now + (self.stale_s + OUTAGE_SLACK_S) * 1000.0

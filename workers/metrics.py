@@ -1,9 +1,11 @@
 """The metrics a match runner writes (through referee.metrics_store), batched.
 
 Per-decision numbers (decisions, think time, platform overhead) are summed for all the
-matches of a host process (:class:`HostMetrics`) and flushed in its once-a-second
-pipeline, so a decision costs no Redis command. Penalty and match counters are written
-in the commit transaction instead (``commit_counters``), so they count once per match.
+matches of a host process (:class:`HostMetrics`); once a second the host writes its
+running totals whole into its own hash (one HSET: ``HostMetrics.fields``,
+``referee.metrics_store``), so a decision costs no Redis command and a flush one.
+Penalty and match counters are written in the commit transaction instead
+(``commit_counters``), so they count once per match.
 
 Names (labels only from season, bot, game, kind):
 
@@ -21,7 +23,13 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from referee import keys
-from referee.metrics_store import DEFAULT_BUCKETS_S, incr_counter, label_text
+from referee.metrics_store import (
+    COUNTER_FIELD,
+    DEFAULT_BUCKETS_S,
+    HISTOGRAM_FIELD,
+    incr_counter,
+    label_text,
+)
 from workers.spec import SeatStats
 
 DECISIONS = "arena_decisions_total"
@@ -49,14 +57,20 @@ class _Histogram:
         self.total += value
         self.count += 1
 
+    def parts(self) -> list[tuple[str, float]]:
+        """``(part, value)``: each bucket bound's cumulative count, ``+Inf``, ``sum``, ``count``."""
+        out: list[tuple[str, float]] = [(repr(b), n) for b, n in self.buckets.items()]
+        out += [("+Inf", self.count), ("sum", self.total), ("count", self.count)]
+        return out
+
     def flush(self, pipe: Any, name: str, labels: dict[str, str]) -> None:
         key = keys.metrics_histogram(name)
         lt = label_text(labels)
-        for bound, n in self.buckets.items():
-            pipe.hincrby(key, f"{lt}|{bound!r}", n)
-        pipe.hincrby(key, f"{lt}|+Inf", self.count)
-        pipe.hincrbyfloat(key, f"{lt}|sum", self.total)
-        pipe.hincrby(key, f"{lt}|count", self.count)
+        for part, value in self.parts():
+            if part == "sum":
+                pipe.hincrbyfloat(key, f"{lt}|{part}", value)
+            else:
+                pipe.hincrby(key, f"{lt}|{part}", int(value))
 
 
 class HostMetrics:
@@ -78,8 +92,8 @@ class HostMetrics:
         taken.hists, self.hists = self.hists, defaultdict(_Histogram)
         return taken
 
-    def put_back(self, taken: HostMetrics) -> None:
-        """A flush failed: keep its numbers for the next one."""
+    def add(self, taken: HostMetrics) -> None:
+        """Add the numbers of ``taken`` to these."""
         self.decisions.update(taken.decisions)
         for key, hist in taken.hists.items():
             mine = self.hists[key]
@@ -87,7 +101,21 @@ class HostMetrics:
             mine.total += hist.total
             mine.count += hist.count
 
+    def fields(self) -> dict[str, str]:
+        """These numbers as the fields of a host's totals hash (``keys.host_metrics``)."""
+        out: dict[str, str] = {}
+        for (season, bot, game), n in self.decisions.items():
+            labels = label_text({"season": season, "bot": bot, "game": game})
+            out[f"{COUNTER_FIELD}{DECISIONS}|{labels}"] = str(n)
+        for (name, game), hist in self.hists.items():
+            if hist.count:
+                labels = label_text({"game": game})
+                for part, value in hist.parts():
+                    out[f"{HISTOGRAM_FIELD}{name}|{labels}|{part}"] = repr(value)
+        return out
+
     def flush(self, pipe: Any) -> None:
+        """Add these numbers to the shared hashes (a one-off run, or a host's final fold)."""
         for (season, bot, game), n in self.decisions.items():
             incr_counter(pipe, DECISIONS, {"season": season, "bot": bot, "game": game}, n)
         for (name, game), hist in self.hists.items():

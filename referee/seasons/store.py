@@ -211,15 +211,11 @@ def live_decisions(conn: redis.Redis, season_id: str) -> int:
     """Decisions asked so far in the season, matches in progress included: the workers'
     ``arena_decisions_total{season,...}`` counters (flushed about every second), or the
     count of committed matches' decisions if that is larger."""
-    from referee.metrics_store import parse_labels
+    from referee import metrics_store
 
-    total = 0.0
-    for field, value in conn.hscan_iter(keys.METRICS_COUNTERS, match="arena_decisions_total|*"):
-        _name, _, labels = str(field).partition("|")
-        if parse_labels(labels).get("season") == season_id:
-            total += float(value)
+    total = metrics_store.season_decisions(metrics_store.read_counters(conn), season_id)
     committed = int(conn.hget(keys.season(season_id), "decisions") or 0)
-    return max(int(total), committed)
+    return max(total, committed)
 
 
 def committed_results(conn: redis.Redis, season_id: str) -> list[CommittedResult]:

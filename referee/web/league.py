@@ -25,9 +25,8 @@ from typing import Any
 
 import redis.asyncio as aredis
 
-from referee import keys
+from referee import keys, metrics_store
 from referee.metrics import WORKER_STALE_S
-from referee.metrics_store import parse_labels
 
 RECENT_MATCHES = 20
 RECENT_SCAN = 500
@@ -246,15 +245,10 @@ async def load_in_flight(conn: aredis.Redis, season_id: str) -> dict[str, Any]:
 async def season_decisions(conn: aredis.Redis, season_id: str) -> int:
     """Decisions asked so far in the season (the workers' ``arena_decisions_total`` counters,
     or the committed matches' count if larger), as ``arena season watch`` shows."""
-    total = 0.0
-    async for field, value in conn.hscan_iter(
-        keys.METRICS_COUNTERS, match="arena_decisions_total|*"
-    ):
-        _name, _, labels = text(field).partition("|")
-        if parse_labels(labels).get("season") == season_id:
-            total += float(text(value))
+    stored = await metrics_store.read_stored_async(conn)
+    total = metrics_store.season_decisions(stored.counters, season_id)
     committed = to_int(await conn.hget(keys.season(season_id), "decisions"))
-    return max(int(total), committed)
+    return max(total, committed)
 
 
 async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, Any]]:
