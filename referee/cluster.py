@@ -53,7 +53,6 @@ def link_server_options() -> list[tuple[str, int]]:
         ("grpc.keepalive_time_ms", LINK_KEEPALIVE_MS),
         ("grpc.keepalive_timeout_ms", LINK_KEEPALIVE_TIMEOUT_MS),
         ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.http2.min_recv_ping_interval_without_data_ms", LINK_KEEPALIVE_MS // 2),
         ("grpc.http2.min_ping_interval_without_data_ms", LINK_KEEPALIVE_MS // 2),
         ("grpc.http2.max_ping_strikes", 0),
         ("grpc.max_receive_message_length", LINK_MAX_MESSAGE_BYTES),

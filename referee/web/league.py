@@ -27,6 +27,7 @@ import redis.asyncio as aredis
 
 from referee import keys, metrics_store
 from referee.metrics import WORKER_STALE_S
+from workers.spec import MatchState
 
 RECENT_MATCHES = 20
 RECENT_SCAN = 500
@@ -225,8 +226,8 @@ async def load_in_flight(conn: aredis.Redis, season_id: str) -> dict[str, Any]:
     """The season's matches that are queued or running, with their seats."""
     raw_states = await conn.hgetall(keys.season_matches(season_id))
     states = {text(k): text(v) for k, v in raw_states.items()}
-    running = sorted(m for m, s in states.items() if s == "running")
-    queued = sum(1 for s in states.values() if s == "queued")
+    running = sorted(m for m, s in states.items() if s == MatchState.RUNNING)
+    queued = sum(1 for s in states.values() if s == MatchState.QUEUED)
     shown = running[:MAX_IN_FLIGHT_LISTED]
     async with conn.pipeline(transaction=False) as pipe:
         for match_id in shown:
