@@ -1,10 +1,11 @@
 """Platform overhead per decision, throughput, CPU, Redis commands, scale and clock accuracy.
 
-Starts an embedded Redis, a referee (``arena referee``) and match hosts (``arena worker -n 1
---matches M``) as processes, runs the SDK bots in processes of their own (one per bot, so
-that bots do not share one interpreter lock with each other or with the bench), and
-measures in one run, each figure printed beside its target and a baseline measured in the
-same run:
+Starts an embedded Redis and a referee that runs the matches itself (``arena referee
+--matches M``: co-hosted, docs/workers.md "Co-hosted matches"; the main rows), and for one
+row a referee with a separate match host (``arena worker -n 1 --matches M``), as
+processes; runs the SDK bots in processes of their own (one per bot, so that bots do not
+share one interpreter lock with each other or with the bench), and measures in one run,
+each figure printed beside its target and a baseline measured in the same run:
 
 * baselines: raw Redis round trip (PING) and raw gRPC round trip (unary health Check);
 * platform overhead per decision = the host's wall time of a decision minus the bot's think
@@ -13,10 +14,10 @@ same run:
   thinking 10 ms;
 * decisions per second end to end (enqueue of the matches to the last commit);
 * platform CPU per decision (referee + hosts + Redis, from /proc; the bots' processes
-  apart);
+  apart; co-hosted, the hosts' CPU is the referee's);
 * Redis commands per decision (``INFO commandstats`` deltas over the run, the bench's own
   polling taken out), and per command for the 16-match run;
-* scale: 256 matches in one host process, 16 bots of concurrency 64 thinking 200 ms:
+* scale: 256 matches in one (co-hosting referee) process, 16 bots of concurrency 64 thinking 200 ms:
   decisions/s against the ideal (256 x 5/s), host and referee peak RSS, timeouts;
 * clock accuracy: bots that answer 20 ms inside and 20 ms over their limit; how many of
   their decisions were judged wrongly.
@@ -102,12 +103,15 @@ BOT_PIDS: set[int] = set()
 
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
     """CPU seconds used so far by the referee, the match hosts (the pool and its host
-    processes), Redis, the bots' processes and this process (the bench's polling)."""
+    processes; none when co-hosted: pid 0), Redis, the bots' processes and this process
+    (the bench's polling)."""
     pool = pids["workers"]
     return {
         "referee": _proc_cpu_s(pids["referee"]),
         "hosts": _proc_cpu_s(pool)
-        + sum(_proc_cpu_s(child, children=True) for child in _host_pids(pool)),
+        + sum(_proc_cpu_s(child, children=True) for child in _host_pids(pool))
+        if pool
+        else 0.0,
         "redis": _proc_cpu_s(pids["redis"]),
         "bots": sum(_proc_cpu_s(pid) for pid in BOT_PIDS),
         "bench": _proc_cpu_s(os.getpid()),
@@ -137,7 +141,8 @@ class PeakRss:
     def _run(self) -> None:
         while not self._stop.wait(0.2):
             self.peak["referee"] = max(self.peak["referee"], rss_mb(self.pids["referee"]))
-            for host in _host_pids(self.pids["workers"]):
+            hosts = _host_pids(self.pids["workers"]) if self.pids["workers"] else []
+            for host in hosts:
                 self.peak["host"] = max(self.peak["host"], rss_mb(host))
 
     def __enter__(self) -> PeakRss:
@@ -217,27 +222,38 @@ class TimedBot(Bot):
 
 
 @contextlib.contextmanager
-def platform(url: str, processes: int, matches: int) -> Iterator[tuple[str, dict[str, int]]]:
+def platform(
+    url: str, processes: int, matches: int, cohost: bool = True
+) -> Iterator[tuple[str, dict[str, int]]]:
+    """A referee running ``matches`` matches itself (``cohost``), or a referee and
+    ``arena worker -n processes --matches matches``."""
     cli = [sys.executable, "-m", "referee.cli.main"]
     env = {**os.environ}
     env.setdefault("ARENA_CLUSTER_SECRET", secrets.token_urlsafe(32))
     referee = subprocess.Popen(
-        [*cli, "referee", "--redis-url", url, "--port", "0", "--http-port", "0"],
+        [
+            *cli,
+            *("referee", "--redis-url", url, "--port", "0", "--http-port", "0"),
+            *("--matches", str(matches if cohost else 0)),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,
     )
-    pool = subprocess.Popen(
-        [
-            *cli,
-            "worker",
-            *("-n", str(processes), "--matches", str(matches)),
-            *("--redis-url", url, "--log-level", "WARNING"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+    procs = [referee]
+    if not cohost:
+        pool = subprocess.Popen(
+            [
+                *cli,
+                "worker",
+                *("-n", str(processes), "--matches", str(matches)),
+                *("--redis-url", url, "--log-level", "WARNING"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        procs.insert(0, pool)
     try:
         assert referee.stdout is not None
         port = None
@@ -247,9 +263,15 @@ def platform(url: str, processes: int, matches: int) -> Iterator[tuple[str, dict
                 port = int(found.group(1))
                 break
         threading.Thread(target=referee.stdout.read, daemon=True).start()
-        yield f"127.0.0.1:{port}", {"referee": referee.pid, "workers": pool.pid}
+        yield (
+            f"127.0.0.1:{port}",
+            {
+                "referee": referee.pid,
+                "workers": 0 if cohost else procs[0].pid,
+            },
+        )
     finally:
-        for proc in (pool, referee):
+        for proc in procs:
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(20)
@@ -427,12 +449,16 @@ def row_of_run(
     )
     used = {k: v * 1000 / n for k, v in run.cpu.items()}
     platform_ms = used["referee"] + used["hosts"] + used["redis"]
+    parts = (
+        f"referee {used['referee']:.3f} + hosts {used['hosts']:.3f}"
+        if used["hosts"]
+        else f"referee with its matches {used['referee']:.3f}"
+    )
     rows.append(
         (
             f"platform CPU ms per decision, {label}",
-            f"{platform_ms:.3f} = referee {used['referee']:.3f} + hosts {used['hosts']:.3f} "
-            f"+ Redis {used['redis']:.3f} (bots' processes {used['bots']:.3f}, the bench's "
-            f"polling {used['bench']:.3f})",
+            f"{platform_ms:.3f} = {parts} + Redis {used['redis']:.3f} (bots' processes "
+            f"{used['bots']:.3f}, the bench's polling {used['bench']:.3f})",
             TARGETS.get(f"cpu {label}", ""),
         )
     )
@@ -564,6 +590,16 @@ def main() -> int:
                     "0",
                 )
             )
+        # The same 16 matches with a separate match host (``arena worker``): every decision
+        # crosses the internal stream.
+        with platform(server.url, processes=1, matches=64, cohost=False) as (addr, pids):
+            assert server.pid is not None
+            pids["redis"] = server.pid
+            named = {f"sep{i}": TimedBot(inline=args.inline_choose) for i in range(4)}
+            with running_bots(conn, addr, named):
+                label = "16 matches, instant bots, separate host"
+                run = run_matches(conn, pids, "sep16", list(named), 16, deals, fast)
+                row_of_run(rows, label, run)
         if not args.skip_scale:
             scale(conn, server, rows, deals=1)
         conn.close()
@@ -577,7 +613,8 @@ def main() -> int:
 def scale(
     conn: redis.Redis, server: EmbeddedRedis, rows: list[tuple[str, str, str]], deals: int
 ) -> None:
-    """256 matches in one host process; 16 bots of concurrency 64 thinking 200 ms."""
+    """256 matches in one process (a referee co-hosting them); 16 bots of concurrency 64
+    thinking 200 ms."""
     count, think_s = 256, 0.200
     slow = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=60_000)
     with platform(server.url, processes=1, matches=count) as (addr, pids):
@@ -593,7 +630,7 @@ def scale(
     # the ramp (first decisions) and the tail (last matches ending) are in the wall time
     rows.append(
         (
-            "scale: 256 matches in one host, bots thinking 200 ms: decisions/s",
+            "scale: 256 matches in one process, bots thinking 200 ms: decisions/s",
             f"{rate:,.0f}/s = {rate / ideal:.0%} of the ideal {ideal:,.0f}/s "
             f"({len(steps)} decisions in {run.wall_s:.1f} s; timeouts {timeouts})",
             ">= 85%, no timeouts",
@@ -601,8 +638,8 @@ def scale(
     )
     rows.append(
         (
-            "scale: peak RSS, host process / referee",
-            f"{peaks.peak['host']:.0f} MB / {peaks.peak['referee']:.0f} MB",
+            "scale: peak RSS, the referee with its 256 matches",
+            f"{peaks.peak['referee']:.0f} MB",
             "host <= 300 MB",
         )
     )

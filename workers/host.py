@@ -19,6 +19,11 @@ match (``runner.commit``).
 
 SIGTERM: take no new matches, let the running ones finish within ``grace_s``, then hand
 the rest back (each is re-enqueued at once for a new attempt) and exit.
+
+A host may also run inside a referee's process (``arena referee --matches N``, given the
+referee's ``Hub``): it then installs no signal handlers (the referee stops it, the same
+way, before it drains) and reaches that referee's bots without the internal stream
+(``workers.link.LocalLink``; docs/workers.md "Co-hosted matches").
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import redis
 from rq import Queue, Worker
@@ -53,6 +58,9 @@ from workers.link import Router
 from workers.queue import RunningMatches
 from workers.runner import MatchRun, Superseded, commit, mark_failed, start_attempt
 from workers.spec import MatchSpec
+
+if TYPE_CHECKING:
+    from referee.gateway.relay import Hub
 
 log = logging.getLogger("workers.host")
 
@@ -116,8 +124,10 @@ class MatchHost:
         stale_s: float = DEFAULT_STALE_S,
         grace_s: float = DEFAULT_GRACE_S,
         root_certificates: bytes | None = None,
+        hub: Hub | None = None,
     ) -> None:
         self.name = name
+        self.embedded = hub is not None  # runs inside that referee's process
         self.max_matches = max_matches
         self.stale_s = stale_s
         self.grace_s = grace_s
@@ -136,7 +146,7 @@ class MatchHost:
         # (directory reads, commits) must never delay a heartbeat into looking dead.
         self.beat_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-beat")
         self.dequeue_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-deq")
-        self.router = Router(secret, self._lookup, root_certificates)
+        self.router = Router(secret, self._lookup, root_certificates, local=hub)
         self.runs: dict[str, Running] = {}
         self.metrics = metrics.HostMetrics()
         self.totals = metrics.HostMetrics()  # everything flushed so far (the beat thread's)
@@ -166,9 +176,10 @@ class MatchHost:
     # --- the process ---------------------------------------------------------------------
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.request_stop)
+        if not self.embedded:  # in a referee, the referee's own handlers stop it
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(sig, self.request_stop)
         await loop.run_in_executor(self.executor, self._birth)
         log.info("match host %s: up to %d matches at once", self.name, self.max_matches)
         ticker = asyncio.ensure_future(self._tick_loop())

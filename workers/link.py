@@ -3,9 +3,12 @@
 :class:`RefereeLink` is one ``MatchRelay.Link`` stream to one referee: every turn and
 notification of every match of this process that goes to a bot held by that referee,
 batched (items queued while a write is in flight go in the next message), and the one
-reply per turn. :class:`Router` finds a bot's referee in the bot-streams directory
-(``keys.bot_streams``, cached; read again only when a route fails) and keeps one link per
-referee.
+reply per turn. :class:`LocalLink` is the same for a host running inside a referee's
+process (``arena referee --matches N``) and that referee's own bots: turns and
+notifications are calls on the referee's ``Hub``, and its replies resolve the turns'
+futures directly (docs/workers.md "Co-hosted matches"). :class:`Router` finds a bot's
+referee in the bot-streams directory (``keys.bot_streams``, cached; read again only when a
+route fails) and keeps one link per referee.
 
 Everything here runs on the host's event loop; Redis is read through ``lookup`` (a
 coroutine the host provides, which runs the sync client in a thread).
@@ -18,7 +21,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -28,6 +32,9 @@ from referee import cluster
 from referee.aio import bounded
 from referee.cluster import Route
 from referee.messages import now_ms
+
+if TYPE_CHECKING:
+    from referee.gateway.relay import Hub, ReplyKind
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,37 @@ QUARANTINE_MS: Final = 1_000.0
 
 class LinkLost(Exception):
     """The internal stream to a referee ended (it died, drained, or the network failed)."""
+
+
+class Link(Protocol):
+    """What a match needs of its way to one referee (:class:`RefereeLink`,
+    :class:`LocalLink`)."""
+
+    referee: str
+    address: str
+    alive: bool
+    pending: dict[Key, asyncio.Future[Any]]
+
+    def turn(
+        self,
+        bot: str,
+        key: Key,
+        payload: bytes,
+        limit_ms: float,
+        expires_ms: float,
+        first_sent_ms: float = 0.0,
+    ) -> asyncio.Future[Any]:
+        """Send a turn; the future gets its reply (``kind``, ``action``, ``sent_ms``,
+        ``received_ms``) or ``LinkLost``."""
+        ...
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None: ...
+
+    def forget(self, key: Key) -> None: ...
+
+    def fail(self, why: str) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class RefereeLink:
@@ -182,17 +220,104 @@ class RefereeLink:
         await self._channel.close()
 
 
+@dataclass(slots=True)
+class LocalReply:
+    """A reply of the referee's ``Hub`` to a turn of a co-hosted match (the fields of
+    ``internal_pb2.Reply`` the match reads)."""
+
+    kind: int
+    action: str
+    sent_ms: float
+    received_ms: float
+
+
+class LocalLink:
+    """The link of a host running inside a referee's process to that referee: turns go to
+    its ``Hub`` as calls (no serialisation, no stream, no task per decision) and the Hub's
+    replies resolve their futures directly. It is also the Hub's reply sink
+    (``referee.gateway.relay.ReplySink``) for those turns."""
+
+    def __init__(self, hub: Hub, on_lost: Callable[[LocalLink], None]) -> None:
+        self.hub = hub
+        self.referee = hub.config.referee_id
+        self.address = "in-process"
+        self.alive = True
+        self.closed = False
+        self.pending: dict[Key, asyncio.Future[Any]] = {}
+        self._on_lost = on_lost
+
+    def turn(
+        self,
+        bot: str,
+        key: Key,
+        payload: bytes,
+        limit_ms: float,
+        expires_ms: float,
+        first_sent_ms: float = 0.0,
+    ) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if not self.alive:
+            future.set_exception(LinkLost(f"the link to referee {self.referee} is down"))
+            return future
+        self.pending[key] = future
+        self.hub.submit_turn(self, bot, key, payload, limit_ms, expires_ms, first_sent_ms)
+        return future
+
+    def reply(
+        self,
+        key: Key,
+        kind: ReplyKind,
+        action: str = "",
+        sent_ms: float = 0.0,
+        received: float = 0.0,
+    ) -> None:
+        future = self.pending.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(LocalReply(int(kind), action, sent_ms, received))
+
+    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+        if self.alive:
+            self.hub.notify(internal_pb2.Notify(bot=bot, match_id=match_id, message=payload))
+
+    def forget(self, key: Key) -> None:
+        self.pending.pop(key, None)
+
+    def fail(self, why: str) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        self.closed = True
+        log.warning("in-process link to referee %s ended: %s", self.referee, why)
+        self.hub.forget_link(self)
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(LinkLost(f"link to referee {self.referee} lost: {why}"))
+        self._on_lost(self)
+
+    async def close(self) -> None:
+        self.fail("the match host stopped")
+
+
 Lookup = Callable[[str], Awaitable[dict[str, str]]]
 
 
 class Router:
     """Where each bot is (cached from the directory) and one link per referee."""
 
-    def __init__(self, secret: str, lookup: Lookup, root_certificates: bytes | None = None) -> None:
+    def __init__(
+        self,
+        secret: str,
+        lookup: Lookup,
+        root_certificates: bytes | None = None,
+        local: Hub | None = None,
+    ) -> None:
         self.secret = secret
         self.lookup = lookup
         self.root_certificates = root_certificates
-        self.links: dict[str, RefereeLink] = {}
+        self.local = local  # the Hub of the referee this host runs in, if any
+        self.local_referee = local.config.referee_id if local is not None else ""
+        self.links: dict[str, Link] = {}
         self.routes: dict[str, Route] = {}
         self.quarantine: dict[str, float] = {}  # referee -> ms until it may be dialled again
         self.held: dict[str, list[tuple[str, bytes]]] = {}  # bot -> notes waiting for a route
@@ -207,7 +332,7 @@ class Router:
         lost = self.lost_at.get(referee, float("-inf")) if referee is not None else float("-inf")
         return now_ms() - lost < within_ms
 
-    def _lost(self, link: RefereeLink) -> None:
+    def _lost(self, link: Link) -> None:
         if self.links.get(link.referee) is link:
             del self.links[link.referee]
         self.lost_at[link.referee] = now_ms()
@@ -225,7 +350,7 @@ class Router:
     def forget(self, bot: str) -> None:
         self.routes.pop(bot, None)
 
-    def cached(self, bot: str) -> RefereeLink | None:
+    def cached(self, bot: str) -> Link | None:
         route = self.routes.get(bot)
         if route is None:
             return None
@@ -237,16 +362,20 @@ class Router:
             link.notify(bot, match_id, payload)
         return link
 
-    def _link(self, route: Route) -> RefereeLink:
+    def _link(self, route: Route) -> Link:
         link = self.links.get(route.referee)
         if link is None or not link.alive:
-            link = RefereeLink(
-                route.referee, route.link, self.secret, self._lost, self.root_certificates
-            )
+            if self.local is not None and route.referee == self.local_referee:
+                link = LocalLink(self.local, self._lost)
+            else:
+                link = RefereeLink(
+                    route.referee, route.link, self.secret, self._lost, self.root_certificates
+                )
+            log.info("link to referee %s: %s", route.referee, link.address)
             self.links[route.referee] = link
         return link
 
-    async def route(self, bot: str, until_ms: float) -> RefereeLink | None:
+    async def route(self, bot: str, until_ms: float) -> Link | None:
         """A live link to a referee holding a stream of ``bot``; None if the directory
         shows none before ``until_ms``."""
         while True:
@@ -265,8 +394,15 @@ class Router:
                 r for r in cluster.routes(entries, now) if self.quarantine.get(r.referee, 0) <= now
             ]
             if usable:
-                # Prefer a referee this host already has a link to, then the newest stream.
-                usable.sort(key=lambda r: (r.referee not in self.links, -r.since_ms))
+                # Prefer the referee this host runs in (no internal stream), then one this
+                # host already has a link to, then the newest stream.
+                usable.sort(
+                    key=lambda r: (
+                        r.referee != self.local_referee,
+                        r.referee not in self.links,
+                        -r.since_ms,
+                    )
+                )
                 route = usable[0]
                 self.routes[bot] = route
                 self.last_referee[bot] = route.referee

@@ -1,6 +1,7 @@
 """``arena demo``: a short season on a local platform, start to finish.
 
-Embedded Redis, one referee, one match host running two matches at once, six SDK bot
+Embedded Redis, one referee that runs the matches itself (co-hosted: ``arena referee
+--matches``, docs/workers.md "Co-hosted matches"), six SDK bot
 processes of three strategies (random, first-legal and the hold-sevens policy) connecting
 over gRPC, a ``fan-tan`` season of every 4-table of the six bots (too few for field
 duplicate at tables of 4, which the season says; Sedma head-to-head with ``--game sedma``
@@ -43,6 +44,9 @@ DEMO_BOTS = (
     ("hold-sevens-1", "hold-sevens"),
     ("hold-sevens-2", "hold-sevens"),
 )
+
+DEMO_MATCHES = 16
+"""Matches the demo's referee runs at once (co-hosted; the season's window is 6)."""
 
 GAMES: dict[str, dict[str, Any]] = {
     "sevens": {"game": "sevens", "preset": "fan-tan", "table_size": 4, "deals_per_match": 4},
@@ -88,9 +92,11 @@ def run_demo(
         console.print(
             f"[bold]arena demo[/]: embedded Redis at {redacted_url(url)} (data in {data_dir})"
         )
-        platform.start_referee()
-        console.print(f"referee on 127.0.0.1:{platform.port} (http {platform.http_port})")
-        platform.start_workers(processes=1, per_process=2)
+        platform.start_referee(matches=DEMO_MATCHES)
+        console.print(
+            f"referee on 127.0.0.1:{platform.port} (http {platform.http_port}), "
+            f"running up to {DEMO_MATCHES} matches at once itself"
+        )
         platform.register_bots([n for n, _ in DEMO_BOTS])
         for i, (name, kind) in enumerate(DEMO_BOTS):
             platform.start_bot(name, kind, seed=i + 1)

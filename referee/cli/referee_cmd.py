@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 
 from referee import cluster
 from referee.cli.common import (
@@ -19,6 +20,7 @@ from referee.cli.common import (
 )
 from referee.errors import ConfigError
 from referee.gateway.server import RefereeConfig, run_referee
+from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S
 
 
 def register(commands: Commands) -> None:
@@ -71,6 +73,32 @@ def register(commands: Commands) -> None:
         help="serve the internal port with --tls-cert/--tls-key too (hosts then need "
         "--link-tls-ca)",
     )
+    parser.add_argument(
+        "--matches",
+        type=int,
+        default=0,
+        help="matches this process runs at once as a match host of its own (co-hosted: its "
+        "bots' decisions skip the internal stream; 0 = none, run `arena worker` hosts)",
+    )
+    parser.add_argument(
+        "--stale-s",
+        type=float,
+        default=DEFAULT_STALE_S,
+        help="co-hosted host: re-run a running match whose host has not heartbeaten for "
+        "this many seconds",
+    )
+    parser.add_argument(
+        "--grace-s",
+        type=float,
+        default=DEFAULT_GRACE_S,
+        help="on SIGTERM, seconds co-hosted matches get to finish before they are handed "
+        "back (then the referee drains)",
+    )
+    parser.add_argument(
+        "--link-tls-ca",
+        default=os.environ.get("ARENA_LINK_TLS_CA"),
+        help="co-hosted host: CA certificate (PEM) of other referees' TLS internal ports",
+    )
     add_cluster_secret_option(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
@@ -82,6 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     admin_token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV)
     url = resolve_redis_url(args)
+    if args.matches < 0:
+        raise ConfigError("--matches must be 0 (no co-hosted matches) or more")
     if args.max_streams_per_bot < 1:
         raise ConfigError("--max-streams-per-bot must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -109,6 +139,10 @@ def _run(args: argparse.Namespace) -> int:
         link_port=args.link_port,
         link_advertise=args.link_advertise,
         link_tls=args.link_tls,
+        matches=args.matches,
+        match_stale_s=args.stale_s,
+        match_grace_s=args.grace_s,
+        link_tls_ca=args.link_tls_ca,
     )
     try:
         asyncio.run(run_referee(config))

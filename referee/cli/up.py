@@ -1,4 +1,6 @@
-"""``arena up``: the whole platform in the foreground: Redis, a referee and N workers.
+"""``arena up``: the whole platform in the foreground: Redis, a referee that runs
+``--matches`` matches itself (co-hosted, docs/workers.md "Co-hosted matches") and ``-n``
+separate match-host processes (none by default).
 
 The referee is a child process; it gets its Redis URL and the admin token through its
 environment (``$ARENA_REDIS_URL``, ``$ARENA_ADMIN_TOKEN``), never its command line, which
@@ -15,6 +17,7 @@ import os
 import secrets
 import signal
 import sys
+import threading
 from typing import Any
 
 from referee import cluster
@@ -40,10 +43,14 @@ REFEREE_START_S = 60.0
 
 def register(commands: Commands) -> None:
     p = commands.add(
-        "up", up, help="run everything in the foreground: Redis, a referee and N workers"
+        "up",
+        up,
+        help="run everything in the foreground: Redis, a referee running the matches, and "
+        "N separate match hosts (0)",
     )
     add_redis_options(p)
-    workers_cmd.add_host_options(p, processes=1)  # 1 match host x 64 matches
+    # the referee co-hosts --matches matches; -n adds separate hosts of --matches each
+    workers_cmd.add_host_options(p, processes=0)
     p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
     p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
     p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
@@ -53,11 +60,14 @@ def register(commands: Commands) -> None:
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
 
-def install_stop(pool: WorkerPool) -> None:
-    """SIGTERM and SIGINT stop the pool (which ends ``pool.run()``)."""
+def install_stop(pool: WorkerPool | threading.Event) -> None:
+    """SIGTERM and SIGINT stop the pool (which ends ``pool.run()``) or set the event."""
 
     def handler(signum: int, _frame: Any) -> None:
-        pool.stop()
+        if isinstance(pool, threading.Event):
+            pool.set()
+        else:
+            pool.stop()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
@@ -71,6 +81,10 @@ def _echo(line: str) -> None:
 def up(args: argparse.Namespace) -> int:
     level = str(args.log_level).upper()
     logging.basicConfig(level=level, format=LOG_FORMAT)
+    if args.num_workers < 0:
+        raise ConfigError("-n must be 0 (the referee runs the matches alone) or more")
+    if args.matches < 1:
+        raise ConfigError("--matches must be at least 1")
     token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV) or secrets.token_urlsafe(24)
     # The referee and the hosts share the internal stream's secret: the given one, or a new
     # one for this run (the referee gets it in its environment).
@@ -90,6 +104,9 @@ def up(args: argparse.Namespace) -> int:
                 str(args.http_port),
                 "--log-level",
                 level,
+                *("--matches", str(args.matches), "--stale-s", str(args.stale_s)),
+                *("--grace-s", str(args.grace_s)),
+                *(("--link-tls-ca", args.link_tls_ca) if args.link_tls_ca else ()),
                 timeout=REFEREE_START_S,
                 on_line=_echo,
                 env=child_env(**{ADMIN_TOKEN_ENV: token, cluster.SECRET_ENV: secret}),
@@ -97,21 +114,33 @@ def up(args: argparse.Namespace) -> int:
             )
         except RefereeStartError as exc:
             raise ConfigError(f"arena up: the referee did not start: {exc}") from None
-        pool = workers_cmd.make_pool(args, url, secret)
-        install_stop(pool)
+        pool = workers_cmd.make_pool(args, url, secret) if args.num_workers else None
+        stop = threading.Event()
+        install_stop(pool or stop)
         try:
             print(
                 f"arena up: redis {redacted_url(url)} (data dir {data_dir_of(args)})\n"
                 f"          referee grpc {grpc_addr}"
                 + (f"  http http://{args.host}:{args.http_port}/" if args.http_port else "")
                 + f"\n          admin token {token}\n"
-                f"          {args.num_workers} match host(s) x {args.matches} matches; "
-                "Ctrl-C stops everything",
+                f"          the referee runs {args.matches} matches at once"
+                + (
+                    f", and {args.num_workers} match host(s) x {args.matches} more"
+                    if args.num_workers
+                    else ""
+                )
+                + "; Ctrl-C stops everything",
                 flush=True,
             )
-            pool.run()
+            if pool is not None:
+                pool.run()
+            else:
+                while not stop.is_set() and referee.poll() is None:
+                    stop.wait(0.5)
         finally:
-            pool.stop()
-            stop_process(referee, 15)
+            if pool is not None:
+                pool.stop()
+            # the referee's matches get --grace-s to finish, then it drains (~5 s)
+            stop_process(referee, args.grace_s + 20.0)
     print("arena up: stopped", flush=True)
     return 0

@@ -43,7 +43,7 @@ import time
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -159,13 +159,36 @@ def parse_host_batch(data: bytes) -> Any:
         return Malformed(f"the message is not an arena.v1.HostBatch: {exc}")
 
 
+class ReplySink(Protocol):
+    """What the :class:`Hub` needs of whoever sent it a turn: somewhere to put the turn's
+    one reply. A :class:`HostLink` (a host's internal stream, the reply goes out batched) or
+    a match host running in this process (``workers.link.LocalLink``: the reply resolves
+    the host's future directly, docs/workers.md "Co-hosted matches")."""
+
+    @property
+    def closed(self) -> bool:
+        """True once replies go nowhere (the host went away)."""
+        ...
+
+    def reply(
+        self,
+        key: Key,
+        kind: ReplyKind,
+        action: str = "",
+        sent_ms: float = 0.0,
+        received: float = 0.0,
+    ) -> None:
+        """The one reply to turn ``key``; never raises, never blocks."""
+        ...
+
+
 @dataclass(eq=False)
 class Request:
     """One turn a host sent for a bot: waiting here for a slot, or held by a session."""
 
     key: Key
     bot: str
-    link: HostLink | None
+    link: ReplySink | None
     payload: bytes
     limit_ms: float
     expires_ms: float
@@ -207,26 +230,47 @@ class Hub:
         return [s for group in self.sessions.values() for s in group]
 
     # --- turns from hosts --------------------------------------------------------------
-    def submit(self, link: HostLink, turn: Any) -> None:
-        key: Key = (turn.match_id, int(turn.attempt), int(turn.seq))
+    def submit(self, link: ReplySink, turn: Any) -> None:
+        """A ``Turn`` of a host's internal stream."""
+        self.submit_turn(
+            link,
+            turn.bot,
+            (turn.match_id, int(turn.attempt), int(turn.seq)),
+            bytes(turn.request),
+            float(turn.limit_ms),
+            float(turn.expires_ms),
+            float(turn.first_sent_ms),
+        )
+
+    def submit_turn(
+        self,
+        link: ReplySink,
+        bot: str,
+        key: Key,
+        payload: bytes,
+        limit_ms: float,
+        expires_ms: float,
+        first_sent_ms: float = 0.0,
+    ) -> None:
+        """A turn for ``bot``; ``link`` gets its one reply (maybe before this returns)."""
         if self.draining:
             link.reply(key, Kind.DRAINED)
             return
-        if not self.sessions.get(turn.bot):
+        if not self.sessions.get(bot):
             link.reply(key, Kind.NOT_HERE)
             return
         request = Request(
             key=key,
-            bot=turn.bot,
+            bot=bot,
             link=link,
-            payload=bytes(turn.request),
-            limit_ms=float(turn.limit_ms),
-            expires_ms=float(turn.expires_ms),
-            first_sent_ms=float(turn.first_sent_ms),
+            payload=payload,
+            limit_ms=limit_ms,
+            expires_ms=expires_ms,
+            first_sent_ms=first_sent_ms,
         )
-        queue = self.waiting.setdefault(turn.bot, deque())
+        queue = self.waiting.setdefault(bot, deque())
         queue.append(request)
-        self.dispatch(turn.bot)
+        self.dispatch(bot)
         if request.session is None:  # no free slot: it waits, at most until expires_ms
             delay = max(0.0, (request.expires_ms - now_ms()) / 1000.0)
             request.timer = asyncio.get_running_loop().call_later(delay, self._expire, request)
@@ -275,10 +319,11 @@ class Hub:
         if request.link is not None:
             request.link.reply(request.key, kind, action, request.sent_ms, received)
 
-    def forget_link(self, link: HostLink) -> None:
+    def forget_link(self, link: ReplySink) -> None:
         """A host went away: drop its waiting turns; held ones stay until answered or timed
         out (the bot is thinking), their answers go nowhere."""
-        self.links.discard(link)
+        if isinstance(link, HostLink):
+            self.links.discard(link)
         for queue in self.waiting.values():
             for request in [r for r in queue if r.link is link]:
                 queue.remove(request)

@@ -28,6 +28,13 @@ ready: draining" rather than a refused connection.
 A second ``grpc.aio`` server on the internal port (``link_host:link_port``) serves
 ``MatchRelay.Link`` to match hosts, authenticated by the cluster secret; the address hosts
 dial (``link_advertise``) goes into the bot-streams directory.
+
+Co-hosted matches (``matches`` > 0, ``arena referee --matches N``): the referee runs a
+``workers.host.MatchHost`` in its own event loop, an RQ worker like any ``arena worker``
+host; a decision for a bot held by this referee is a call on its ``Hub``, never a message
+on the internal stream (docs/workers.md "Co-hosted matches"). On shutdown that host stops
+first (its matches finish within ``match_grace_s`` or are handed back for a new attempt),
+then the referee drains.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ from referee.gateway.relay import (
     MatchRelayServicer,
 )
 from referee.seasons import driver
+from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S, MatchHost
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +148,10 @@ class RefereeConfig:
     link_port: int = 0  # 0 = any free port
     link_advertise: str = ""  # HOST:PORT hosts dial ("" = link_host:the bound port)
     link_tls: bool = False  # serve the internal port with tls_cert/tls_key too
+    matches: int = 0  # co-hosted matches at once (a match host in this process; 0 = none)
+    match_stale_s: float = DEFAULT_STALE_S  # the co-hosted host's janitor (workers.host)
+    match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
+    link_tls_ca: str | None = None  # CA of other referees' TLS internal ports (co-hosted)
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -221,6 +233,9 @@ class RefereeServer:
         self.link_port = 0
         self._stopped = False
         self._http_stop = asyncio.Event()  # set once drained: /readyz answers meanwhile
+        self.secret = ""
+        self.match_host: MatchHost | None = None
+        self._matches: asyncio.Future[None] | None = None
 
     async def start(self) -> int:
         """Listen and serve; returns the port. On failure nothing is left open."""
@@ -281,12 +296,60 @@ class RefereeServer:
         self._watcher = asyncio.ensure_future(self.token_watch.run(self._watch_redis))
         if self.config.hooks:
             await self._start_hooks()
+        if self.config.matches > 0:
+            self._matches = asyncio.ensure_future(self._host_matches())
         return self.port
+
+    async def _host_matches(self) -> None:
+        """The co-hosted match host, until :meth:`stop`; one that fails (Redis away at its
+        start...) is started again under a new RQ name, as ``arena worker`` restarts a host
+        process."""
+        ca = self.config.link_tls_ca
+        roots = Path(ca).read_bytes() if ca else None
+        generation = 0
+        while not self.stop_event.is_set():
+            generation += 1
+            name = f"{self.referee_id}-matches" + (f".{generation}" if generation > 1 else "")
+            self.match_host = MatchHost(
+                self.config.redis_url,
+                name,
+                self.secret,
+                max_matches=self.config.matches,
+                stale_s=self.config.match_stale_s,
+                grace_s=self.config.match_grace_s,
+                root_certificates=roots,
+                hub=self.hub,
+            )
+            try:
+                await self.match_host.run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("co-hosted match host %s failed; starting it again in 1 s", name)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), 1.0)
+
+    async def _stop_matches(self) -> None:
+        """Stop the co-hosted host as ``arena worker`` stops on SIGTERM: no new matches,
+        the running ones finish within ``match_grace_s``, the rest are handed back. Bounded:
+        past the grace and a margin for its Redis calls, its task is cancelled."""
+        task = self._matches
+        if task is None or task.done():
+            return
+        if self.match_host is not None:
+            self.match_host.request_stop()
+        await asyncio.wait({task}, timeout=self.config.match_grace_s + 15.0)
+        if not task.done():
+            log.error("the co-hosted match host did not stop in time; cancelling it")
+            task.cancel()
+            await asyncio.wait({task}, timeout=5.0)
 
     async def _start_link_server(self) -> None:
         """The internal port: ``MatchRelay.Link`` for match hosts, authenticated by the
         cluster secret; its address goes into every bot-streams directory entry."""
         secret = self.config.cluster_secret or cluster.resolve_secret()  # else $ARENA_...
+        self.secret = secret
         server = grpc.aio.server(options=cluster.link_server_options())
         server.add_generic_rpc_handlers([MatchRelayServicer(self.hub, secret).handler()])
         address = f"{self.config.resolved_link_host()}:{self.config.link_port}"
@@ -408,6 +471,9 @@ class RefereeServer:
             steps.append(f"{step} {now - step_began:.1f} s")
             step_began = now
 
+        if self._matches is not None:
+            await self._stop_matches()  # before the drain: its matches need the bots here
+            took("matches")
         await self.health.enter_graceful_shutdown()
         await self.hub.drain(self.config.drain_grace_s)
         took("bots")

@@ -96,8 +96,10 @@ class Platform:
         finally:
             log.close()
 
-    def start_referee(self, timeout: float = 30.0) -> None:
-        """Start (or restart, on the same ports) the referee and wait until it listens."""
+    def start_referee(self, timeout: float = 30.0, matches: int = 0) -> None:
+        """Start (or restart, on the same ports) the referee and wait until it listens;
+        with ``matches`` it also runs that many matches at once itself (co-hosted,
+        ``arena referee --matches``; docs/workers.md)."""
         if not self.port:
             self.port, self.http_port = free_port(), free_port()
         log_path = self.logs / "referee.log"
@@ -112,6 +114,7 @@ class Platform:
                 str(self.port),
                 "--http-port",
                 str(self.http_port),
+                *(("--matches", str(matches), "--stale-s", "3") if matches else ()),
             ],
             {"ARENA_ADMIN_TOKEN": self.admin_token, "ARENA_CLUSTER_SECRET": self.cluster_secret},
         )
