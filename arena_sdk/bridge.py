@@ -469,6 +469,8 @@ class BridgeBot(Bot):
             self.games = tuple(options.games)
         self.exit_after_season = options.exit_after_season
         self.name = os.path.basename(program.argv[0]) or "bridge"
+        # Accepted results are only passed on with --notify; otherwise the referee skips them
+        self.accepted_results = options.notify
 
     def on_result(self, result: ActionOutcome) -> None:
         super().on_result(result)

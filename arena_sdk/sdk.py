@@ -389,13 +389,27 @@ class Bot:
     """Call ``choose`` on the stream's own thread instead of the thread pool. Saves two
     thread hops per decision, but while ``choose`` runs nothing else is read or answered:
     only for bots whose ``choose`` never blocks and returns in well under a millisecond."""
+    accepted_results: bool | None = None
+    """Whether :meth:`on_result` hears of plain ACCEPTED answers too. None (the default):
+    only when the subclass overrides :meth:`on_result`; otherwise Hello asks the referee not
+    to send them (``skip_accepted_results``: one message fewer per decision; the next
+    turn's history shows the action applied). Refusals, timeouts, stale and duplicate
+    answers, penalties and the autopilot always reach :meth:`on_result`."""
+
+    def wants_accepted_results(self) -> bool:
+        """What Hello declares: :attr:`accepted_results`, or (None) whether this class
+        overrides :meth:`on_result`."""
+        if self.accepted_results is not None:
+            return self.accepted_results
+        return type(self).on_result is not Bot.on_result
 
     def choose(self, turn: Turn) -> str:
         """Return one of ``turn.legal_actions`` (any other text is refused by the referee)."""
         raise NotImplementedError("subclass Bot and implement choose(turn) -> action")
 
     def on_result(self, result: ActionOutcome) -> None:
-        """Called for every ActionResult; by default logs refusals and why."""
+        """Called for every ActionResult the referee sends (plain ACCEPTED ones only when
+        :meth:`wants_accepted_results`); by default logs refusals and why."""
         if result.status != "accepted":
             log.warning(
                 "%s: %s %s/%d seq %d (%s): %s%s",
@@ -525,6 +539,7 @@ class Bot:
                         bot_version=f"{self.name} {self.version} (python sdk)",
                         games=list(self.games),
                         max_concurrent_matches=self.max_concurrent_matches,
+                        skip_accepted_results=not self.wants_accepted_results(),
                     )
                 )
             )

@@ -217,6 +217,8 @@ class TimedBot(Bot):
             time.sleep(self.delay_s)
         return turn.legal_actions[0]
 
+    accepted_results = False  # no ActionResult for accepted answers (one message fewer)
+
     def on_result(self, result: Any) -> None:
         pass
 

@@ -152,9 +152,11 @@ class RefereeLink:
         self._wake.set()
         return future
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         if self.alive:
-            note = internal_pb2.Notify(bot=bot, match_id=match_id, message=payload)
+            note = internal_pb2.Notify(
+                bot=bot, match_id=match_id, message=payload, accepted=accepted
+            )
             self._items.append(internal_pb2.HostItem(notify=note))
             self._wake.set()
 
@@ -320,7 +322,8 @@ class Router:
         self.links: dict[str, Link] = {}
         self.routes: dict[str, Route] = {}
         self.quarantine: dict[str, float] = {}  # referee -> ms until it may be dialled again
-        self.held: dict[str, list[tuple[str, bytes]]] = {}  # bot -> notes waiting for a route
+        # bot -> notes waiting for a route: (match_id, payload, a plain accepted result)
+        self.held: dict[str, list[tuple[str, bytes, bool]]] = {}
         self.last_referee: dict[str, str] = {}  # bot -> the referee it was last routed to
         self.lost_at: dict[str, float] = {}  # referee -> when its link failed or it drained
         self.lookups = 0
@@ -358,8 +361,8 @@ class Router:
         if link is None or not link.alive:
             return None
         notes = self.held.pop(bot, None)
-        for match_id, payload in notes or ():
-            link.notify(bot, match_id, payload)
+        for match_id, payload, accepted in notes or ():
+            link.notify(bot, match_id, payload, accepted)
         return link
 
     def _link(self, route: Route) -> Link:
@@ -414,16 +417,17 @@ class Router:
                 return None
             await asyncio.sleep(min(ROUTE_POLL_S, max(0.0, (until_ms - now) / 1000.0)))
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         """A notification goes to the bot's cached referee; with no route yet it is held
         and sent before the bot's next turn (best effort: a bot that never comes back
-        never gets it)."""
+        never gets it). ``accepted``: the payload is a plain ACCEPTED ActionResult, which
+        the referee drops for streams that declined those (``Hello.skip_accepted_results``)."""
         link = self.cached(bot)
         if link is not None:
-            link.notify(bot, match_id, payload)
+            link.notify(bot, match_id, payload, accepted)
             return
         notes = self.held.setdefault(bot, [])
-        notes.append((match_id, payload))
+        notes.append((match_id, payload, accepted))
         del notes[:-HELD_NOTES]
 
     async def close(self) -> None:

@@ -347,7 +347,9 @@ class MatchRun:
             "think_ms": round(reply.think_ms, 3),
             "autopilot": took_over,
         }
-        self.send(result)
+        # A plain acceptance: streams that declined those (Hello.skip_accepted_results) drop it
+        plain = status == "accepted" and not reason and not result["penalty"] and not took_over
+        self.send(result, accepted=plain)
         self.steps.append(
             {
                 "deal": deal,
@@ -429,14 +431,15 @@ class MatchRun:
 
     # --- the decision path ------------------------------------------------------------
 
-    def send(self, message: Notification) -> None:
-        """A notification for a bot: encoded once, best effort through its referee."""
+    def send(self, message: Notification, accepted: bool = False) -> None:
+        """A notification for a bot: encoded once, best effort through its referee
+        (``accepted``: a plain ACCEPTED ActionResult, docs/PROTOCOL.md section 4)."""
         try:
             payload = convert.notification_to_proto(message).SerializeToString()
         except (ValueError, KeyError, TypeError) as exc:
             log.error("match %s: cannot encode a %s: %r", self.spec.match_id, message["type"], exc)
             return
-        self.router.notify(message["bot"], self.spec.match_id, payload)
+        self.router.notify(message["bot"], self.spec.match_id, payload, accepted)
 
     async def ask(self, turn: TurnMessage) -> Reply:
         """Send the turn to the bot's referee and wait for its one reply; route again (the

@@ -119,6 +119,7 @@ class Hello(_message.Message):
     BOT_VERSION_FIELD_NUMBER: _builtins.int
     GAMES_FIELD_NUMBER: _builtins.int
     MAX_CONCURRENT_MATCHES_FIELD_NUMBER: _builtins.int
+    SKIP_ACCEPTED_RESULTS_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.int
     """Protocol version the bot speaks; this referee speaks 1."""
     bot_version: _builtins.str
@@ -126,6 +127,13 @@ class Hello(_message.Message):
     max_concurrent_matches: _builtins.int
     """Most turn requests the bot will hold at once on this stream (>= 1). The referee
     never sends more; further requests wait in the platform (uncharged).
+    """
+    skip_accepted_results: _builtins.bool
+    """True: do not send ActionResults of plain ACCEPTED answers (no penalty, no autopilot) on
+    this stream; the next TurnRequest's history shows the action applied. Every other
+    result (REFUSED, TIMED_OUT, STALE, DUPLICATE, an accepted illegal pass with its
+    penalty, autopilot) is still sent. False (the default, and every bot written before
+    this field): every ActionResult is sent (docs/PROTOCOL.md section 4).
     """
     @_builtins.property
     def games(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -141,10 +149,11 @@ class Hello(_message.Message):
         bot_version: _builtins.str = ...,
         games: _abc.Iterable[_builtins.str] | None = ...,
         max_concurrent_matches: _builtins.int = ...,
+        skip_accepted_results: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_version", b"bot_version", "games", b"games", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_version", b"bot_version", "games", b"games", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version", "skip_accepted_results", b"skip_accepted_results"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

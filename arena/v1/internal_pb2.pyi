@@ -137,19 +137,25 @@ class Notify(_message.Message):
     BOT_FIELD_NUMBER: _builtins.int
     MATCH_ID_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    ACCEPTED_FIELD_NUMBER: _builtins.int
     bot: _builtins.str
     match_id: _builtins.str
     message: _builtins.bytes
+    accepted: _builtins.bool
+    """The message is a plain ACCEPTED ActionResult (no reason, no penalty, no autopilot):
+    a stream whose Hello set skip_accepted_results drops it without decoding it.
+    """
     def __init__(
         self,
         *,
         bot: _builtins.str = ...,
         match_id: _builtins.str = ...,
         message: _builtins.bytes = ...,
+        accepted: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "match_id", b"match_id", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "bot", b"bot", "match_id", b"match_id", "message", b"message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -302,16 +302,25 @@ class Hub:
             session.hold(request)
 
     def notify(self, notify: Any) -> None:
-        """Best effort: write a notification to a stream of its bot, if one is here."""
-        sessions = self.sessions.get(notify.bot)
+        """A ``Notify`` of a host's internal stream (:meth:`notify_bot`)."""
+        self.notify_bot(notify.bot, notify.match_id, notify.message, notify.accepted)
+
+    def notify_bot(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
+        """Best effort: write a notification to a stream of its bot, if one is here. A plain
+        accepted ActionResult (``accepted``) is dropped, unread, when that stream's Hello
+        declined those (``skip_accepted_results``, docs/PROTOCOL.md section 4)."""
+        sessions = self.sessions.get(bot)
         if not sessions:
             return
         target = sessions[0]
-        for session in sessions:  # the stream that holds a turn of this match, if any
-            if any(key[0] == notify.match_id for key in session.open):
-                target = session
-                break
-        target.enqueue(bytes(notify.message))
+        if len(sessions) > 1:
+            for session in sessions:  # the stream that holds a turn of this match, if any
+                if any(key[0] == match_id for key in session.open):
+                    target = session
+                    break
+        if accepted and target.skip_accepted:
+            return
+        target.enqueue(payload)
 
     def _reply(
         self, request: Request, kind: ReplyKind, action: str = "", received: float = 0.0
@@ -444,6 +453,7 @@ class BotSession:
         self.stream_id = f"{hub.config.referee_id}:{self.session_id}"
         self.redis = hub.redis
         self.concurrency = 1
+        self.skip_accepted = False  # Hello.skip_accepted_results
         self.open: dict[Key, Request] = {}
         self._answered: OrderedDict[Key, None] = OrderedDict()
         self._outbox: deque[Any] = deque()  # bytes, proto messages, or a Request to send
@@ -508,6 +518,7 @@ class BotSession:
             raise Draining("the referee is shutting down: connect to another referee")
         asked = int(hello.max_concurrent_matches) or 1
         self.concurrency = max(1, min(asked, self.hub.config.max_concurrency))
+        self.skip_accepted = bool(hello.skip_accepted_results)
         self._record = {
             "referee": self.hub.config.referee_id,
             "link": self.hub.config.link_address,
@@ -517,6 +528,7 @@ class BotSession:
             "peer": self.peer,
             "bot_version": hello.bot_version[:100],
             "games": list(hello.games)[:10],
+            "skip_accepted_results": self.skip_accepted,
         }
         self._writer = asyncio.ensure_future(self._write_loop())
         welcome = bot_pb2.Welcome(
@@ -547,11 +559,12 @@ class BotSession:
                 other.hand_over(self)
         self.hub.add_session(self)
         log.info(
-            "bot %s connected (session %s, concurrency %d, %s)",
+            "bot %s connected (session %s, concurrency %d, %s%s)",
             self.bot,
             self.session_id,
             self.concurrency,
             hello.bot_version,
+            ", no accepted results" if self.skip_accepted else "",
         )
         self._keeper = asyncio.ensure_future(self._housekeeping())
         self.hub.dispatch(self.bot)

@@ -253,6 +253,8 @@ function run(opts) {
         bot_version: BOT_VERSION,
         games: opts.games,
         max_concurrent_matches: opts.concurrency,
+        // it logs only results that are not ACCEPTED: the referee need not send the others
+        skip_accepted_results: true,
       },
     });
   }

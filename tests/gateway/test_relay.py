@@ -472,3 +472,55 @@ def test_a_draining_referee_hands_held_requests_back(
             await host.close()
 
     _run(scenario())
+
+
+def test_plain_accepted_results_are_dropped_unread_for_streams_that_declined_them(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``Hello.skip_accepted_results`` (docs/PROTOCOL.md section 4): a Notify the host
+    flagged ``accepted`` is dropped without being decoded (here it is not even a message)
+    for a stream that declined them; unflagged notifications still arrive, in order; a
+    stream that did not decline (an older bot: the field unset) gets flagged ones too."""
+    tokens = {name: register(redis_client, name) for name in ("quiet", "old")}
+    accepted = bot_pb2.RefereeMessage(
+        result=bot_pb2.ActionResult(
+            match_id="m1", attempt=1, seq=4, status=bot_pb2.ActionResult.ACCEPTED
+        )
+    ).SerializeToString()
+    refused = bot_pb2.RefereeMessage(
+        result=bot_pb2.ActionResult(
+            match_id="m1", attempt=1, seq=5, status=bot_pb2.ActionResult.REFUSED, reason="x"
+        )
+    ).SerializeToString()
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
+            quiet = RawBot(ref.port, tokens["quiet"])
+            await quiet.send(
+                bot_pb2.BotMessage(
+                    hello=bot_pb2.Hello(
+                        protocol_version=1, max_concurrent_matches=1, skip_accepted_results=True
+                    )
+                )
+            )
+            assert (await quiet.read()).WhichOneof("msg") == "welcome"
+            old = RawBot(ref.port, tokens["old"])
+            await old.connect()
+            for name in tokens:
+                link = await host.router.route(name, now_ms() + 5000.0)
+                assert link is not None
+                if name == "quiet":  # a referee that decoded it would fail on it
+                    link.notify(name, "m1", b"\xff not a RefereeMessage", accepted=True)
+                link.notify(name, "m1", accepted, accepted=True)
+                link.notify(name, "m1", refused)
+            got = await quiet.read()
+            assert got.WhichOneof("msg") == "result" and got.result.seq == 5
+            for seq in (4, 5):
+                result = await old.read_kind("result")
+                assert result.seq == seq
+            await quiet.close()
+            await old.close()
+            await host.close()
+
+    _run(scenario())

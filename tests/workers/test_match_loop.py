@@ -62,15 +62,18 @@ class _Router:
     def __init__(self, link: _Link | None) -> None:
         self.link = link
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
+        self.plain: list[tuple[str, str, int]] = []  # (bot, kind, seq) flagged accepted
 
     async def route(self, bot: str, until_ms: float) -> Any:
         return self.link
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         message = bot_pb2.RefereeMessage.FromString(payload)
         kind = message.WhichOneof("msg")
         assert kind is not None
         self.sent.append((bot, kind, MessageToDict(getattr(message, kind))))
+        if accepted:
+            self.plain.append((bot, kind, message.result.seq))
 
     def avoid(self, referee: str, for_ms: float = 0.0) -> None:
         pass
@@ -124,6 +127,13 @@ def _of(router: _Router, bot: str, kind: str) -> list[dict[str, Any]]:
     return [m for b, k, m in router.sent if b == bot and k == kind]
 
 
+def _plain(router: _Router, bot: str) -> list[int]:
+    """Seqs of the results to ``bot`` flagged as plain acceptances (``Notify.accepted``:
+    dropped for streams that declined them, docs/PROTOCOL.md section 4)."""
+    assert all(kind == "result" for _, kind, _ in router.plain)
+    return [seq for b, _, seq in router.plain if b == bot]
+
+
 def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
     """Pins the loop's messages (docs/workers.md): per bot a ``match_start`` with its seats
     and the players, one turn per decision (seq counting 1, 2, ... over the match, the
@@ -163,6 +173,7 @@ def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
         }
         results = _of(router, bot, "result")
         assert [r["seq"] for r in results] == [key[2] for b, key, _, _ in link.turns if b == bot]
+        assert _plain(router, bot) == [r["seq"] for r in results]  # every one is plain
         for r, (_, _, turn, _) in zip(results, [t for t in link.turns if t[0] == bot], strict=True):
             assert r == {
                 "matchId": "m1",
@@ -222,6 +233,7 @@ def test_refusals_and_timeouts_are_told_counted_and_charged() -> None:
     (a_timeout,) = [r for r in _of(router, "a", "result") if r["seq"] == 3]
     assert a_timeout["status"] == "TIMED_OUT" and a_timeout["reason"] == "timeout"
     assert a_timeout["penalty"] == 1 and a_timeout["appliedAction"] == "pass"
+    assert 2 not in _plain(router, "b") and 3 not in _plain(router, "a")  # always sent
     assert a_timeout["message"] == (
         "no answer within the time limit (think time 750 ms); "
         "the rules' timeout consequence was applied"
@@ -252,6 +264,7 @@ def test_failures_in_a_row_hand_the_seat_to_the_autopilot() -> None:
     assert [key[2] for bot, key, _, _ in link.turns if bot == "b"] == [2]
     (told,) = _of(router, "b", "result")
     assert told["autopilot"] is True and told["status"] == "REFUSED"
+    assert _plain(router, "b") == []
     assert told["message"].endswith(
         "; 1 failures in a row: the autopilot plays this seat to the end of the match"
     )
@@ -503,6 +516,7 @@ def test_a_pass_while_holding_a_legal_play_is_an_accepted_illegal_pass() -> None
     assert (told["status"], told["reason"]) == ("ACCEPTED", "illegal_pass")
     assert told["message"] == "illegal pass (SV-18): you passed while holding a legal play"
     assert told["penalty"] == 1 and told["appliedAction"] == "pass"
+    assert told["seq"] not in _plain(router, "b")  # accepted, but with a reason and a penalty
     assert run.steps[1]["status"] == "accepted" and run.steps[1]["reason"] == "illegal_pass"
     assert run.stats[1]["illegal_passes"] == 1 and run.stats[1]["invalid_actions"] == 0
 

@@ -46,7 +46,7 @@ class _Router:
     async def route(self, bot: str, until_ms: float) -> Any:
         return self.links.pop(0) if len(self.links) > 1 else self.links[0]
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         pass
 
     def avoid(self, referee: str, for_ms: float = 0.0) -> None:
