@@ -79,7 +79,10 @@ class Link(Protocol):
         ``received_ms``) or ``LinkLost``."""
         ...
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None: ...
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
+        """A notification for ``bot``; ``accepted``: a plain ACCEPTED ActionResult, which
+        the referee drops for streams that declined those (``Hello.skip_accepted_results``)."""
+        ...
 
     def forget(self, key: Key) -> None: ...
 
@@ -277,9 +280,9 @@ class LocalLink:
         if future is not None and not future.done():
             future.set_result(LocalReply(int(kind), action, sent_ms, received))
 
-    def notify(self, bot: str, match_id: str, payload: bytes) -> None:
+    def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         if self.alive:
-            self.hub.notify(internal_pb2.Notify(bot=bot, match_id=match_id, message=payload))
+            self.hub.notify_bot(bot, match_id, payload, accepted)
 
     def forget(self, key: Key) -> None:
         self.pending.pop(key, None)
