@@ -119,18 +119,51 @@ def test_fallback_action_is_deterministic_and_legal() -> None:
 
 
 def test_errors_after_the_end_and_before_the_result() -> None:
+    """Each out-of-order call says, in the whole sentence a caller reads, what is wrong and
+    what to do (mutmut found only a word of each checked: its wording could change
+    unnoticed)."""
     match = stacked(rules("sevens", opening="any_seven").replace(deals=1), ["6C", "5C", "4C"])
-    with pytest.raises(MatchStateError, match="not over"):
+    with pytest.raises(MatchStateError) as early:
         match.result()
+    assert str(early.value) == (
+        "the match is not over (deal 1 of 1 in play): ask for the result after is_over() is true"
+    )
     while not match.is_over():
         match.apply(match.legal_actions()[0])
     assert match.legal_actions() == []  # the Match protocol: [] once the match is over
-    for call in (match.to_act, match.fallback_action, match.apply_timeout):
-        with pytest.raises(MatchStateError, match="over"):
+    assert match.check("4C") == "the match is over: no action is expected"
+    for call, words in (
+        (match.to_act, "nobody is to act"),
+        (match.fallback_action, "there is no fallback action"),
+        (match.apply_timeout, "nobody can time out"),
+        (lambda: match.apply("4C"), "no action can be applied"),
+    ):
+        with pytest.raises(MatchStateError) as late:
             call()
-    with pytest.raises(MatchStateError, match="over"):
-        match.apply("4C")
+        assert str(late.value) == f"the match is over: {words}"
     assert match.observation(0)["to_act"] == -1
+
+
+def test_the_result_error_names_the_deal_in_play() -> None:
+    """``result()`` before the end names the deal in play counted from 1 (the third deal of
+    four is "deal 3 of 4")."""
+    match = GAME.new_match(PRESETS["sevens"], 4, 5)
+    while match.deal_index() < 2:
+        match.apply(match.legal_actions()[0])
+    with pytest.raises(MatchStateError) as early:
+        match.result()
+    assert str(early.value).startswith("the match is not over (deal 3 of 4 in play): ")
+
+
+def test_the_match_end_event_carries_the_last_deal_and_the_totals() -> None:  # SV-33
+    """The last event of a match (what the bots are told at the end) names the last deal and
+    every seat's total, the same as the result's (mutmut: neither was checked)."""
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 5)
+    play_random(match, random.Random(5), check=False)
+    end = match.events()[-1]
+    assert end.kind == "match_end" and end.seat is None
+    assert end.deal == match.deal_index() == len(match.deal_results()) - 1 > 0
+    assert dict(end.detail) == {"totals": list(match.result().totals)}
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
