@@ -106,7 +106,9 @@ def add_host_options(p: argparse.ArgumentParser, processes: int) -> None:
         "--num-workers",
         type=int,
         default=processes,
-        help=f"match-host processes ({processes})",
+        help=f"match-host processes ({processes})"
+        if processes
+        else "separate match-host processes beside the matches the referee runs itself (0)",
     )
     p.add_argument(
         "--matches",
