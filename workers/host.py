@@ -180,7 +180,12 @@ class MatchHost:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(sig, self.request_stop)
-        await loop.run_in_executor(self.executor, self._birth)
+        try:
+            await loop.run_in_executor(self.executor, self._birth)
+        except BaseException:  # Redis away: a co-hosting referee starts a new host later
+            for pool in (self.executor, self.beat_executor, self.dequeue_executor):
+                pool.shutdown(wait=False)
+            raise
         log.info("match host %s: up to %d matches at once", self.name, self.max_matches)
         ticker = asyncio.ensure_future(self._tick_loop())
         try:

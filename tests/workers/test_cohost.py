@@ -173,22 +173,32 @@ def test_a_referee_stopped_with_cohosted_matches_loses_none(
             killed_at = time.monotonic()
             # SIGTERM: grace 1 s, the drain's 5 s, a few bounded steps
             assert referee_a.wait(30) == (0 if how == signal.SIGTERM else -signal.SIGKILL)
-            while any(int(queue.match_status(conn, m).get("attempt", 1)) < 2 for m in in_flight):
+
+            def moved_on(match_id: str) -> bool:
+                """Handed back or re-run (a new attempt), or (SIGTERM) finished in the grace."""
+                status = queue.match_status(conn, match_id)
+                return status["state"] == "done" or int(status.get("attempt", 1)) >= 2
+
+            while not all(moved_on(m) for m in in_flight):
                 assert time.monotonic() < killed_at + STALE_S + 15, {
                     m: queue.match_status(conn, m) for m in ids
                 }
                 time.sleep(0.05)
             wait_done(conn, *ids, timeout=90)
+            retried = []
             for match_id in ids:  # committed exactly once each
                 assert stream_count(conn, match_id) == 1
                 record = queue.get_record(conn, match_id)
                 result = queue.get_result(conn, match_id)
                 assert record is not None and result is not None
                 assert verify_record(record) == result["result"]
-                if match_id in in_flight:
-                    assert result["attempt"] >= 2 and record["redealt"]["attempt"] >= 2
+                if result["attempt"] >= 2:
+                    assert record["redealt"]["attempt"] == result["attempt"]
+                    retried.append(match_id)
                 assert all(s["timeouts"] == 0 for s in result["stats"])
-            for match_id in in_flight[:1]:  # equal to an undisturbed run of its deals
+            # the matches take seconds each: most were cut off mid-match, not finished
+            assert len(retried) >= len(in_flight) // 2, (retried, in_flight)
+            for match_id in retried[:1]:  # equal to an undisturbed run of its deals
                 record = queue.get_record(conn, match_id)
                 assert record is not None
                 spec = MatchSpec.from_dict(record["spec"])
@@ -279,7 +289,8 @@ def test_a_season_on_cohosted_matches_equals_one_on_separate_hosts(
         finally:
             stop_process(pool, 20)
         assert not any(h.endswith("-matches") for h in _hosts(conn, "sep"))
-        referee_a, server_a = start_referee(url, "--matches", "4")
+        lines: list[str] = []
+        referee_a, server_a = start_referee(url, "--matches", "4", on_line=lines.append)
         stack.callback(stop_process, referee_a, 20)
         _start_bots(conn, server_a, tokens, stack)
         deadline = time.monotonic() + 20
@@ -289,4 +300,7 @@ def test_a_season_on_cohosted_matches_equals_one_on_separate_hosts(
         cohosted = _season(conn, "co")
         hosts = _hosts(conn, "co")
         assert len(hosts) == 1 and hosts.pop().endswith("-matches")
+        # the bots' streams on A were preferred to those on B: no internal stream at all
+        links = [line for line in lines if "link to referee" in line]
+        assert links and all(line.endswith(": in-process") for line in links), links
     assert len(cohosted) == 5 and cohosted == separate
