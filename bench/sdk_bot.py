@@ -1,0 +1,212 @@
+"""CPU of a Python SDK bot per decision, against a scripted referee in this process.
+
+The platform is left out: a gRPC ``BotGateway`` in this process sends real Sevens turn
+requests (the observations of a 4-seat deal played through the engine, history and all),
+``window`` at a time, and, unless the bot declined them (``Hello.skip_accepted_results``),
+an ACCEPTED ``ActionResult`` after each answer, as the referee does. The bot is the SDK in
+a process of its own (``first legal action``); its CPU per decision comes from /proc over
+the measured decisions. Each variant runs ``--rounds`` times, interleaved, and is printed
+beside the first one (the SDK's defaults) measured in the same run:
+
+* ``pool``: the defaults (``choose`` in the SDK's threads; accepted results declined,
+  since the bot does not override ``on_result``);
+* ``pool+results``: the same bot taking every result (``accepted_results = True``, what
+  every bot got before ``skip_accepted_results``);
+* ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread).
+
+    .venv/bin/python bench/sdk_bot.py [--decisions N] [--window W] [--rounds R]
+
+To compare two versions of the SDK, run it with ``PYTHONPATH`` set to each tree: the bot
+process imports ``arena_sdk`` from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
+
+from arena.v1 import bot_pb2
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from referee.gateway import convert
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+BOT = """
+import sys
+from arena_sdk.sdk import Bot
+class B(Bot):
+    name = "bench"
+    max_concurrent_matches = 64
+    choose_inline = sys.argv[2] == "inline"
+    accepted_results = sys.argv[3] == "results"
+    def choose(self, turn):
+        return turn.legal_actions[0]
+B().run(sys.argv[1], "token")
+"""
+
+VARIANTS = {
+    "pool": ("pool", "skip"),
+    "pool+results": ("pool", "results"),
+    "inline": ("inline", "skip"),
+}
+
+
+def cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
+
+
+def turn_requests(seed: int = 3) -> list[bytes]:
+    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played."""
+    game = get_game("sevens")
+    match = game.new_match(game.preset("sevens"), 4, seed, [DealSpec(seed + 1)])
+    out = []
+    seq = 0
+    while not match.is_over():
+        seat = match.to_act()
+        legal = match.legal_actions()
+        seq += 1
+        turn: Any = {
+            "type": "turn",
+            "bot": "bench",
+            "match_id": "m1",
+            "attempt": 1,
+            "seq": seq,
+            "seat": seat,
+            "season": "",
+            "observation": match.observation(seat),
+            "legal_actions": legal,
+            "clock": {"move_ms": 1000, "bank_ms": 5000, "grace_ms": 50},
+        }
+        out.append(convert.turn_to_proto(turn).SerializeToString())
+        match.apply(legal[0])
+    return out
+
+
+class Referee:
+    """``BotGateway.Play`` that plays ``decisions`` turns with ``window`` open at once."""
+
+    def __init__(self, requests: list[bytes], decisions: int, window: int, warm: int) -> None:
+        self.requests = requests
+        self.decisions = decisions
+        self.window = window
+        self.warm = warm
+        self.result = bot_pb2.RefereeMessage(
+            result=bot_pb2.ActionResult(
+                match_id="m1", attempt=1, seq=1, status=bot_pb2.ActionResult.ACCEPTED
+            )
+        ).SerializeToString()
+        self.warmed = asyncio.Event()
+        self.done = asyncio.Event()
+
+    async def Play(self, requests: Any, context: Any) -> None:
+        stream = requests.__aiter__()
+        hello = (await stream.__anext__()).hello
+        skip = getattr(hello, "skip_accepted_results", False)  # an SDK from before it: no
+        await context.write(
+            bot_pb2.RefereeMessage(
+                welcome=bot_pb2.Welcome(bot="bench", protocol_version=1, max_concurrent_matches=64)
+            ).SerializeToString()
+        )
+        sent = 0
+        for _ in range(self.window):
+            await context.write(self.requests[sent % len(self.requests)])
+            sent += 1
+        answered = 0
+        async for message in stream:
+            if message.WhichOneof("msg") != "action":
+                continue
+            answered += 1
+            if answered == self.warm:
+                self.warmed.set()
+            if not skip:
+                await context.write(self.result)
+            if answered >= self.decisions + self.warm:
+                self.done.set()
+                return
+            await context.write(self.requests[sent % len(self.requests)])
+            sent += 1
+
+    def handler(self) -> Any:
+        return grpc.method_handlers_generic_handler(
+            "arena.v1.BotGateway",
+            {
+                "Play": grpc.stream_stream_rpc_method_handler(
+                    self.Play,
+                    request_deserializer=bot_pb2.BotMessage.FromString,
+                    response_serializer=lambda data: data,
+                )
+            },
+        )
+
+
+async def measure(variant: str, requests: list[bytes], decisions: int, window: int) -> float:
+    """CPU ms per decision of one bot process playing ``decisions`` turns."""
+    warm = 200
+    referee = Referee(requests, decisions, window, warm)
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((referee.handler(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    mode, results = VARIANTS[variant]
+    bot = subprocess.Popen(
+        [sys.executable, "-c", BOT, f"127.0.0.1:{port}", mode, results],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await asyncio.wait_for(referee.warmed.wait(), 60)
+        start = cpu_s(bot.pid)
+        await asyncio.wait_for(referee.done.wait(), 300)
+        used = cpu_s(bot.pid) - start
+    finally:
+        bot.kill()
+        bot.wait()
+        await server.stop(None)
+    return used * 1000.0 / decisions
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decisions", type=int, default=3000)
+    parser.add_argument("--window", type=int, default=4, help="turns open at once")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    requests = turn_requests()
+    runs: dict[str, list[float]] = {v: [] for v in variants}
+    for _ in range(args.rounds):
+        for variant in random.sample(variants, len(variants)):
+            runs[variant].append(
+                asyncio.run(measure(variant, requests, args.decisions, args.window))
+            )
+            print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
+    base = statistics.median(runs[variants[0]])
+    print(f"| variant | bot CPU ms per decision, median (all) | vs {variants[0]} |")
+    print("|---|---|---|")
+    for variant in variants:
+        mid = statistics.median(runs[variant])
+        each = ", ".join(f"{x:.3f}" for x in runs[variant])
+        print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
+    print(
+        f"({args.decisions} decisions per run, {args.window} open at once, "
+        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
