@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from referee import bots
+from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
@@ -99,6 +99,14 @@ def play(platform: Platform, *specs: MatchSpec, timeout: float = 90.0) -> list[d
     return results
 
 
+def declines_accepted_results(platform: Platform, bot: str) -> bool:
+    """What the bot's stream declared in Hello (``skip_accepted_results``, docs/PROTOCOL.md
+    section 4), from its bot-streams directory record."""
+    records = [json.loads(v) for v in platform.conn.hgetall(keys.bot_streams(bot)).values()]
+    assert len(records) == 1, records
+    return bool(records[0]["skip_accepted_results"])
+
+
 def assert_clean_play(result: dict[str, Any], bot: str) -> None:
     """Every seat of ``bot`` decided by itself, legally and in time."""
     seats = [s for s in result["stats"] if s["bot"] == bot]
@@ -125,6 +133,7 @@ def test_node_bot_plays_sevens_and_sedma_against_python_bots(
             # SD-1: partners opposite; one bot may hold both seats of a partnership
             spec("poly-node-sedma", "sedma", "sedma", ["node-js", "py-a", "node-js", "py-a"]),
         )
+        assert declines_accepted_results(platform, "node-js")  # it logs only the others
     assert_clean_play(sevens, "node-js")
     assert_clean_play(sedma, "node-js")
     if sevens["result"]["unit"] == "chips":
@@ -161,6 +170,10 @@ def test_sh_and_perl_programs_play_through_the_bridge(platform: Platform, tmp_pa
             spec("poly-stdio-sevens", "sevens", "sevens", seats),
             spec("poly-stdio-sedma", "sedma", "sedma", ["stdio-sh", "stdio-perl"] * 2),
         )
+        # without --notify the bridge passes no result on: it declines the accepted ones
+        assert declines_accepted_results(platform, "stdio-sh")
+        assert not declines_accepted_results(platform, "stdio-notes")
+        assert declines_accepted_results(platform, "py-d")  # on_result not overridden
     for result in (sevens, sedma):
         assert_clean_play(result, "stdio-sh")
         assert_clean_play(result, "stdio-perl")
