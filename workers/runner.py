@@ -268,8 +268,7 @@ class MatchRun:
         self.totals = [0] * self.n
         self.finished_ms = 0.0
         self.superseded = False
-        self.rules_json: str | None = None  # Observation.rules_json, encoded once
-        self.history = convert.HistoryCache()  # Observation.history entries, encoded once
+        self.encoder: convert.TurnEncoder | None = None  # this match's TurnRequest bytes
         self.reached: set[str] = set()  # bots this match found a stream of
 
     # --- the match loop ---------------------------------------------------------------
@@ -449,10 +448,11 @@ class MatchRun:
         bot = turn["bot"]
         key = (turn["match_id"], turn["attempt"], turn["seq"])
         limit = self.clock.limit_ms(seat)
-        if self.rules_json is None:
-            self.rules_json = convert.rules_json(turn["observation"])
-        rules = self.rules_json
-        payload = convert.turn_to_bytes(turn, self.history, None, rules)
+        encoder = self.encoder
+        if encoder is None:
+            rules = convert.rules_json(turn["observation"])
+            encoder = self.encoder = convert.TurnEncoder(key[0], key[1], turn["season"], rules)
+        payload = encoder.encode(turn)
         ready = now_ms()
         since = ready  # the bot's clock (or its absence) counts from here
         first_sent = 0.0
@@ -498,7 +498,7 @@ class MatchRun:
                 self.resent += 1
                 first_sent = 0.0
                 since = now_ms()
-                payload = convert.turn_to_bytes(turn, self.history, None, rules)
+                payload = encoder.encode(turn)
                 log.warning(
                     "match %s seq %d: referee %s %s holding the request; sending it to the "
                     "bot's new referee with a new clock",
@@ -522,7 +522,7 @@ class MatchRun:
                 first_sent = first_sent or reply.sent_ms
                 left = left_clock(turn["clock"], first_sent, now_ms())
                 clock_left = {name: int(value) for name, value in left.items()}  # type: ignore[call-overload]
-                payload = convert.turn_to_bytes(turn, self.history, clock_left, rules)
+                payload = encoder.encode(turn, clock_left)
             await asyncio.sleep(0)
 
     # --- notifications and the result ---------------------------------------------------

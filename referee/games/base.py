@@ -297,6 +297,45 @@ def history_view(events: Sequence[Event], seat: int) -> list[HistoryItem]:
     return out
 
 
+class DealHistory:
+    """:func:`history_view` of the current deal, each event converted once.
+
+    An engine asked for an observation at every decision would otherwise convert the whole
+    deal's events again each time (a deal's history grows by a few events per decision).
+    This keeps the items of the events already seen and converts only the new ones. It
+    relies on two facts, both checked by ``tests/games/test_contract.py``: a deal's events
+    are only ever appended to, and :func:`history_view` converts event by event, the same
+    for every seat (no seat sees a different history today; a per-seat filter would need
+    one ``DealHistory`` per seat). Each call returns fresh copies of the items, so a caller
+    that changes its observation changes nothing the engine keeps.
+    """
+
+    __slots__ = ("_events", "_items", "_start")
+
+    def __init__(self) -> None:
+        self._events: Sequence[Event] | None = None
+        self._start = -1
+        self._items: list[HistoryItem] = []
+
+    def view(self, events: Sequence[Event], deal_start: int, seat: int) -> list[HistoryItem]:
+        """``history_view(events[deal_start:], seat)``: the current deal's history, whose
+        events start at index ``deal_start`` of the match's ``events`` (the engine's own
+        list: another list, e.g. a copied match's, starts the cache over)."""
+        items = self._items
+        if (
+            events is not self._events
+            or deal_start != self._start
+            or deal_start + len(items) > len(events)
+        ):
+            self._events = events
+            self._start = deal_start
+            items = self._items = []
+        seen = deal_start + len(items)
+        if len(events) > seen:
+            items.extend(history_view(events[seen:], seat))
+        return [item.copy() for item in items]
+
+
 def build_observation(
     *,
     game: str,
@@ -312,10 +351,10 @@ def build_observation(
     hand_sizes: list[int],
     totals: list[int],
     unit: str,
-    deal_events: Sequence[Event],
+    history: list[HistoryItem],
 ) -> Observation:
-    """The common part of every observation; ``deal_events`` are the current deal's events
-    (filtered for ``seat`` by :func:`history_view`)."""
+    """The common part of every observation; ``history`` is the current deal's events as
+    ``seat`` may see them (:func:`history_view`, built incrementally by :class:`DealHistory`)."""
     return {
         "game": game,
         "preset": preset,
@@ -330,7 +369,7 @@ def build_observation(
         "hand_sizes": hand_sizes,
         "totals": totals,
         "unit": unit,
-        "history": history_view(deal_events, seat),
+        "history": history,
     }
 
 

@@ -136,15 +136,24 @@ def turn_to_proto(
     return message
 
 
-# Wire tags (field number << 3 | 2, length-delimited) of the fields spliced by
-# turn_to_bytes: RefereeMessage.turn = 2, TurnRequest.observation = 5,
-# Observation.history = 14 (proto/arena/v1/bot.proto, game.proto).
-_TURN_TAG = b"\x12"
-_OBSERVATION_TAG = b"\x2a"
-_HISTORY_TAG = b"\x72"
+# --- The match host's encoding of TurnRequests ------------------------------------------
+#
+# Protobuf's wire format, written directly (https://protobuf.dev/programming-guides/encoding/):
+# a field is its key (field number << 3 | wire type) and its value; a varint is 7 bits a
+# byte, low first; a length-delimited value (strings, sub-messages, packed repeated
+# scalars) is its length as a varint, then its bytes; a negative int32 is the varint of
+# its 64-bit two's complement (10 bytes); a repeated field is the concatenation of its
+# entries; proto3 leaves a scalar at its default (0, "", false) out. Field numbers:
+# proto/arena/v1/bot.proto and game.proto.
+
+_VARINTS = tuple(bytes([n]) for n in range(128))
+_INT32_MIN, _INT32_MAX, _UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
 
 
 def _varint(n: int) -> bytes:
+    """The varint of ``n`` >= 0."""
+    if n < 128:
+        return _VARINTS[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -153,63 +162,335 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-class HistoryCache:
-    """The encoded ``Observation.history`` entries of one match, each encoded once.
+def _int32(n: int) -> bytes:
+    """The varint of an ``int32`` value (``ValueError`` outside its range, as protobuf)."""
+    if 0 <= n < 128:
+        return _VARINTS[n]
+    if not _INT32_MIN <= n <= _INT32_MAX:
+        raise ValueError(f"{n} does not fit an int32 field")
+    return _varint(n if n >= 0 else n + 2**64)
 
-    A deal's history grows by a few events per decision and every request of the deal
-    carries all of it, so encoding it entry by entry into a new message for every request
-    cost the match host a tenth of its CPU per decision (docs/workers.md "Benchmark"). Here
-    each distinct entry is encoded once (tag and length included) and a request's history
-    is the concatenation, which is exactly how protobuf encodes a repeated field."""
 
-    __slots__ = ("_memo",)
+def _uint32(n: int) -> bytes:
+    if 0 <= n < 128:
+        return _VARINTS[n]
+    if not 0 <= n <= _UINT32_MAX:
+        raise ValueError(f"{n} does not fit a uint32 field")
+    return _varint(n)
 
-    def __init__(self) -> None:
-        self._memo: dict[tuple[int, str, str, str], bytes] = {}
 
-    def encode(self, history: Sequence[Mapping[str, Any]]) -> bytes:
+def _key(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _ld(field: int, data: bytes) -> bytes:
+    """A length-delimited field (a string's UTF-8, a sub-message, a packed array)."""
+    return _key(field, 2) + _varint(len(data)) + data
+
+
+def _opt_int32(key: bytes, n: int) -> bytes:
+    return key + _int32(n) if n else b""
+
+
+def _packed_int32(key: bytes, values: Sequence[Any]) -> bytes:
+    if not values:
+        return b""
+    body = b"".join([_int32(int(v)) for v in values])
+    return key + _varint(len(body)) + body
+
+
+def _packed_bool(key: bytes, values: Sequence[Any]) -> bytes:
+    if not values:
+        return b""
+    body = b"".join([_VARINTS[1] if v else _VARINTS[0] for v in values])
+    return key + _varint(len(body)) + body
+
+
+class _Strings:
+    """One string field's encodings (key, length, UTF-8), each made once."""
+
+    __slots__ = ("_field", "_memo")
+
+    def __init__(self, field: int) -> None:
+        self._field = field
+        self._memo: dict[str, bytes] = {}
+
+    def one(self, text: Any) -> bytes:
+        """The field holding ``text`` (a string: ``TypeError`` otherwise)."""
+        data = self._memo.get(text) if type(text) is str else None
+        if data is None:
+            if not isinstance(text, str):
+                raise TypeError(f"a text field must hold text like '7D', got {text!r}")
+            data = self._memo[text] = _ld(self._field, text.encode())
+        return data
+
+    def opt(self, text: str) -> bytes:
+        """A singular string field: left out when empty (proto3)."""
+        return self.one(text) if text else b""
+
+    def many(self, texts: Sequence[Any]) -> bytes:
+        """A repeated string field."""
         memo = self._memo
-        parts = []
-        for entry in history:
-            seat = entry.get("seat")
-            key = (
-                -1 if seat is None else int(seat),
-                str(entry["kind"]),
-                str(entry.get("action") or ""),
-                str(entry.get("reason") or ""),
+        try:
+            return b"".join([memo[t] for t in texts])
+        except (KeyError, TypeError):
+            return b"".join([self.one(t) for t in texts])
+
+
+# Keys of the fields written below (name: message.field).
+_K_TURN = _key(2, 2)  # RefereeMessage.turn
+_K_REQ_ATTEMPT, _K_REQ_SEQ, _K_REQ_SEAT = _key(2, 0), _key(3, 0), _key(4, 0)
+_K_REQ_OBSERVATION, _K_REQ_CLOCK = _key(5, 2), _key(7, 2)
+_K_OBS_SEAT, _K_OBS_PLAYERS, _K_OBS_DEAL = _key(4, 0), _key(5, 0), _key(6, 0)
+_K_OBS_DEALS, _K_OBS_DEALER, _K_OBS_TO_ACT = _key(7, 0), _key(8, 0), _key(9, 0)
+_K_OBS_HAND_SIZES, _K_OBS_TOTALS = _key(11, 2), _key(12, 2)
+_K_OBS_SEVENS, _K_OBS_SEDMA = _key(20, 2), _key(21, 2)
+_K_SEVENS_POT = _key(2, 0)
+_K_SEVENS_PASSES, _K_SEVENS_FREE = _key(3, 2), _key(4, 2)
+_K_SEVENS_ELIMINATED, _K_SEVENS_SKIP = _key(5, 2), _key(6, 2)
+_K_SEDMA_LEADER, _K_SEDMA_TALON, _K_SEDMA_TARGET = _key(2, 0), _key(4, 0), _key(8, 0)
+_K_SEDMA_TRICKS, _K_SEDMA_POINTS, _K_SEDMA_MATCH = _key(5, 2), _key(6, 2), _key(7, 2)
+_K_PACKED_1 = _key(1, 2)  # Side.seats
+_K_VARINT_1 = _key(1, 0)  # TrickCard.seat, Clock.move_ms
+_K_CLOCK_BANK, _K_CLOCK_GRACE = _key(2, 0), _key(3, 0)
+_K_INFO_COST, _K_INFO_ELIMINATES = _key(3, 0), _key(4, 0)
+_K_ROW, _K_TRICK_CARD, _K_MARRIAGE = _key(1, 2), _key(3, 2), _key(9, 2)  # in their views
+_HISTORY_FIELD = 14  # Observation.history
+_K_RESULT, _K_RESULT_THINK = _key(3, 2), _key(9, 0)  # RefereeMessage.result, ActionResult.think_ms
+
+
+class TurnEncoder:
+    """The serialized ``RefereeMessage(turn=...)`` of one match's requests.
+
+    The bytes parse to the same message as :func:`turn_to_proto` of the same
+    :class:`TurnMessage` (``tests/gateway/test_sdk_and_convert.py`` checks it over whole
+    random matches of every preset), so a seat's request holds exactly its observation,
+    the one the engine built for it, and nothing else. They are written field by field
+    instead of through protobuf message objects, and what repeats is encoded once per
+    match: the match's own fields, each seat's fixed observation fields per deal, every
+    card and action text, every action-info entry, and the deal's history (a request
+    carries the whole deal's history, which grows by a few entries per decision: only the
+    new entries are encoded; the rest is reused as long as it is unchanged). A match host
+    spent about a tenth of its CPU per decision building these messages through protobuf
+    objects (docs/workers.md "Benchmark").
+    """
+
+    def __init__(self, match_id: str, attempt: int, season: str, rules_json: str) -> None:
+        self._match_id = _ld(1, match_id.encode())
+        self._attempt = _K_REQ_ATTEMPT + _uint32(attempt) if attempt else b""
+        self._season = _ld(8, season.encode()) if season else b""
+        self._rules_json = _ld(3, rules_json.encode()) if rules_json else b""
+        self._game = _Strings(1)
+        self._preset = _Strings(2)
+        self._unit = _Strings(13)
+        self._hand = _Strings(10)
+        self._legal = _Strings(6)
+        self._row_suit = _Strings(1)
+        self._row_cards = _Strings(2)
+        self._trick_card = _Strings(2)
+        self._marriage_cards = _Strings(1)
+        self._fixed: dict[tuple[Any, ...], bytes] = {}
+        self._rows: dict[tuple[str, tuple[Any, ...]], bytes] = {}
+        self._arrays: dict[tuple[bytes, tuple[Any, ...]], bytes] = {}
+        self._infos: dict[tuple[str, str, int, bool], bytes] = {}
+        self._history_entries: dict[tuple[int, str, str, str], bytes] = {}
+        self._history_seen: list[Any] = []  # the last request's history entries ...
+        self._history_bytes: list[bytes] = []  # ... and their encodings
+
+    def encode(self, turn: TurnMessage, clock: Mapping[str, int] | None = None) -> bytes:
+        """``turn_to_proto(turn, clock, rules_json).SerializeToString()``, parse-equal.
+        ``clock`` overrides the message's clock (a request sent again shows the time left)."""
+        obs = turn["observation"]
+        legal = turn["legal_actions"]
+        c = clock if clock is not None else turn["clock"]
+        observation = self._observation(obs)
+        infos = self._action_info(obs, legal)
+        clock_body = (
+            _opt_uint32(_K_VARINT_1, max(0, int(c["move_ms"])))
+            + _opt_uint32(_K_CLOCK_BANK, max(0, int(c["bank_ms"])))
+            + _opt_uint32(_K_CLOCK_GRACE, max(0, int(c["grace_ms"])))
+        )
+        seq = int(turn["seq"])
+        seat = int(turn["seat"])
+        body = b"".join(
+            [
+                self._match_id,
+                self._attempt,
+                _K_REQ_SEQ + _uint32(seq) if seq else b"",
+                _K_REQ_SEAT + _int32(seat) if seat else b"",
+                _K_REQ_OBSERVATION,
+                _varint(len(observation)),
+                observation,
+                self._legal.many(legal),
+                _K_REQ_CLOCK,
+                _varint(len(clock_body)),
+                clock_body,
+                self._season,
+                infos,
+            ]
+        )
+        return _K_TURN + _varint(len(body)) + body
+
+    def _observation(self, obs: Mapping[str, Any]) -> bytes:
+        game = str(obs["game"])
+        fixed_key = (
+            game,
+            str(obs.get("preset", "")),
+            int(obs["seat"]),
+            int(obs["num_players"]),
+            int(obs.get("deal_index", 0)),
+            int(obs.get("num_deals", 0)),
+            int(obs.get("dealer", 0)),
+            str(obs.get("unit", "")),
+        )
+        fixed = self._fixed.get(fixed_key)
+        if fixed is None:
+            g, preset, seat, players, deal, deals, dealer, _unit = fixed_key
+            fixed = self._fixed[fixed_key] = b"".join(
+                [
+                    self._game.opt(g),
+                    self._preset.opt(preset),
+                    self._rules_json,
+                    _opt_int32(_K_OBS_SEAT, seat),
+                    _opt_int32(_K_OBS_PLAYERS, players),
+                    _opt_int32(_K_OBS_DEAL, deal),
+                    _opt_int32(_K_OBS_DEALS, deals),
+                    _opt_int32(_K_OBS_DEALER, dealer),
+                ]
             )
+        if game == "sevens":
+            view = _K_OBS_SEVENS, self._sevens(obs)
+        elif game == "sedma":
+            view = _K_OBS_SEDMA, self._sedma(obs)
+        else:
+            raise ValueError(f"unknown game {game!r} in observation: expected 'sevens' or 'sedma'")
+        return b"".join(
+            [
+                fixed,
+                _opt_int32(_K_OBS_TO_ACT, int(obs.get("to_act", -1))),
+                self._hand.many(obs["hand"]),
+                self._ints(_K_OBS_HAND_SIZES, obs.get("hand_sizes", ())),
+                self._ints(_K_OBS_TOTALS, obs.get("totals", ())),
+                self._unit.opt(fixed_key[7]),
+                self._history(obs.get("history", ())),
+                view[0],
+                _varint(len(view[1])),
+                view[1],
+            ]
+        )
+
+    def _ints(self, key: bytes, values: Sequence[Any]) -> bytes:
+        """A packed repeated int32 field (the same values: the same bytes, made once)."""
+        memo_key = (key, tuple(values))
+        data = self._arrays.get(memo_key)
+        if data is None:
+            data = self._arrays[memo_key] = _packed_int32(key, values)
+        return data
+
+    def _bools(self, key: bytes, values: Sequence[Any]) -> bytes:
+        memo_key = (key, tuple(bool(v) for v in values))
+        data = self._arrays.get(memo_key)
+        if data is None:
+            data = self._arrays[memo_key] = _packed_bool(key, values)
+        return data
+
+    def _history(self, entries: Sequence[Mapping[str, Any]]) -> bytes:
+        seen = self._history_seen
+        n = len(seen)
+        if len(entries) < n or entries[:n] != seen:  # a new deal (or not the same deal)
+            seen = self._history_seen = []
+            self._history_bytes = []
+            n = 0
+        if len(entries) > n:
+            memo = self._history_entries
+            parts = self._history_bytes
+            for entry in entries[n:]:
+                seat = entry.get("seat")
+                key = (
+                    -1 if seat is None else int(seat),
+                    str(entry["kind"]),
+                    str(entry.get("action") or ""),
+                    str(entry.get("reason") or ""),
+                )
+                data = memo.get(key)
+                if data is None:
+                    body = b"".join(
+                        [
+                            _opt_int32(_K_VARINT_1, key[0]),
+                            _ld(2, key[1].encode()) if key[1] else b"",
+                            _ld(3, key[2].encode()) if key[2] else b"",
+                            _ld(4, key[3].encode()) if key[3] else b"",
+                        ]
+                    )
+                    data = memo[key] = _ld(_HISTORY_FIELD, body)
+                parts.append(data)
+                seen.append(entry)
+        return b"".join(self._history_bytes)
+
+    def _sevens(self, obs: Mapping[str, Any]) -> bytes:
+        table = obs.get("table", {})
+        memo = self._rows
+        rows = []
+        for suit in SUITS:
+            key = (suit, tuple(table.get(suit, ())))
+            row = memo.get(key)
+            if row is None:
+                body = self._row_suit.one(suit) + self._row_cards.many(key[1])
+                row = memo[key] = _K_ROW + _varint(len(body)) + body
+            rows.append(row)
+        return b"".join(
+            [
+                *rows,
+                _opt_int32(_K_SEVENS_POT, int(obs.get("pot", 0))),
+                self._ints(_K_SEVENS_PASSES, obs.get("passes", ())),
+                self._ints(_K_SEVENS_FREE, obs.get("free_passes_left", ())),
+                self._bools(_K_SEVENS_ELIMINATED, obs.get("eliminated", ())),
+                self._bools(_K_SEVENS_SKIP, obs.get("skip_next", ())),
+            ]
+        )
+
+    def _sedma(self, obs: Mapping[str, Any]) -> bytes:
+        parts = []
+        for side in obs.get("sides", ()):
+            seats = self._ints(_K_PACKED_1, side)
+            parts.append(_K_ROW + _varint(len(seats)) + seats)  # SedmaView.sides = 1
+        parts.append(_opt_int32(_K_SEDMA_LEADER, int(obs.get("leader", -1))))
+        for played in obs.get("trick", ()):
+            card = self._trick_card.one(str(played["card"]))
+            body = _opt_int32(_K_VARINT_1, int(played["seat"])) + card
+            parts.append(_K_TRICK_CARD + _varint(len(body)) + body)
+        parts.append(_opt_int32(_K_SEDMA_TALON, int(obs.get("talon_size", 0))))
+        parts.append(self._ints(_K_SEDMA_TRICKS, obs.get("tricks_won", ())))
+        parts.append(self._ints(_K_SEDMA_POINTS, obs.get("card_points", ())))
+        parts.append(self._ints(_K_SEDMA_MATCH, obs.get("match_points", ())))
+        parts.append(_opt_int32(_K_SEDMA_TARGET, int(obs.get("target", 0))))
+        for marriage in obs.get("marriages", ()):
+            cards = self._marriage_cards.many(marriage)
+            parts.append(_K_MARRIAGE + _varint(len(cards)) + cards)
+        return b"".join(parts)
+
+    def _action_info(self, obs: Mapping[str, Any], legal: Sequence[str]) -> bytes:
+        memo = self._infos
+        parts = []
+        for info in action_info(obs, [str(a) for a in legal]):
+            key = (info["action"], info["kind"], info["cost"], info["eliminates"])
             data = memo.get(key)
             if data is None:
-                body = game_pb2.HistoryEntry(
-                    seat=key[0], kind=key[1], action=key[2], reason=key[3]
-                ).SerializeToString()
-                data = memo[key] = _HISTORY_TAG + _varint(len(body)) + body
+                body = b"".join(
+                    [
+                        _ld(1, key[0].encode()) if key[0] else b"",
+                        _ld(2, key[1].encode()) if key[1] else b"",
+                        _opt_int32(_K_INFO_COST, key[2]),
+                        _K_INFO_ELIMINATES + _VARINTS[1] if key[3] else b"",
+                    ]
+                )
+                data = memo[key] = _ld(9, body)
             parts.append(data)
         return b"".join(parts)
 
 
-def turn_to_bytes(
-    turn: TurnMessage,
-    history: HistoryCache,
-    clock: Mapping[str, int] | None = None,
-    rules: str | None = None,
-) -> bytes:
-    """The serialized ``RefereeMessage(turn=...)`` of :func:`turn_to_proto`, with the
-    observation's history spliced in from ``history`` (parses to an equal message)."""
-    obs = turn["observation"]
-    entries = obs.get("history", [])
-    message = turn_to_proto(
-        {**turn, "observation": {**obs, "history": []}},
-        clock,
-        rules,
-    )
-    request = message.turn
-    rest: bytes = request.observation.SerializeToString()
-    observation = rest + history.encode(entries)
-    request.ClearField("observation")
-    head: bytes = request.SerializeToString()
-    body = head + _OBSERVATION_TAG + _varint(len(observation)) + observation
-    return _TURN_TAG + _varint(len(body)) + body
+def _opt_uint32(key: bytes, n: int) -> bytes:
+    return key + _uint32(n) if n else b""
 
 
 def action_result_to_proto(msg: ActionResultMessage) -> Any:
@@ -229,6 +510,64 @@ def action_result_to_proto(msg: ActionResultMessage) -> Any:
         autopilot=bool(msg.get("autopilot", False)),
     )
     return bot_pb2.RefereeMessage(result=result)
+
+
+class ResultEncoder:
+    """The serialized ``RefereeMessage(result=...)`` of one match's action results, parse
+    equal to :func:`action_result_to_proto` (tests/gateway/test_sdk_and_convert.py), written
+    field by field: the match's own fields are encoded once, and so is each distinct
+    outcome (status, reason, message, penalty, action, autopilot): a decision adds its seq
+    and think time."""
+
+    def __init__(self, match_id: str, attempt: int) -> None:
+        self._head = _ld(1, match_id.encode()) + (_key(2, 0) + _uint32(attempt) if attempt else b"")
+        self._outcomes: dict[tuple[str, str, str, int, str, bool], tuple[bytes, bytes, bytes]] = {}
+
+    def encode(self, msg: ActionResultMessage) -> bytes:
+        """``action_result_to_proto(msg).SerializeToString()``, parse-equal (``msg``'s
+        match and attempt must be this encoder's)."""
+        outcome = (
+            msg["status"],
+            str(msg.get("reason", "")),
+            str(msg.get("message", "")),
+            int(msg.get("penalty", 0)),
+            str(msg.get("applied_action", "")),
+            bool(msg.get("autopilot", False)),
+        )
+        fields = self._outcomes.get(outcome)
+        if fields is None:
+            status = _RESULT_STATUS.get(outcome[0])
+            if status is None:
+                raise ValueError(f"unknown action_result status {outcome[0]!r}")
+            status_reason_message = b"".join(
+                [
+                    _key(4, 0) + _varint(status),
+                    _ld(5, outcome[1].encode()) if outcome[1] else b"",
+                    _ld(6, outcome[2].encode()) if outcome[2] else b"",
+                ]
+            )
+            penalty_action = b"".join(
+                [
+                    _opt_int32(_key(7, 0), outcome[3]),
+                    _ld(8, outcome[4].encode()) if outcome[4] else b"",
+                ]
+            )
+            autopilot = _key(10, 0) + _VARINTS[1] if outcome[5] else b""
+            fields = (status_reason_message, penalty_action, autopilot)
+            self._outcomes[outcome] = fields
+        seq = int(msg["seq"])
+        think = max(0, round(float(msg.get("think_ms", 0.0))))
+        body = b"".join(
+            [
+                self._head,
+                _K_REQ_SEQ + _uint32(seq) if seq else b"",
+                fields[0],
+                fields[1],
+                _K_RESULT_THINK + _uint32(think) if think else b"",
+                fields[2],
+            ]
+        )
+        return _K_RESULT + _varint(len(body)) + body
 
 
 def match_start_to_proto(msg: MatchStartMessage) -> Any:

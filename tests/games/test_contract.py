@@ -213,3 +213,39 @@ def test_format_1_records_are_still_read() -> None:
     data = json.loads(match.to_json())
     old = {k: v for k, v in data.items() if k not in ("events", "initial_hands")}
     assert sedma.match_from_json(json.dumps({**old, "format": 1})).to_json() == match.to_json()
+
+
+@pytest.mark.parametrize(("game", "name", "rules"), CASES)
+def test_step_by_step_observations_equal_a_fresh_matchs(
+    game: Game, name: str, rules: Rules
+) -> None:
+    """Engines keep a deal's history items between observations (``base.DealHistory``): at
+    random steps of two deals (refusals and timeouts mixed in, several events between two
+    looks), every seat's observation equals the one the same match loaded afresh from its
+    record gives (its history built in one go), and changing a returned observation changes
+    nothing the engine shows later."""
+    n = max(game.player_counts(rules))
+    deals = [DealSpec(seed=5), DealSpec(seed=6, rotation=1)]
+    match = game.new_match(rules, n, seed=11, deals=deals)
+    rng = random.Random(f"views-{name}")
+    looks = 0
+    while not match.is_over():
+        if rng.random() < 0.3:
+            looks += 1
+            fresh = game.match_from_json(match.to_json())
+            for seat in range(n):
+                view = match.observation(seat)
+                assert view == fresh.observation(seat), (seat, len(match.events()))
+                for item in view["history"]:
+                    item["kind"] = "changed by the caller"
+                view["history"].append({"seat": 0, "kind": "added by the caller"})
+                assert match.observation(seat) == fresh.observation(seat)
+        roll = rng.random()
+        if roll < 0.05:
+            match.apply(rng.choice(GARBAGE))
+        elif roll < 0.08:
+            match.apply_timeout()
+        else:
+            match.apply(rng.choice(match.legal_actions()))
+    assert looks > 3
+    assert match.observation(0) == game.match_from_json(match.to_json()).observation(0)

@@ -301,52 +301,136 @@ def test_commands_without_redis_say_so(capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize("game_name", ["sevens", "sedma"])
-def test_turn_bytes_with_the_cached_history_equal_the_plain_encoding(game_name: str) -> None:
-    """``convert.turn_to_bytes`` (history entries encoded once per match and spliced in)
-    parses to the same ``RefereeMessage`` as ``turn_to_proto`` for every decision of whole
-    random matches, refused actions included, with and without a clock override."""
+def test_the_match_hosts_turn_bytes_parse_equal_the_plain_encoding(game_name: str) -> None:
+    """``convert.TurnEncoder`` (the match host's TurnRequest bytes, written field by field
+    with what repeats encoded once per match) parses to the same ``RefereeMessage`` as
+    ``turn_to_proto`` of the same observation, for the decisions of whole random matches of
+    three deals, at the smallest and largest table of every preset: refused actions in the
+    history, a clock override now and then, and about a third of the decisions not encoded
+    at all (as the host skips autopilot and forced steps: the history it kept must catch up
+    over several entries and across deals). Being equal to the plain encoding of the seat's own
+    observation, a request holds nothing that seat may not see."""
     import random
 
     from arena.v1 import bot_pb2
+    from referee.games.base import DealSpec
     from referee.games.registry import get_game
 
     game = get_game(game_name)
     checked = 0
     for preset_name in sorted(game.presets()):
         rules = game.preset(preset_name)
-        num_players = game.player_counts(rules)[0]
-        rng = random.Random(f"bytes/{preset_name}")
-        match = game.new_match(rules, num_players, seed=rng.randrange(2**32))
-        cache = convert.HistoryCache()
-        rules_text: str | None = None
-        seq = 0
-        while not match.is_over() and seq < 90:
-            seq += 1
-            seat = match.to_act()
-            observation = match.observation(seat)
-            rules_text = rules_text or convert.rules_json(observation)
-            turn: Any = {
-                "type": "turn",
-                "bot": "b",
-                "match_id": "m",
-                "attempt": 2,
-                "seq": seq,
-                "seat": seat,
-                "season": "s",
-                "observation": observation,
-                "legal_actions": match.legal_actions(),
-                "clock": {"move_ms": 900, "bank_ms": 300, "grace_ms": 50},
-            }
-            clock = {"move_ms": 10, "bank_ms": 0, "grace_ms": 50} if seq % 7 == 0 else None
-            plain = convert.turn_to_proto(turn, clock, rules_text)
-            spliced = bot_pb2.RefereeMessage.FromString(
-                convert.turn_to_bytes(turn, cache, clock, rules_text)
-            )
-            assert spliced == plain
-            assert len(spliced.turn.observation.history) == len(observation["history"])
-            if seq % 5 == 0:
-                match.apply("not-a-card")  # a refused action enters the history
-            else:
-                match.apply(rng.choice(match.legal_actions()))
-            checked += 1
-    assert checked > 50
+        counts = game.player_counts(rules)
+        for num_players in sorted({min(counts), max(counts)}):
+            rng = random.Random(f"bytes/{preset_name}/{num_players}")
+            deals = [DealSpec(seed=rng.randrange(2**32), rotation=d) for d in range(3)]
+            match = game.new_match(rules, num_players, rng.randrange(2**32), deals)
+            encoder: convert.TurnEncoder | None = None
+            seq = 0
+            while not match.is_over() and seq < 600:
+                seq += 1
+                seat = match.to_act()
+                if rng.random() < 0.7:
+                    observation = match.observation(seat)
+                    rules_text = convert.rules_json(observation)
+                    encoder = encoder or convert.TurnEncoder("m-1", 2, "s", rules_text)
+                    turn: Any = {
+                        "type": "turn",
+                        "bot": "b",
+                        "match_id": "m-1",
+                        "attempt": 2,
+                        "seq": seq,
+                        "seat": seat,
+                        "season": "s",
+                        "observation": observation,
+                        "legal_actions": match.legal_actions(),
+                        "clock": {"move_ms": 900, "bank_ms": 300 - seq % 3, "grace_ms": 50},
+                    }
+                    clock = {"move_ms": 10, "bank_ms": 0, "grace_ms": 50} if seq % 7 == 0 else None
+                    plain = convert.turn_to_proto(turn, clock, rules_text)
+                    encoded = bot_pb2.RefereeMessage.FromString(encoder.encode(turn, clock))
+                    assert encoded == plain, (preset_name, num_players, seq)
+                    assert len(encoded.turn.observation.history) == len(observation["history"])
+                    checked += 1
+                if seq % 9 == 0:
+                    match.apply("not-a-card")  # a refused action enters the history
+                else:
+                    match.apply(rng.choice(match.legal_actions()))
+    assert checked > 200
+
+
+def test_the_turn_encoder_refuses_what_protobuf_refuses() -> None:
+    """A malformed observation fails as ``turn_to_proto`` fails (the host logs and drops)."""
+    from referee.games.registry import get_game
+
+    match = get_game("sevens").new_match(get_game("sevens").preset("fan-tan"), 4, 3)
+    observation = match.observation(0)
+    turn: Any = {
+        "type": "turn",
+        "bot": "b",
+        "match_id": "m",
+        "attempt": 1,
+        "seq": 1,
+        "seat": 0,
+        "season": "",
+        "observation": observation,
+        "legal_actions": match.legal_actions(),
+        "clock": {"move_ms": 900, "bank_ms": 300, "grace_ms": 50},
+    }
+    encoder = convert.TurnEncoder("m", 1, "", convert.rules_json(observation))
+    bad_turns: list[tuple[Any, type[Exception]]] = [
+        ({**turn, "observation": {**observation, "hand": [7]}}, TypeError),
+        ({**turn, "observation": {**observation, "game": "poker"}}, ValueError),
+        ({**turn, "observation": {**observation, "pot": 2**40}}, ValueError),
+        ({**turn, "observation": {**observation, "seat": "x"}}, ValueError),
+        ({**turn, "seq": -1}, ValueError),
+    ]
+    for bad, error in bad_turns:
+        with pytest.raises(error):
+            encoder.encode(bad)
+        with pytest.raises(error):
+            convert.turn_to_proto(bad)
+
+
+def test_the_match_hosts_result_bytes_parse_equal_the_plain_encoding() -> None:
+    """``convert.ResultEncoder`` (each distinct outcome encoded once per match) parses to the
+    same ``RefereeMessage`` as ``action_result_to_proto`` for every combination of status,
+    reason, message, penalty (negative too), applied action, think time (rounded as the
+    plain path rounds it) and autopilot, and refuses an unknown status the same way."""
+    import itertools
+
+    from arena.v1 import bot_pb2
+
+    encoder = convert.ResultEncoder("m-7", 3)
+    checked = 0
+    for status, reason, message, penalty, applied, think, autopilot, seq in itertools.product(
+        ("accepted", "refused", "timed_out"),
+        ("", "illegal_pass"),
+        ("", "'zz' refused: é"),
+        (0, 3, -2),
+        ("", "7D", "pass"),
+        (0.0, 0.4, 12.5, 3e6),
+        (False, True),
+        (1, 200),
+    ):
+        result: Any = {
+            "type": "action_result",
+            "bot": "b",
+            "match_id": "m-7",
+            "attempt": 3,
+            "seq": seq,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "penalty": penalty,
+            "applied_action": applied,
+            "think_ms": think,
+            "autopilot": autopilot,
+        }
+        encoded = bot_pb2.RefereeMessage.FromString(encoder.encode(result))
+        assert encoded == convert.action_result_to_proto(result), result
+        checked += 1
+    assert checked == 1728
+    unknown: Any = {**result, "status": "maybe"}
+    with pytest.raises(ValueError, match="unknown action_result status"):
+        encoder.encode(unknown)

@@ -17,6 +17,7 @@ from referee.games import record
 from referee.games.base import (
     JSON,
     RUN_SEPARATOR,
+    DealHistory,
     DealResult,
     DealSpec,
     Event,
@@ -117,6 +118,7 @@ class SedmaMatch(Match):
         self._dealer = self._first_dealer
         self._side_totals = [0] * rules.num_sides
         self._events: list[Event] = []
+        self._history = DealHistory()  # the current hand's history items, built once each
         self._results: list[DealResult] = []
         self._initial: list[list[list[str]]] = []
         self._log: list[Mapping[str, str | int | bool]] = []
@@ -217,7 +219,7 @@ class SedmaMatch(Match):
             hand_sizes=[len(h) for h in hand.hands],
             totals=[self._side_totals[rules.side_of(s)] for s in range(self.num_players)],
             unit=UNIT,
-            deal_events=self._events[self._deal_start :],
+            history=self._history.view(self._events, self._deal_start, seat),
         )
         return {
             **common,

@@ -16,6 +16,7 @@ from referee.games import record
 from referee.games.base import (
     PASS,
     RUN_SEPARATOR,
+    DealHistory,
     DealResult,
     DealSpec,
     Event,
@@ -145,6 +146,8 @@ class SevensMatch(Match):
         else:
             self._scheduled = rules.deals or n
         self._events: list[Event] = []
+        self._history = DealHistory()  # the current deal's history items, built once each
+        self._rules_dict = rules.to_dict()  # the rules are frozen: their dict, built once
         self._log: list[tuple[int, str | None, str]] = []  # (seat, action or None, source)
         self._results: list[DealResult] = []
         self._initial: list[list[int]] = []
@@ -955,7 +958,7 @@ class SevensMatch(Match):
         common = build_observation(
             game=GAME_NAME,
             preset=r.name,
-            rules=r.to_dict(),
+            rules=dict(self._rules_dict),
             seat=seat,
             num_players=self.num_players,
             deal_index=self._deal,
@@ -966,7 +969,7 @@ class SevensMatch(Match):
             hand_sizes=[mask.bit_count() for mask in self._hands],
             totals=self.totals(),
             unit=r.unit,
-            deal_events=self._events[self._deal_event_start :],
+            history=self._history.view(self._events, self._deal_event_start, seat),
         )
         return {
             **common,

@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from referee.games.base import RUN_SEPARATOR, DealSpec, EventKind
+from referee.games.base import RUN_SEPARATOR, DealHistory, DealSpec, EventKind
 from referee.games.sevens import heuristic
 from referee.games.sevens.match import SevensMatch
 from referee.games.sevens.rules import SevensRules
@@ -58,6 +58,7 @@ def clone_match(match: SevensMatch) -> SevensMatch:
     copy.__dict__.update(match.__dict__)
     for name in _LIST_FIELDS:
         setattr(copy, name, list(getattr(match, name)))
+    copy._history = DealHistory()  # its own cache of the history items
     return copy
 
 
