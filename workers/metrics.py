@@ -19,6 +19,7 @@ Names (labels only from season, bot, game, kind):
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -43,23 +44,37 @@ OVERHEAD_SECONDS = "arena_platform_overhead_seconds"
 
 
 class _Histogram:
-    """Bucket counts of many observations, written like ``metrics_store.observe`` would."""
+    """Bucket counts of many observations, written like ``metrics_store.observe`` would.
+
+    An observation adds one to the count of the first bucket it fits (a bisection), not to
+    every bucket it fits: the cumulative counts are summed when written (about once a
+    second), not at every decision."""
+
+    __slots__ = ("count", "counts", "total")
 
     def __init__(self) -> None:
-        self.buckets: Counter[float] = Counter()
+        self.counts = [0] * (len(DEFAULT_BUCKETS_S) + 1)  # the last one: above every bound
         self.total = 0.0
         self.count = 0
 
     def observe(self, value: float) -> None:
-        for bound in DEFAULT_BUCKETS_S:
-            if value <= bound:
-                self.buckets[bound] += 1
+        self.counts[bisect_left(DEFAULT_BUCKETS_S, value)] += 1
         self.total += value
         self.count += 1
 
+    def add(self, other: _Histogram) -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.total += other.total
+        self.count += other.count
+
     def parts(self) -> list[tuple[str, float]]:
         """``(part, value)``: each bucket bound's cumulative count, ``+Inf``, ``sum``, ``count``."""
-        out: list[tuple[str, float]] = [(repr(b), n) for b, n in self.buckets.items()]
+        out: list[tuple[str, float]] = []
+        below = 0
+        for bound, n in zip(DEFAULT_BUCKETS_S, self.counts, strict=False):
+            below += n
+            if below:  # a bound nothing fitted yet is left out, as observe() leaves it
+                out.append((repr(bound), below))
         out += [("+Inf", self.count), ("sum", self.total), ("count", self.count)]
         return out
 
@@ -96,10 +111,7 @@ class HostMetrics:
         """Add the numbers of ``taken`` to these."""
         self.decisions.update(taken.decisions)
         for key, hist in taken.hists.items():
-            mine = self.hists[key]
-            mine.buckets.update(hist.buckets)
-            mine.total += hist.total
-            mine.count += hist.count
+            self.hists[key].add(hist)
 
     def fields(self) -> dict[str, str]:
         """These numbers as the fields of a host's totals hash (``keys.host_metrics``)."""

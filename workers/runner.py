@@ -57,7 +57,7 @@ log = logging.getLogger("workers.runner")
 
 Kind = internal_pb2.Reply
 
-RECORD_VERSION: Final = 2
+RECORD_VERSION: Final = 3
 SAFETY_STRIKES: Final = 25
 """Failures in a row after which the autopilot takes a seat over even when the spec says
 ``strikes=0`` (no autopilot): a Sevens seat that never plays blocks its suits, and the
@@ -269,6 +269,7 @@ class MatchRun:
         self.finished_ms = 0.0
         self.superseded = False
         self.encoder: convert.TurnEncoder | None = None  # this match's TurnRequest bytes
+        self.results = convert.ResultEncoder(spec.match_id, attempt)  # its ActionResults
         self.reached: set[str] = set()  # bots this match found a stream of
 
     # --- the match loop ---------------------------------------------------------------
@@ -355,7 +356,12 @@ class MatchRun:
                 "seat": seat,
                 "source": Source.BOT,
                 "seq": self.seq,
-                "request": {"observation": observation, "legal_actions": legal, "clock": clock},
+                "request": {
+                    "observation": _recorded(observation),
+                    "history_entries": len(observation.get("history", ())),
+                    "legal_actions": legal,
+                    "clock": clock,
+                },
                 "answer": reply.action,
                 "timeout": bool(reply.failure),
                 "status": status,
@@ -434,7 +440,10 @@ class MatchRun:
         """A notification for a bot: encoded once, best effort through its referee
         (``accepted``: a plain ACCEPTED ActionResult, docs/PROTOCOL.md section 4)."""
         try:
-            payload = convert.notification_to_proto(message).SerializeToString()
+            if message["type"] == "action_result":  # one per decision: the outcomes memoized
+                payload = self.results.encode(message)
+            else:
+                payload = convert.notification_to_proto(message).SerializeToString()
         except (ValueError, KeyError, TypeError) as exc:
             log.error("match %s: cannot encode a %s: %r", self.spec.match_id, message["type"], exc)
             return
@@ -615,6 +624,17 @@ def _time_out_future(future: asyncio.Future[Any]) -> None:
 
 
 _AUTOPILOT_NOTE = "; %d failures in a row: the autopilot plays this seat to the end of the match"
+
+
+_NOT_RECORDED: Final = frozenset({"rules", "history"})
+
+
+def _recorded(observation: dict[str, Any]) -> dict[str, Any]:
+    """A request's observation as the match record keeps it: without the rules (the
+    record's own ``rules``) and the deal's history (the record's ``events`` of the deal up
+    to this step; ``history_entries`` says how many the seat was shown), which every step
+    would repeat (docs/workers.md "Match record")."""
+    return {k: v for k, v in observation.items() if k not in _NOT_RECORDED}
 
 
 def _dicts(events: list[Event]) -> list[dict[str, Any]]:

@@ -537,3 +537,60 @@ def test_a_bot_excused_or_not_yet_reached_is_waited_for_queue_ms() -> None:
     assert 750 + 60_000 - 1_000 < b_waits[0] <= 750 + 60_000
     assert all(750 + 2_000 - 1_000 < w <= 750 + 2_000 for w in b_waits[1:]) and b_waits[1:]
     assert run.reached == {"a", "b"}
+
+
+def test_the_record_keeps_each_request_without_rules_and_history_and_they_can_be_rebuilt() -> None:
+    """A step's recorded observation leaves out what every step would repeat (docs/workers.md
+    "Match record"): the rules (the record's own) and the deal's history, of which it keeps
+    the length the seat was shown (``history_entries``); ``history_view`` of the record's
+    events of that deal before the step gives back exactly the history the bot received
+    (real Sevens engine, two deals, some answers refused)."""
+    from referee.games.base import Event, history_view
+
+    spec = _spec(
+        game="sevens",
+        rules=registry.get_game("sevens").preset("fan-tan").to_dict(),
+        seats=("a", "b", "c", "d"),
+        deals=(DealSpec(21), DealSpec(22, rotation=1)),
+        strikes=0,
+    )
+
+    def sometimes_garbage(bot: str, turn: Any) -> Any:
+        return _answer("zz" if turn.seq % 11 == 0 else turn.legal_actions[0])
+
+    run, _, link = _play(spec, sometimes_garbage)
+    record = run.record()
+    assert record["version"] == 3
+    events = record["events"]
+    asked = {s["seq"]: s for s in record["steps"] if "request" in s}
+    assert len(asked) == len(link.turns) > 100
+    # The events before a step: all of them less those of this step and every later one.
+    after = 0
+    before: dict[int, int] = {}
+    for step in reversed(record["steps"]):
+        after += len(step.get("events", []))
+        if "request" in step:
+            before[step["seq"]] = len(events) - after
+    refused = 0
+    for _bot, key, turn, _limit in link.turns:
+        step = asked[key[2]]
+        request = step["request"]
+        assert "rules" not in request["observation"] and "history" not in request["observation"]
+        assert request["observation"]["hand"] == turn["observation"]["hand"]
+        shown = turn["observation"]["history"]
+        assert request["history_entries"] == len(shown)
+        deal_events = [
+            Event.from_dict(e) for e in events[: before[key[2]]] if e["deal"] == step["deal"]
+        ]
+        rebuilt = history_view(deal_events, step["seat"])
+        assert [
+            {
+                "seat": h.get("seat", 0),
+                "kind": h["kind"],
+                **({"action": h["action"]} if "action" in h else {}),
+                **({"reason": h["reason"]} if "reason" in h else {}),
+            }
+            for h in shown
+        ] == rebuilt
+        refused += sum(1 for h in shown if h["kind"] == "invalid_action")
+    assert refused > 0
