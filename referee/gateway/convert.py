@@ -270,7 +270,7 @@ class TurnEncoder:
     match: the match's own fields, each seat's fixed observation fields per deal, every
     card and action text, every action-info entry, and the deal's history (a request
     carries the whole deal's history, which grows by a few entries per decision: only the
-    new entries are encoded; the rest is reused as long as it is unchanged). A match host
+    new entries are encoded, the rest is reused while the deal is the same). A match host
     spent about a tenth of its CPU per decision building these messages through protobuf
     objects (docs/workers.md "Benchmark").
     """
@@ -294,8 +294,9 @@ class TurnEncoder:
         self._arrays: dict[tuple[bytes, tuple[Any, ...]], bytes] = {}
         self._infos: dict[tuple[str, str, int, bool], bytes] = {}
         self._history_entries: dict[tuple[int, str, str, str], bytes] = {}
-        self._history_seen: list[Any] = []  # the last request's history entries ...
-        self._history_bytes: list[bytes] = []  # ... and their encodings
+        self._history_deal = -1  # the deal of the last request's history,
+        self._history_bytes: list[bytes] = []  # its entries encoded,
+        self._history_last: Any = None  # and its last entry
 
     def encode(self, turn: TurnMessage, clock: Mapping[str, int] | None = None) -> bytes:
         """``turn_to_proto(turn, clock, rules_json).SerializeToString()``, parse-equal.
@@ -372,7 +373,7 @@ class TurnEncoder:
                 self._ints(_K_OBS_HAND_SIZES, obs.get("hand_sizes", ())),
                 self._ints(_K_OBS_TOTALS, obs.get("totals", ())),
                 self._unit.opt(fixed_key[7]),
-                self._history(obs.get("history", ())),
+                self._history(obs.get("history", ()), fixed_key[4]),
                 view[0],
                 _varint(len(view[1])),
                 view[1],
@@ -394,16 +395,22 @@ class TurnEncoder:
             data = self._arrays[memo_key] = _packed_bool(key, values)
         return data
 
-    def _history(self, entries: Sequence[Mapping[str, Any]]) -> bytes:
-        seen = self._history_seen
-        n = len(seen)
-        if len(entries) < n or entries[:n] != seen:  # a new deal (or not the same deal)
-            seen = self._history_seen = []
-            self._history_bytes = []
+    def _history(self, entries: Sequence[Mapping[str, Any]], deal: int) -> bytes:
+        """The encoded history: a deal's history only grows (the engines append events), so
+        the entries of the last request of the same deal are reused when the new history is
+        as long and ends the old part with the same entry; otherwise it starts over."""
+        parts = self._history_bytes
+        n = len(parts)
+        if (
+            deal != self._history_deal
+            or len(entries) < n
+            or (n and entries[n - 1] != self._history_last)
+        ):
+            self._history_deal = deal
+            parts = self._history_bytes = []
             n = 0
         if len(entries) > n:
             memo = self._history_entries
-            parts = self._history_bytes
             for entry in entries[n:]:
                 seat = entry.get("seat")
                 key = (
@@ -424,8 +431,8 @@ class TurnEncoder:
                     )
                     data = memo[key] = _ld(_HISTORY_FIELD, body)
                 parts.append(data)
-                seen.append(entry)
-        return b"".join(self._history_bytes)
+            self._history_last = entries[-1]
+        return b"".join(parts)
 
     def _sevens(self, obs: Mapping[str, Any]) -> bytes:
         table = obs.get("table", {})
