@@ -592,6 +592,10 @@ class MatchRun:
 
     def record(self) -> dict[str, Any]:
         """Everything needed to audit and replay the match (docs/workers.md)."""
+        engine = json.loads(self.match.to_json())
+        # The engine's record holds the events as Event.to_dict() made them (the Match
+        # contract, referee/games/base.py): the same list, not made a second time.
+        events = engine.get("events")
         record = {
             "version": RECORD_VERSION,
             "match_id": self.spec.match_id,
@@ -600,8 +604,8 @@ class MatchRun:
             "rules": self.rules.to_dict(),
             "initial_hands": self.match.initial_hands(),
             "steps": self.steps,
-            "events": _dicts(self.match.events()),
-            "engine": json.loads(self.match.to_json()),
+            "events": events if isinstance(events, list) else _dicts(self.match.events()),
+            "engine": engine,
             "result": self.match.result().to_dict(),
             "stats": self.stats,
             "finished_ms": self.finished_ms,

@@ -562,6 +562,7 @@ def test_the_record_keeps_each_request_without_rules_and_history_and_they_can_be
     record = run.record()
     assert record["version"] == 3
     events = record["events"]
+    assert events == [e.to_dict() for e in run.match.events()] == record["engine"]["events"]
     asked = {s["seq"]: s for s in record["steps"] if "request" in s}
     assert len(asked) == len(link.turns) > 100
     # The events before a step: all of them less those of this step and every later one.
