@@ -389,7 +389,7 @@ class TurnEncoder:
         return data
 
     def _bools(self, key: bytes, values: Sequence[Any]) -> bytes:
-        memo_key = (key, tuple(bool(v) for v in values))
+        memo_key = (key, tuple(values))  # (1,) and (True,) are one key: one encoding too
         data = self._arrays.get(memo_key)
         if data is None:
             data = self._arrays[memo_key] = _packed_bool(key, values)

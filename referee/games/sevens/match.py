@@ -950,10 +950,15 @@ class SevensMatch(Match):
         if not 0 <= seat < self.num_players:
             raise MatchStateError(f"seat {seat} is not a seat of 0..{self.num_players - 1}")
         t = self._t
+        texts = t.row_text
         table: dict[str, list[str]] = {}
         for s in range(4):
-            row = (self._table >> (13 * s)) & ROW_BITS
-            table[SUIT_LETTERS[s]] = [CARD_TEXT[13 * s + b] for b in t.order if (row >> b) & 1]
+            key = s << 13 | (self._table >> (13 * s)) & ROW_BITS
+            text = texts.get(key)
+            if text is None:  # the row's cards in the rules' rank order, made once per row
+                row = key & ROW_BITS
+                text = texts[key] = tuple(CARD_TEXT[13 * s + b] for b in t.order if (row >> b) & 1)
+            table[SUIT_LETTERS[s]] = list(text)
         r = self._rules
         common = build_observation(
             game=GAME_NAME,

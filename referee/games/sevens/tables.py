@@ -101,6 +101,7 @@ class Tables:
         }.get(rules.opening)
         self.opening_index = -1 if opening_suit is None else 13 * opening_suit + starter_bit
         self.row_cache: dict[int, int] = {}
+        self.row_text: dict[int, tuple[str, ...]] = {}  # (suit << 13 | row) -> its cards' text
         # Penalty measures (D-50).
         pips = [0] * 52
         face = [0] * 52
