@@ -25,7 +25,6 @@ import logging
 import os
 import socket
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
@@ -271,23 +270,33 @@ class MatchRun:
         self.encoder: convert.TurnEncoder | None = None  # this match's TurnRequest bytes
         self.results = convert.ResultEncoder(spec.match_id, attempt)  # its ActionResults
         self.reached: set[str] = set()  # bots this match found a stream of
+        # The reply awaited and the loop time after which it is given up (REPLY_SLACK_MS),
+        # checked by one timer per match (see watch).
+        self.waiting: tuple[asyncio.Future[Any], float] | None = None
+        self.guard: asyncio.TimerHandle | None = None
+        self.guard_at = 0.0
 
     # --- the match loop ---------------------------------------------------------------
 
     async def play(self) -> None:
-        await self.notify_match_start()
-        while not self.match.is_over():
-            if self.superseded:
-                raise Superseded("a newer attempt has started")
-            seat = self.match.to_act()
-            legal = self.match.legal_actions()
-            if self.autopilot[seat]:
-                self.auto_step(seat, self.match.fallback_action(), Source.AUTOPILOT)
-            elif self.spec.autoplay_forced and len(legal) == 1:
-                self.auto_step(seat, legal[0], Source.FORCED)
-            else:
-                await self.ask_step(seat, legal)
-        self.finished_ms = now_ms()
+        try:
+            await self.notify_match_start()
+            while not self.match.is_over():
+                if self.superseded:
+                    raise Superseded("a newer attempt has started")
+                seat = self.match.to_act()
+                legal = self.match.legal_actions()
+                if self.autopilot[seat]:
+                    self.auto_step(seat, self.match.fallback_action(), Source.AUTOPILOT)
+                elif self.spec.autoplay_forced and len(legal) == 1:
+                    self.auto_step(seat, legal[0], Source.FORCED)
+                else:
+                    await self.ask_step(seat, legal)
+            self.finished_ms = now_ms()
+        finally:
+            if self.guard is not None:
+                self.guard.cancel()
+                self.guard = None
 
     def auto_step(self, seat: int, action: str, source: str) -> None:
         """Apply an action the platform chose, without asking the bot."""
@@ -394,12 +403,12 @@ class MatchRun:
 
     def count(self, seat: int, reply: Reply, mine: list[Event], wall_ms: float) -> bool:
         """Update the seat's stats and the decision metrics; True if the seat failed."""
-        kinds = Counter(e.kind for e in mine)
+        kinds = [e.kind for e in mine]
         stats = self.stats[seat]
         stats["decisions"] += 1
         stats["timeouts"] += int(bool(reply.failure))
-        stats["invalid_actions"] += kinds[EventKind.INVALID_ACTION]
-        stats["illegal_passes"] += kinds[EventKind.ILLEGAL_PASS]
+        stats["invalid_actions"] += kinds.count(EventKind.INVALID_ACTION)
+        stats["illegal_passes"] += kinds.count(EventKind.ILLEGAL_PASS)
         stats["think_ms_total"] += reply.think_ms
         # Overhead is only meaningful when the bot answered: wall time minus think time.
         overhead_ms = 0.0 if reply.failure else max(0.0, wall_ms - reply.think_ms)
@@ -410,7 +419,7 @@ class MatchRun:
             reply.think_ms / 1000.0,
             overhead_ms / 1000.0,
         )
-        return bool(reply.failure) or any(k in FAILURE_KINDS for k in kinds)
+        return bool(reply.failure) or not FAILURE_KINDS.isdisjoint(kinds)
 
     def after_events(self, events: list[Event]) -> None:
         """Report finished deals to the bots."""
@@ -481,13 +490,7 @@ class MatchRun:
             now = now_ms()
             expires = now + limit + tc.queue_ms
             future = link.turn(bot, key, payload, limit, expires, first_sent)
-            # A timer, not asyncio.wait_for (a task per decision): see referee/aio.py.
-            loop = asyncio.get_running_loop()
-            guard = loop.call_at(
-                loop.time() + (expires - now + limit + REPLY_SLACK_MS) / 1000.0,
-                _time_out_future,
-                future,
-            )
+            self.watch(future, (expires - now + limit + REPLY_SLACK_MS) / 1000.0)
             try:
                 reply = await future
             except LinkLost:
@@ -497,7 +500,7 @@ class MatchRun:
                 log.error("match %s seq %d: no reply from referee %s", key[0], key[2], link.referee)
                 return Reply(None, limit, "timeout")
             finally:
-                guard.cancel()
+                self.waiting = None
             if reply is None or reply.kind == Kind.DRAINED:
                 # The referee died or is draining (docs/workers.md "Exactly once, retries,
                 # failures"): the same request goes to the bot's new referee with this
@@ -533,6 +536,37 @@ class MatchRun:
                 clock_left = {name: int(value) for name, value in left.items()}  # type: ignore[call-overload]
                 payload = encoder.encode(turn, clock_left)
             await asyncio.sleep(0)
+
+    def watch(self, future: asyncio.Future[Any], within_s: float) -> None:
+        """Fail ``future`` with ``TimeoutError`` if it is still awaited ``within_s`` from
+        now. Not a timer per decision (nor ``asyncio.wait_for``, a task per decision: see
+        referee/aio.py): one timer per match, armed when none is, that re-arms itself for
+        the reply awaited when it fires (a decision takes milliseconds, a deadline is
+        seconds away: it fires about once per deadline, not once per decision)."""
+        loop = future.get_loop()
+        deadline = loop.time() + within_s
+        self.waiting = (future, deadline)
+        if self.guard is not None and self.guard_at > deadline:  # a shorter limit now
+            self.guard.cancel()
+            self.guard = None
+        if self.guard is None:
+            self.guard_at = deadline
+            self.guard = loop.call_at(deadline, self._check_reply)
+
+    def _check_reply(self) -> None:
+        self.guard = None
+        if self.waiting is None:
+            return
+        future, deadline = self.waiting
+        loop = future.get_loop()
+        if future.done():
+            self.waiting = None
+        elif loop.time() >= deadline:
+            self.waiting = None
+            future.set_exception(TimeoutError("no reply from the referee"))
+        else:
+            self.guard_at = deadline
+            self.guard = loop.call_at(deadline, self._check_reply)
 
     # --- notifications and the result ---------------------------------------------------
 
@@ -620,11 +654,6 @@ class MatchRun:
                 else [d.to_dict() for d in self.original.deals],
             }
         return record
-
-
-def _time_out_future(future: asyncio.Future[Any]) -> None:
-    if not future.done():
-        future.set_exception(TimeoutError("no reply from the referee"))
 
 
 _AUTOPILOT_NOTE = "; %d failures in a row: the autopilot plays this seat to the end of the match"

@@ -595,3 +595,42 @@ def test_the_record_keeps_each_request_without_rules_and_history_and_they_can_be
         ] == rebuilt
         refused += sum(1 for h in shown if h["kind"] == "invalid_action")
     assert refused > 0
+
+
+def test_a_reply_that_never_comes_is_judged_a_timeout_after_the_slack(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A referee that loses a turn (never expected): the host stops waiting at the turn's
+    own bounds (slot wait + limit, twice the limit in all) plus ``REPLY_SLACK_MS``, judges
+    a timeout, forgets the request and plays on; one timer per match watches every
+    decision's reply (``MatchRun.watch``), and none is left armed when the match ends."""
+    from workers import runner
+
+    monkeypatch.setattr(runner, "REPLY_SLACK_MS", 40.0)
+    tc = TimeControl(move_ms=20, bank_ms=0, grace_ms=10, queue_ms=20, absent_ms=50)
+    forgotten: list[Any] = []
+
+    class _Silent(_Link):
+        def turn(
+            self, bot: str, key: Any, payload: bytes, limit: float, expires: float, first: float
+        ) -> Any:
+            if key[2] != 3:
+                return super().turn(bot, key, payload, limit, expires, first)
+            self.turns.append((bot, key, {}, limit))
+            return asyncio.get_running_loop().create_future()  # never resolved
+
+        def forget(self, key: Any) -> None:
+            forgotten.append(key)
+
+    link = _Silent(_legal)
+    router = _Router(link)
+    run = MatchRun(
+        SimpleNamespace(router=router, metrics=HostMetrics()), _spec(time_control=tc, strikes=0), 1
+    )
+    asyncio.run(run.play())
+    lost = [s for s in run.steps if s.get("seq") == 3]
+    assert lost[0]["timeout"] is True and lost[0]["reason"] == "timeout"
+    assert forgotten == [("m1", 1, 3)]
+    assert 100 <= lost[0]["wall_ms"] < 100 + 2_000  # 2 x 30 ms + 20 ms + 40 ms slack
+    assert run.guard is None and run.waiting is None
+    assert run.match.is_over() and [s["seq"] for s in run.steps][:4] == [1, 2, 3, 4]
