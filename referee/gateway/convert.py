@@ -230,9 +230,8 @@ class _Strings:
 
     def many(self, texts: Sequence[Any]) -> bytes:
         """A repeated string field."""
-        memo = self._memo
         try:
-            return b"".join([memo[t] for t in texts])
+            return b"".join(map(self._memo.__getitem__, texts))
         except (KeyError, TypeError):
             return b"".join([self.one(t) for t in texts])
 
@@ -291,6 +290,7 @@ class TurnEncoder:
         self._marriage_cards = _Strings(1)
         self._fixed: dict[tuple[Any, ...], bytes] = {}
         self._rows: dict[tuple[str, tuple[Any, ...]], bytes] = {}
+        self._clocks: dict[tuple[int, int, int], bytes] = {}
         self._arrays: dict[tuple[bytes, tuple[Any, ...]], bytes] = {}
         self._infos: dict[tuple[str, str, int, bool], bytes] = {}
         self._history_entries: dict[tuple[int, str, str, str], bytes] = {}
@@ -306,11 +306,17 @@ class TurnEncoder:
         c = clock if clock is not None else turn["clock"]
         observation = self._observation(obs)
         infos = self._action_info(obs, legal)
-        clock_body = (
-            _opt_uint32(_K_VARINT_1, max(0, int(c["move_ms"])))
-            + _opt_uint32(_K_CLOCK_BANK, max(0, int(c["bank_ms"])))
-            + _opt_uint32(_K_CLOCK_GRACE, max(0, int(c["grace_ms"])))
-        )
+        times = (max(0, int(c["move_ms"])), max(0, int(c["bank_ms"])), max(0, int(c["grace_ms"])))
+        clock_field = self._clocks.get(times)
+        if clock_field is None:
+            body = b"".join(
+                [
+                    _opt_uint32(_K_VARINT_1, times[0]),
+                    _opt_uint32(_K_CLOCK_BANK, times[1]),
+                    _opt_uint32(_K_CLOCK_GRACE, times[2]),
+                ]
+            )
+            clock_field = self._clocks[times] = _K_REQ_CLOCK + _varint(len(body)) + body
         seq = int(turn["seq"])
         seat = int(turn["seat"])
         body = b"".join(
@@ -323,9 +329,7 @@ class TurnEncoder:
                 _varint(len(observation)),
                 observation,
                 self._legal.many(legal),
-                _K_REQ_CLOCK,
-                _varint(len(clock_body)),
-                clock_body,
+                clock_field,
                 self._season,
                 infos,
             ]
