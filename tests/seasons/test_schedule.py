@@ -16,6 +16,7 @@ from referee.seasons.model import DUPLICATE_SAME_TABLE, SeasonOptions, SeasonSpe
 from referee.seasons.schedule import (
     ScheduledMatch,
     _flights_done,
+    _may_balance,
     all_subsets,
     assign_seats,
     balanced_tables,
@@ -405,3 +406,63 @@ def test_flight_grouping_tries_64_orders_up_to_64_tables_and_16_above(
     assert sorted(i for f in flights for i in f) == list(range(count))
     assert not all(len(f) == 3 for f in flights)
     assert hashlib.sha256(json.dumps(flights).encode()).hexdigest()[:16] == digest
+
+
+def test_owners_change_nothing_unless_separate_owners_is_on() -> None:
+    """The owners recorded with a season keep bots apart only with ``separate_owners``: with
+    it off, the schedule (tables, flights, seats, deals) is the one without owners
+    (mutmut: flights kept owners apart whatever the option)."""
+    owners = {"b0": "ann", "b1": "ann", "b2": "bo", "b3": "bo"}
+    for n, k, options in ((9, 3, {}), (9, 3, {"max_subsets": 0}), (10, 3, {})):
+        spec = SeasonSpec(
+            name="g", game="sevens", bots=tuple(f"b{i}" for i in range(n)), table_size=k,
+            deals_per_match=2, options=SeasonOptions.from_dict(options),
+        )  # fmt: skip
+        assert build_schedule(spec, 2026, owners) == build_schedule(spec, 2026, None)
+
+
+def _plan_searches(
+    monkeypatch: pytest.MonkeyPatch, n: int, k: int, m: int, tables: int, alone: int
+) -> bool:
+    """Whether ``plan_flights`` tries the flight search when the grouped design of
+    ``tables`` tables leaves ``alone`` of them out of full flights of ``m``."""
+    from referee.seasons import schedule
+
+    grouped = [list(range(i, i + m)) for i in range(0, tables - alone, m)]
+    grouped += [[i] for i in range(tables - alone, tables)]
+    searched: list[bool] = []
+    monkeypatch.setattr(schedule, "choose_tables", lambda *a: [tuple(range(k))] * tables)
+    monkeypatch.setattr(schedule, "group_flights", lambda *a: grouped)
+    monkeypatch.setattr(schedule, "field_flights", lambda *a: searched.append(True))
+    schedule.plan_flights(n, k, m, random.Random(1), 0)
+    return bool(searched)
+
+
+def test_the_flight_search_runs_when_more_than_a_tenth_of_the_tables_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``plan_flights``: the grouped design stands while at most max(m - 1, tables // 10)
+    tables are out of full flights (a few always are when m does not divide), else the
+    flight search is tried, never above ``FLIGHT_SEARCH_MAX`` bots x table size (minutes
+    for nothing there). Boundaries pinned with the grouping and the search replaced
+    (mutmut: every threshold could move unnoticed)."""
+    cases = [
+        ((9, 3, 3, 30, 3), False), ((9, 3, 3, 30, 4), True),  # tables // 10 = 3
+        ((9, 3, 3, 10, 2), False), ((9, 3, 3, 10, 3), True),  # m - 1 = 2
+        ((9, 3, 2, 30, 3), False), ((9, 3, 2, 30, 4), True),  # 30 // 10 = 3 > m - 1
+        ((14, 7, 2, 20, 10), False),  # 98 > FLIGHT_SEARCH_MAX
+        ((12, 8, 2, 20, 10), True),  # 96: still searched
+    ]  # fmt: skip
+    for (n, k, m, tables, alone), searched in cases:
+        assert _plan_searches(monkeypatch, n, k, m, tables, alone) == searched, (n, k, m, alone)
+
+
+def test_may_balance_counts_the_partner_slots_of_the_busiest_bot() -> None:
+    """``_may_balance``, the necessary condition that skips hopeless table counts: 7 tables
+    of 3 from 7 bots may balance (the Fano plane: every pair once); 3 tables of 4 from 5
+    bots may not: 12 seats for 5 bots make one bot play 3 times, 9 partner slots among 4
+    others who may meet it at most lam + 1 = 2 times each (mutmut: the busiest bot's count
+    could be left out, or taken as the mean 2.4, unnoticed)."""
+    assert _may_balance(7, 3, 7)
+    assert not _may_balance(5, 4, 3)
+    assert _may_balance(5, 4, 5)  # every 4-subset once: each bot 4 times, each pair 3 times
