@@ -22,7 +22,7 @@ from workers import queue
 from workers.host import run_match
 from workers.spec import MatchSpec, TimeControl
 
-TC = TimeControl(move_ms=200, bank_ms=0, grace_ms=50, queue_ms=2000)
+TC = TimeControl(move_ms=1000, bank_ms=0, grace_ms=50, queue_ms=5000)
 DECK = [rank + suit for suit in "CDHS" for rank in "A23456789TJQK"]
 
 
@@ -38,7 +38,7 @@ class MisbehaveTwice:
         if self.asked == 1:
             return next(card for card in DECK if card not in turn["observation"]["hand"]), 0.0
         if self.asked == 2:
-            return turn["legal_actions"][0], 0.6  # past the limit: 200 + 0 + 50 ms
+            return turn["legal_actions"][0], 1.3  # past the limit: 1000 + 0 + 50 ms
         return turn["legal_actions"][0], 0.0
 
 
@@ -98,22 +98,30 @@ def test_declined_accepted_results_are_dropped_but_refusals_and_timeouts_arrive(
         return [s["status"] for s in asked if s["seat"] == seat]
 
     # what the platform judged: seat 0 refused (not held), then timed out, then accepted
-    assert statuses(0)[:2] == ["refused", "timed_out"] and len(statuses(0)) > 4
-    assert set(statuses(0)[2:]) == {"accepted"}
-    got = quiet.of_type("action_result")
-    # the late answer itself is also told STALE by the referee (in any order with the
-    # TIMED_OUT of its decision)
-    assert sorted((r["status"], r["reason"]) for r in got) == [
-        ("refused", "not_held"),
-        ("stale", "stale"),
-        ("timed_out", "timeout"),
-    ], got
-    assert got[0]["status"] == "refused" and got[0]["applied_action"] == "pass"
-    # the old-style bot: one result per decision, every one of them accepted
-    assert [r["status"] for r in old.of_type("action_result")] == statuses(1)
-    assert set(statuses(1)) == {"accepted"}
-    # declared explicitly: no result at all (it only played legal actions)
-    assert statuses(2) and third.of_type("action_result") == []
+    # (a loaded machine may add a timeout anywhere: every non-accepted result is sent)
+    assert statuses(0)[:2] == ["refused", "timed_out"] and "accepted" in statuses(0)
+    assert "accepted" in statuses(1) and statuses(2)
+
+    def told(bot: PolicyBot) -> list[tuple[str, str]]:
+        """The results the host sent (the referee's own STALE/DUPLICATE answers apart)."""
+        return [
+            (r["status"], r["reason"])
+            for r in bot.of_type("action_result")
+            if r["status"] not in ("stale", "duplicate")
+        ]
+
+    got = told(quiet)
+    assert got[:2] == [("refused", "not_held"), ("timed_out", "timeout")], got
+    assert [status for status, _ in got] == [s for s in statuses(0) if s != "accepted"]
+    assert quiet.of_type("action_result")[0]["applied_action"] == "pass"
+    # the late answer itself is also told STALE by the referee
+    assert ("stale", "stale") in [
+        (r["status"], r["reason"]) for r in quiet.of_type("action_result")
+    ]
+    # the old-style bot: one result per decision, the accepted ones included
+    assert [status for status, _ in told(old)] == statuses(1)
+    # declared explicitly: no accepted result (it only played legal actions)
+    assert [status for status, _ in told(third)] == [s for s in statuses(2) if s != "accepted"]
     # the other notifications still arrive to the bots that declined
     for bot in (quiet, third):
         assert bot.of_type("match_start") and bot.of_type("deal_end")
