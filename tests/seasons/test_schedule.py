@@ -107,7 +107,11 @@ def test_same_table_duplicate_is_an_explicit_opt_in_that_rotates_the_hands() -> 
         deals_per_match=8,
         options=SeasonOptions(duplicate=DUPLICATE_SAME_TABLE),
     )
-    assert "leak" in duplicate_plan(spec).note.lower() or "remembers" in duplicate_plan(spec).note
+    assert duplicate_plan(spec).note == (
+        "same-table duplicate (same_table_leaks_hands): every shuffle is replayed with the "
+        "hands rotated at one table by the same bots; a bot that remembers its hand knows its "
+        "neighbours' cards on the next rotation (for trusted bots only)"
+    )  # the season's "duplicate" field, read by people: the whole sentence
     for m in build_schedule(spec, seed=5):
         assert m.deals is not None and len(m.deals) == 8
         by_seed: dict[int, list[tuple[int, int | None]]] = {}
@@ -466,3 +470,23 @@ def test_may_balance_counts_the_partner_slots_of_the_busiest_bot() -> None:
     assert _may_balance(7, 3, 7)
     assert not _may_balance(5, 4, 3)
     assert _may_balance(5, 4, 5)  # every 4-subset once: each bot 4 times, each pair 3 times
+    # 6 tables of 3 from 4 bots: lam = 3, a bot playing 4 times has 8 < 3 * 3 partner slots
+    assert not _may_balance(4, 3, 6)
+    # 3 tables of 3 from 4 bots: a bot playing 3 times fills 6 = 3 * (lam + 1) slots exactly
+    assert _may_balance(4, 3, 3)
+
+
+def test_the_duplicate_plan_counts_owners_once_and_says_plain_deals_in_words() -> None:
+    """With ``separate_owners`` each owner counts once toward the field duplicate needs
+    (8 bots, two of them with one owner each: 8 units, 2 tables a board); no owners given
+    counts every bot; duplicate off is "plain deals" in the words people read (mutmut:
+    these were unchecked)."""
+    spec = SeasonSpec(
+        name="o", game="sevens", bots=tuple(f"b{i}" for i in range(8)), table_size=4,
+        deals_per_match=4, options=SeasonOptions(separate_owners=True),
+    )  # fmt: skip
+    assert duplicate_plan(spec, {"b0": "ann", "b1": "bo"}).tables_per_board == 2
+    assert duplicate_plan(spec, {"b0": "ann", "b1": "ann"}).tables_per_board == 0
+    assert duplicate_plan(spec).tables_per_board == 2
+    plain = SeasonSpec.from_dict({**spec.to_dict(), "options": {"duplicate": False}})
+    assert duplicate_plan(plain).note == "plain deals: every deal a new shuffle"
