@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from referee.games.cards import Card, parse_cards
+from referee.games.cards import Card, Rank, parse_cards
 from referee.games.sedma.hand import Hand, deal_cards
 from referee.games.sedma.rules import SedmaRules, deck_cards, preset
 
@@ -225,3 +225,26 @@ def test_a_tie_for_the_most_points_is_void_even_between_two_of_three_sides() -> 
     score = hand.score()
     assert (score.winner_side, score.kind) == (1, "win")
     assert score.match_points == (0, rules.win_points, 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_last_trick_bonus_goes_to_the_side_that_took_the_last_trick(seed: int) -> None:
+    """SD-4: the last trick scores 10 more, for the side that took it (not the side of
+    the trick before it), and every trick result carries its card points (mutmut: the
+    bonus's side and the trick's points were unchecked; six deals, so the last two tricks
+    go to different sides in some)."""
+    rules = preset("sedma")
+    hands, talon = deal_cards(rules, seed=seed, rotation=0)
+    hand = Hand(rules, hands, talon, dealer=0)
+    scoring = (Rank.ACE, Rank.TEN)
+    last = None
+    while not hand.is_over():
+        card = Card.parse(hand.legal_actions()[0])
+        result = hand.play(card)
+        if result is not None:
+            assert result.points == sum(10 for _, c in result.cards if c.rank in scoring)
+            last = result
+    assert last is not None
+    expected = [sum(10 for c in hand.taken[s] if c.rank in scoring) for s in (0, 1)]
+    expected[rules.side_of(last.winner)] += 10
+    assert hand.points() == expected
