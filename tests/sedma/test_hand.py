@@ -248,3 +248,19 @@ def test_the_last_trick_bonus_goes_to_the_side_that_took_the_last_trick(seed: in
     expected = [sum(10 for c in hand.taken[s] if c.rank in scoring) for s in (0, 1)]
     expected[rules.side_of(last.winner)] += 10
     assert hand.points() == expected
+
+
+def test_marriages_are_led_only_and_add_up() -> None:
+    """SD-19: a marriage is shown only by the leader (not by a player holding one mid-trick)
+    and each one shown adds its points: two marriages of one side are 40 (mutmut: marriage
+    leads offered mid-trick and a second marriage replacing the first went unnoticed)."""
+    rules = preset("mariash-sedma")
+    hand = rigged(["QC KC QH KH", "QD KD 9D JD", "8H 9H JH 8C", "8S 9S JS QS"], dealer=3,
+                  rules=rules)  # fmt: skip
+    hand.play(Card.parse("KC"), shown=Card.parse("QC"))
+    assert hand.legal_actions() == ["9D", "JD", "QD", "KD"]  # seat 1 holds QD+KD, mid-trick
+    for card in ("9D", "8H", "8S"):
+        hand.play(Card.parse(card))
+    assert hand.to_act == 0  # nobody matched the king: the leader leads again
+    hand.play(Card.parse("KH"), shown=Card.parse("QH"))
+    assert hand.marriage_points == [40, 0]
