@@ -91,6 +91,17 @@ class Link(Protocol):
     async def close(self) -> None: ...
 
 
+def open_turn(link: Link, key: Key) -> asyncio.Future[Any]:
+    """The future of a turn about to be sent on ``link``, kept in its ``pending``; already
+    failed with ``LinkLost`` if the link is down (then the turn must not be sent)."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    if not link.alive:
+        future.set_exception(LinkLost(f"the link to referee {link.referee} is down"))
+    else:
+        link.pending[key] = future
+    return future
+
+
 class RefereeLink:
     """One internal stream to one referee."""
 
@@ -136,11 +147,9 @@ class RefereeLink:
         first_sent_ms: float = 0.0,
     ) -> asyncio.Future[Any]:
         """Send a turn; the future gets its :class:`Reply` (or ``LinkLost``)."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if not self.alive:
-            future.set_exception(LinkLost(f"the link to referee {self.referee} is down"))
+        future = open_turn(self, key)
+        if future.done():
             return future
-        self.pending[key] = future
         turn = internal_pb2.Turn(
             bot=bot,
             match_id=key[0],
@@ -260,11 +269,9 @@ class LocalLink:
         expires_ms: float,
         first_sent_ms: float = 0.0,
     ) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if not self.alive:
-            future.set_exception(LinkLost(f"the link to referee {self.referee} is down"))
+        future = open_turn(self, key)
+        if future.done():
             return future
-        self.pending[key] = future
         self.hub.submit_turn(self, bot, key, payload, limit_ms, expires_ms, first_sent_ms)
         return future
 
