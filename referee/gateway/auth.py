@@ -56,8 +56,9 @@ class TokenWatch:
     """The streams of this referee by the token they were opened with; ends those whose
     token was revoked or rotated (pushed on ``keys.TOKEN_EVENTS``, re-checked on a timer)."""
 
-    def __init__(self, client: redis.asyncio.Redis) -> None:
+    def __init__(self, client: redis.asyncio.Redis, recheck_s: float = TOKEN_RECHECK_S) -> None:
         self._redis = client
+        self._recheck_s = recheck_s
         self._streams: set[_Watched] = set()
 
     def add(self, bot: str, digest: str) -> _Watched:
@@ -94,7 +95,7 @@ class TokenWatch:
                 await pubsub.subscribe(keys.TOKEN_EVENTS)
                 raise_if_cancelling()
                 await self.recheck()  # whatever changed while we were not subscribed
-                next_check = asyncio.get_running_loop().time() + TOKEN_RECHECK_S
+                next_check = asyncio.get_running_loop().time() + self._recheck_s
                 while True:
                     timeout = max(0.0, next_check - asyncio.get_running_loop().time())
                     message = await pubsub.get_message(
@@ -106,7 +107,7 @@ class TokenWatch:
                         await self.recheck(data.decode() if isinstance(data, bytes) else data)
                     if asyncio.get_running_loop().time() >= next_check:
                         await self.recheck()
-                        next_check = asyncio.get_running_loop().time() + TOKEN_RECHECK_S
+                        next_check = asyncio.get_running_loop().time() + self._recheck_s
             except RedisError as exc:
                 raise_if_cancelling()
                 log.warning("following token changes failed (%s); subscribing again", exc)

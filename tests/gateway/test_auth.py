@@ -72,3 +72,40 @@ def test_token_watch_ends_exactly_the_streams_whose_token_stopped_working(
             await client.aclose()
 
     asyncio.run(scenario())
+
+
+def test_token_watch_rechecks_on_its_timer_when_no_message_comes(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Pins ``TokenWatch.run``'s periodic recheck, the fallback for a pub/sub message that
+    was lost: the token is taken out of the registry with no message published, and the
+    stream still ends (a mutation that waits for messages with no timeout never rechecks;
+    auth's one non-equivalent survivor, docs/testing.md). The recheck period is shortened
+    to 0.2 s; the test waits for the stream's end, bounded only so it cannot hang."""
+    from referee import keys
+
+    token = bots.register(redis_client, "alpha")
+    digest = bots.hash_token(token)
+
+    async def scenario() -> bool:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        feed = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        watch = TokenWatch(client, recheck_s=0.2)
+        watched = watch.add("alpha", digest)
+        runner = asyncio.create_task(watch.run(feed))
+        try:
+            await asyncio.sleep(0.5)  # subscribed, first recheck done: the token is valid
+            assert not watched.ended.is_set()
+            assert redis_client.hdel(keys.TOKEN_INDEX, digest) == 1  # no message published
+            try:
+                await asyncio.wait_for(watched.ended.wait(), 20.0)
+            except TimeoutError:
+                return False
+            return True
+        finally:
+            runner.cancel()
+            await asyncio.wait({runner}, timeout=5.0)
+            await client.aclose()
+            await feed.aclose()
+
+    assert asyncio.run(scenario()), "the lost revocation was never noticed by the recheck"
