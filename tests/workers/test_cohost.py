@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,8 @@ from referee.seasons.model import SeasonSpec
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import bots_on
 from tests.workers.test_e2e import spec_of, stream_count, wait_done
-from tests.workers.test_faults import SteadyBot
+from tests.workers.test_faults import SteadyBot, enqueue_rotated, run_reference, wait_running
 from workers import queue
-from workers.queue import RunningMatches
 from workers.replay import verify_record
 from workers.spec import MatchSpec
 
@@ -75,15 +74,6 @@ def wait_streams(conn: redis.Redis, names: list[str], timeout: float = 20.0) -> 
             time.sleep(0.02)
 
 
-def reference_result(conn: redis.Redis, spec: MatchSpec, new_id: str) -> dict[str, Any]:
-    reference = replace(spec, match_id=new_id, season="")
-    assert queue.enqueue_match(conn, reference)
-    wait_done(conn, new_id, timeout=60)
-    result = queue.get_result(conn, new_id)
-    assert result is not None
-    return dict(result)
-
-
 def test_a_cohosted_match_reaches_a_bot_on_another_referee(
     embedded_redis: EmbeddedRedis,
 ) -> None:
@@ -109,7 +99,7 @@ def test_a_cohosted_match_reaches_a_bot_on_another_referee(
             assert worker.startswith(referee_id_of(conn, "co-a0")), worker
             a_id, b_id = referee_id_of(conn, "co-a0"), referee_id_of(conn, "co-b0")
             assert a_id != b_id
-            reference = reference_result(conn, spec, "co-split-ref")
+            reference = run_reference(conn, spec, "co-split-ref")
         result = queue.get_result(conn, "co-split")
         record = queue.get_record(conn, "co-split")
         assert result is not None and record is not None
@@ -143,15 +133,8 @@ def test_a_referee_stopped_with_cohosted_matches_loses_none(
         with bots_on(conn, f"{server_a},{server_b}", named):  # A first, then B
             wait_streams(conn, names)
             deals = (DealSpec(seed=910), DealSpec(seed=911, rotation=1))
-            ids = [f"ck-m{i}" for i in range(8)]
-            for i, match_id in enumerate(ids):
-                seats = names[i % 4 :] + names[: i % 4]
-                spec = spec_of(match_id, "fan-tan", seats, deals=deals, seed=i, season="")
-                assert queue.enqueue_match(conn, spec)
-            deadline = time.monotonic() + 30
-            while RunningMatches(conn).count() < 8:
-                assert time.monotonic() < deadline, "the co-hosted matches never all ran"
-                time.sleep(0.01)
+            ids = enqueue_rotated(conn, "ck-m", names, 8, deals)
+            wait_running(conn, 8)  # all co-hosted at once
             # rq info lists the co-hosted host (an RQ worker in the referee's process)
             host = queue.match_status(conn, ids[0])["worker"]
             assert conn.hget(f"rq:worker:{host}", "pid") == str(referee_a.pid)
@@ -202,7 +185,7 @@ def test_a_referee_stopped_with_cohosted_matches_loses_none(
                 record = queue.get_record(conn, match_id)
                 assert record is not None
                 spec = MatchSpec.from_dict(record["spec"])
-                reference = reference_result(conn, spec, f"ref-{match_id}")
+                reference = run_reference(conn, spec, f"ref-{match_id}")
                 result = queue.get_result(conn, match_id)
                 assert result is not None and result["result"] == reference["result"]
 

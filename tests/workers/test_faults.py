@@ -123,7 +123,29 @@ def _host_pid(conn: redis.Redis, match_id: str) -> int:
     return int(raw)
 
 
-def _run_reference(conn: redis.Redis, spec: MatchSpec, new_id: str) -> dict[str, Any]:
+def enqueue_rotated(
+    conn: redis.Redis, prefix: str, names: list[str], count: int, deals: tuple[DealSpec, ...]
+) -> list[str]:
+    """Enqueue ``count`` fan-tan matches of four of ``names`` (seats rotated, seed = index);
+    returns their ids."""
+    ids = [f"{prefix}{i}" for i in range(count)]
+    for i, match_id in enumerate(ids):
+        seats = names[i % 4 :] + names[: i % 4]
+        spec = spec_of(match_id, "fan-tan", seats, deals=deals, seed=i, season="")
+        assert queue.enqueue_match(conn, spec)
+    return ids
+
+
+def wait_running(conn: redis.Redis, count: int, timeout: float = 30.0) -> None:
+    """Wait until ``count`` matches run at once."""
+    deadline = time.monotonic() + timeout
+    while RunningMatches(conn).count() < count:
+        assert time.monotonic() < deadline, f"fewer than {count} matches ever ran at once"
+        time.sleep(0.01)
+
+
+def run_reference(conn: redis.Redis, spec: MatchSpec, new_id: str) -> dict[str, Any]:
+    """The result of ``spec`` played again, undisturbed, as match ``new_id``."""
     reference = replace(spec, match_id=new_id, season="")
     assert queue.enqueue_match(conn, reference)
     wait_done(conn, new_id, timeout=90)
@@ -142,15 +164,8 @@ def test_a_host_sigkilled_with_many_matches_in_flight_loses_none(platform: Platf
         for name in names:
             runner.wait_connected(name)
         deals = (DealSpec(seed=900), DealSpec(seed=901, rotation=1))
-        ids = [f"many-m{i}" for i in range(10)]
-        for i, match_id in enumerate(ids):
-            seats = names[i % 4 :] + names[: i % 4]
-            spec = spec_of(match_id, "fan-tan", seats, deals=deals, seed=i, season="")
-            assert queue.enqueue_match(conn, spec)
-        deadline = time.monotonic() + 30
-        while RunningMatches(conn).count() < 8:
-            assert time.monotonic() < deadline, "fewer than 8 matches ever ran at once"
-            time.sleep(0.01)
+        ids = enqueue_rotated(conn, "many-m", names, 10, deals)
+        wait_running(conn, 8)
         in_flight = [m for m in ids if queue.match_status(conn, m)["state"] == "running"]
         assert len(in_flight) >= 8
         pid = _host_pid(conn, in_flight[0])
@@ -175,7 +190,7 @@ def test_a_host_sigkilled_with_many_matches_in_flight_loses_none(platform: Platf
         for match_id in in_flight[:3]:
             record = queue.get_record(conn, match_id)
             assert record is not None
-            reference = _run_reference(conn, MatchSpec.from_dict(record["spec"]), f"ref-{match_id}")
+            reference = run_reference(conn, MatchSpec.from_dict(record["spec"]), f"ref-{match_id}")
             result = queue.get_result(conn, match_id)
             assert result is not None and result["result"] == reference["result"]
     finally:
@@ -203,7 +218,7 @@ def test_a_bot_killed_mid_thought_reconnects_and_changes_nothing(platform: Platf
         time.sleep(0.5)
         runner.start(names[0], SteadyBot())  # the same bot, a new process: reconnects
         wait_done(conn, "back-kill", timeout=60)
-        reference = _run_reference(conn, spec, "back-ref")
+        reference = run_reference(conn, spec, "back-ref")
     finally:
         runner.close()
     result = queue.get_result(conn, "back-kill")
