@@ -227,21 +227,14 @@ class MatchHost:
         ``totals`` are this process's (the hash holds what its ticks wrote of them); with
         ``predecessor`` the hash is a dead process's of the same name, added as it is."""
         host_key = keys.host_metrics(self.name)
-        while True:
-            with self.conn.pipeline(transaction=True) as pipe:
-                try:
-                    pipe.watch(host_key)  # type: ignore[no-untyped-call]
-                    left = pipe.hgetall(host_key)
-                    pipe.multi()
-                    if predecessor:
-                        metrics_store.add_host_fields(pipe, left)
-                    totals.flush(pipe)
-                    pipe.delete(host_key)
-                    pipe.srem(keys.METRICS_HOSTS, self.name)
-                    pipe.execute()
-                    return
-                except redis.WatchError:
-                    continue
+        # Only a process of this name writes the hash, and none other is alive: no WATCH.
+        left = self.conn.hgetall(host_key) if predecessor else {}
+        pipe = self.conn.pipeline(transaction=True)
+        metrics_store.add_host_fields(pipe, left)
+        totals.flush(pipe)
+        pipe.delete(host_key)
+        pipe.srem(keys.METRICS_HOSTS, self.name)
+        pipe.execute()
 
     async def _dequeue_loop(self) -> None:
         while not self.stopping.is_set():
