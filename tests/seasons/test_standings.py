@@ -7,7 +7,14 @@ import time
 from typing import Any
 
 from referee.seasons.ratings import bradley_terry, live_elo, openskill_ratings
-from referee.seasons.standings import ROW_FIELDS, bot_order, compute_standings, placings_of
+from referee.seasons.standings import (
+    ROW_FIELDS,
+    bot_order,
+    compute_standings,
+    duplicate_scores,
+    placings_of,
+    standings_rows_equal,
+)
 from workers.spec import CommittedResult, SeatStats
 
 
@@ -270,3 +277,127 @@ def test_field_duplicate_scores_compare_a_hand_across_tables() -> None:
     assert scores["b"] == [0.0] and scores["z"] == [0.0]  # hand 1: -2 at both tables
     assert scores["c"] == [-2.0] and scores["x"] == [2.0]  # hand 2: -4 and 0
     assert sum(v for vs in scores.values() for v in vs) == 0
+
+
+def _board_result(match_id: str, seats: list[str], deals: list[dict[str, Any]]) -> Any:
+    """A committed result reduced to what ``duplicate_scores`` reads."""
+    return {"match_id": match_id, "seats": seats, "result": {"deals": deals}}
+
+
+def _deal(deltas: list[int], *, void: bool = False) -> dict[str, Any]:
+    return {"order": [[0], [1], [2]], "deltas": deltas, "void": void}
+
+
+def test_field_duplicate_scores_skip_void_unboarded_extra_and_single_table_hands() -> None:
+    """Pins what a duplicate score leaves out without ending its loops (mutmut survivors
+    of ``duplicate_scores``): a match with no boards (a plain-deal match listed first), a
+    void deal (listed before a scored one), a deal beyond the match's boards (SV-34's
+    extra deal is not part of any board) and a hand played at one table only (no field to
+    compare with, listed before compared hands)."""
+    results = [
+        _board_result("m0", ["p", "q", "r"], [_deal([9, 0, -9])]),  # not in boards
+        _board_result("m3", ["s", "t", "u"], [_deal([3, 0, -3])]),  # board f1b0: one table
+        _board_result(
+            "m1",
+            ["a", "b", "c"],
+            [_deal([50, 0, -50], void=True), _deal([6, -2, -4]), _deal([7, 0, -7])],
+        ),
+        _board_result("m2", ["x", "y", "z"], [_deal([0, 0, 0], void=True), _deal([0, 2, -2])]),
+    ]
+    # m1: deal 0 void, deal 1 is board f0b0, deal 2 an extra deal beyond its two labels
+    boards = {
+        "m3": [("f1b0", 0)],
+        "m1": [("f0b9", 0), ("f0b0", 0)],
+        "m2": [("f0b9", 1), ("f0b0", 1)],
+    }
+    scores = duplicate_scores(results, boards)
+    assert scores == {
+        "a": [2.0],  # hand 0 of f0b0: 6 (a) and 2 (y), mean 4
+        "y": [-2.0],
+        "b": [0.0],  # hand 1: -2 (b) and -2 (z)
+        "z": [0.0],
+        "c": [-2.0],  # hand 2: -4 (c) and 0 (x)
+        "x": [2.0],
+    }
+
+
+def test_duplicate_scores_reach_the_rows_to_three_decimals() -> None:
+    """The rows' ``dup_score`` is the sum of a bot's hand scores rounded to 3 decimals and
+    ``dup_hands`` how many hands it held (pins the fold into the tallies and the rounding)."""
+    seats1, seats2, seats3 = ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]
+    # one board at three tables, rotations 0, 1, 2: each bot holds each hand once
+    results = [
+        _result("m1", seats1, [[[0], [1], [2]]], 1.0, [1, 0, -1]),
+        _result("m2", seats2, [[[0], [1], [2]]], 2.0, [0, 0, 0]),
+        _result("m3", seats3, [[[0], [1], [2]]], 3.0, [0, 0, 0]),
+    ]
+    results[0]["result"]["deals"][0]["deltas"] = [2, 0, -1]
+    results[1]["result"]["deals"][0]["deltas"] = [0, 0, 0]
+    results[2]["result"]["deals"][0]["deltas"] = [0, 0, 0]
+    boards = {"m1": [("f0b0", 0)], "m2": [("f0b0", 1)], "m3": [("f0b0", 2)]}
+    table = compute_standings("d", "sevens", ["a", "b", "c"], results, boards=boards, now_ms=1)
+    rows = {r["bot"]: r for r in table["rows"]}
+    # hand = (seat - rotation) % 3. Hand 0: a 2 (m1), c 0 (m2), b 0 (m3): mean 2/3.
+    # Hand 1: b, a, c all 0. Hand 2: c -1 (m1), b 0 (m2), a 0 (m3): mean -1/3.
+    # a: 4/3 + 0 + 1/3 = 5/3; b: -2/3 + 0 + 1/3 = -1/3; c: -2/3 + 0 - 2/3 = -4/3.
+    scores = duplicate_scores(results, boards)
+    for bot in "abc":
+        assert rows[bot]["dup_hands"] == len(scores[bot]) == 3
+    assert [rows[b]["dup_score"] for b in "abc"] == [1.667, -0.333, -1.333]
+
+
+def test_a_result_naming_a_bot_not_listed_still_counts_for_it() -> None:
+    """Standings never drop a result: a seated bot missing from ``bots`` (the season's list
+    read before the bot was added, say) gets its own row with its match counted."""
+    res = _result("n-m0000", ["a", "b", "c"], [[[0], [1], [2]]], 1.0, [2, 0, -2])
+    rows = {r["bot"]: r for r in compute_standings("n", "sevens", ["a", "b"], [res])["rows"]}
+    assert set(rows) == {"a", "b", "c"}
+    assert rows["c"]["matches"] == 1 and rows["c"]["deals"] == 1 and rows["c"]["score"] == -2
+
+
+def test_average_place_and_the_interval_quantile_have_four_decimals() -> None:
+    """The published precision: ``avg_place`` (4/3 -> 1.3333) and the interval's Student-t
+    quantile (3 matches: t(2) at 97.5% = 4.30265... -> 4.3027) to 4 decimals."""
+    seats = ["a", "b", "c"]
+    results = [
+        _result("q-m0", seats, [[[0], [1], [2]]], 1.0, [1, 0, -1]),
+        _result("q-m1", seats, [[[1], [0], [2]]], 2.0, [0, 1, -1]),
+        _result("q-m2", seats, [[[0], [2], [1]]], 3.0, [1, -1, 0]),
+    ]
+    table = compute_standings("q", "sevens", seats, results, now_ms=1)
+    rows = {r["bot"]: r for r in table["rows"]}
+    assert rows["a"]["avg_place"] == 1.3333  # places 1, 2, 1
+    fit = bradley_terry(seats, [p for r in results for p in placings_of(r)])
+    assert round(fit.quantile, 5) != round(fit.quantile, 4)  # the test can tell them apart
+    assert table["elo_interval"]["quantile"] == round(fit.quantile, 4)
+
+
+def test_equal_elo_is_ordered_by_average_place_with_no_deal_last() -> None:
+    """Between bots of equal Elo the better average place ranks first, and a bot with no
+    deal yet (``avg_place`` 0.0, not a place) after those that played."""
+    # a and b split two deals (equal Elo, the mean); c never played (the mean too)
+    res = _result("e-m0000", ["a", "b"], [[[0], [1]], [[1], [0]]], 1.0, [0, 0])
+    table = compute_standings("e", "sevens", ["c", "b", "a"], [res], now_ms=1)
+    assert len({r["elo"] for r in table["rows"]}) == 1
+    assert [r["bot"] for r in table["rows"]] == ["a", "b", "c"]
+
+
+def test_a_deal_whose_seats_are_all_one_bot_is_no_placing() -> None:
+    """A deal a bot played against itself alone orders nobody: no placing, no deal counted
+    (a lone group of one bot), while a bot against another still counts."""
+    alone = _result("o-m0000", ["a", "a", "a"], [[[0], [1], [2]]], 1.0, [0, 0, 0])
+    assert placings_of(alone) == []
+    rows = {r["bot"]: r for r in compute_standings("o", "sevens", ["a"], [alone])["rows"]}
+    assert rows["a"]["deals"] == 0 and rows["a"]["matches"] == 1
+
+
+def test_standings_rows_equal_ignores_only_the_stamp() -> None:
+    """``standings_rows_equal`` (the driver skips re-publishing equal standings): two tables
+    differing only in ``updated_ms`` are equal; any other difference is not."""
+    results = _results()
+    a = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results, now_ms=1)
+    b = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results, now_ms=2)
+    assert standings_rows_equal(a, b) and standings_rows_equal(b, a)
+    c = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results[:-1], now_ms=1)
+    assert not standings_rows_equal(a, c)
+    assert not standings_rows_equal({"updated_ms": 1, "x": 1}, {"updated_ms": 1, "x": 2})
