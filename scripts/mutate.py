@@ -65,7 +65,13 @@ AREAS: dict[str, Area] = {
             "referee/games/sedma/hand.py",
             "referee/games/sedma/rules.py",
         ),
-        ("tests/sedma/test_match.py", "tests/sedma/test_hand.py", "tests/sedma/test_rules.py"),
+        # tests/games: the contract tests (hidden information, records) for every game
+        (
+            "tests/sedma/test_match.py",
+            "tests/sedma/test_hand.py",
+            "tests/sedma/test_rules.py",
+            "tests/games",
+        ),
     ),
     "engines-common": Area(
         ("referee/games/base.py", "referee/games/cards.py", "referee/games/record.py"),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import pytest
 
 from referee.games.base import derive_seed
-from referee.games.cards import Card, Rank, Suit, make_deck, parse_cards
+from referee.games.cards import Card, Rank, Suit, format_cards, make_deck, parse_cards
 from referee.games.errors import CardParseError
 
 
@@ -75,3 +76,56 @@ def test_a_derived_seed_has_1_to_64_bits() -> None:
     for bad in (0, 65):
         with pytest.raises(ValueError, match=rf"^a derived seed has 1 to 64 bits, not {bad}$"):
             derive_seed(7, 0, bits=bad)
+
+
+def test_suits_and_ranks_parse_one_letter_each() -> None:
+    """``Suit.parse`` and ``Rank.parse`` directly (``Card.parse`` caches its texts, so a
+    card test may never reach them): every letter in either case, ``10`` for the ten, and
+    anything longer or unknown refused in words (``Rank.parse`` also reads the rules'
+    ``starter_rank``)."""
+    for i, letter in enumerate("CDHS"):
+        assert Suit.parse(letter) is Suit(i) and Suit.parse(letter.lower()) is Suit(i)
+    for i, letter in enumerate("A23456789TJQK"):
+        assert Rank.parse(letter) is Rank(i + 1) and Rank.parse(letter.lower()) is Rank(i + 1)
+    assert Rank.parse("10") is Rank.TEN
+    for bad in ("CD", "cd", "X", "", "DH"):
+        with pytest.raises(
+            CardParseError, match=rf"^{bad!r} is not a suit: use one of C, D, H, S$"
+        ):
+            Suit.parse(bad)
+    for bad in ("23", "A2", "1", "X", "", "11"):
+        with pytest.raises(
+            CardParseError,
+            match=rf"^{bad!r} is not a rank: use one of A 2 3 4 5 6 7 8 9 T J Q K "
+            r"\(10 also reads as T\)$",
+        ):
+            Rank.parse(bad)
+
+
+def test_card_parse_reads_texts_it_never_saw() -> None:
+    """Texts no other test parses (``Card.parse`` caches by the exact text): the suit is
+    the last character, the rank what comes before; two or three characters after
+    stripping, else the rank-then-suit hint."""
+    assert Card.parse(" 10s\t") is Card(Suit.SPADES, Rank.TEN)
+    assert Card.parse("\tqh ") is Card(Suit.HEARTS, Rank.QUEEN)
+    for bad in ("10HH", " 7 ", "AAAA"):
+        with pytest.raises(
+            CardParseError, match=rf"^{re.escape(repr(bad))} is not a card: write rank then suit"
+        ):
+            Card.parse(bad)
+
+
+def test_cards_compare_by_index_strictly_or_not() -> None:
+    ace, two = Card.parse("AC"), Card.parse("2C")
+    assert ace < two and not ace < ace and not two < ace
+    assert ace <= ace and ace <= two and not two <= ace
+    assert two > ace and not ace > ace and not ace > two
+    assert ace >= ace and two >= ace and not ace >= two
+    assert format_cards([two, ace]) == ["2C", "AC"]
+
+
+def test_an_unknown_deck_names_the_known_ones() -> None:
+    with pytest.raises(
+        CardParseError, match=r"^unknown deck 'x': use one of french52, german32, spanish40$"
+    ):
+        make_deck("x")

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from referee.games.base import PASS, DealSpec, Source
+from referee.games.base import PASS, DealSpec, Event, EventKind, Source
 from referee.games.cards import make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules
@@ -662,3 +662,98 @@ def test_sv17_every_paid_pass_adds_to_a_penalty_point_score() -> None:  # SV-17,
     (deal,) = match.deal_results()
     assert deal.winner == 0 and deal.detail["cards_left"] == [0, 1, 1]
     assert deal.deltas == (0, 2 + 1, 1 + 1)
+
+
+def test_sv4_the_extra_cards_go_to_the_seats_left_of_the_dealer() -> None:  # SV-4, SV-6
+    """52 cards to 5 seats: the two seats left of the dealer hold 11 (a stacked fresh deal
+    with those sizes is a normal deal), for dealer 0 and for dealer 3."""
+    deck = [str(c) for c in make_deck("french52")]
+    for dealer, sizes in ((0, [10, 11, 11, 10, 10]), (3, [11, 10, 10, 10, 11])):
+        cuts = [sum(sizes[:i]) for i in range(6)]
+        hands = [deck[cuts[i] : cuts[i + 1]] for i in range(5)]
+        match = SevensMatch(PRESETS["sevens"], 5, 1, [DealSpec(1, 0, dealer)], hands=hands)
+        assert [len(h) for h in match.initial_hands()[0]] == sizes
+
+
+def test_sv6_a_corrupt_deal_names_the_missing_and_the_foreign_cards() -> None:  # SV-6
+    """Cards missing while others are held twice (as many cards as the deck) and cards
+    from outside the deck are both refused, every card named."""
+    deck = [str(c) for c in make_deck("french52")]
+    hands = [[*deck[2:18], "KS", "QS"], deck[18:35], deck[35:]]
+    with pytest.raises(
+        MatchStateError,
+        match=r"^deal 0: corrupt deal \(SV-6\): hands and table must hold every card of the "
+        r"french52 deck exactly once; hand sizes \[18, 17, 17\], missing AC 2C, not in the "
+        r"deck none, 52 cards for 52$",
+    ):
+        SevensMatch(PRESETS["sevens"], 3, 1, hands=hands)
+    german = [str(c) for c in make_deck("german32")]
+    hands = [[*german[:11], "2C", "3C"], german[11:22], german[22:]]
+    with pytest.raises(
+        MatchStateError,
+        match=r"^deal 0: corrupt deal \(SV-6\): hands and table must hold every card of the "
+        r"german32 deck exactly once; hand sizes \[13, 11, 10\], missing none, not in the "
+        r"deck 2C 3C, 34 cards for 32$",
+    ):
+        SevensMatch(PRESETS["domino"], 3, 1, hands=hands)
+
+
+def test_sv6_sv7_a_stacked_deal_with_the_starters_removed_counts_only_dealt_cards() -> None:
+    """`removed_before_deal` (SV-7): the starters lie on the table and the 48 other cards
+    are dealt, 12 each to 4 seats; other sizes are refused naming the 48 (SV-4, SV-6)."""
+    r = PRESETS["shichi-narabe"]
+    dealt = [str(c) for c in make_deck("french52") if not str(c).startswith("7")]
+    match = SevensMatch(r, 4, 1, hands=[dealt[i : i + 12] for i in range(0, 48, 12)])
+    assert match.observation(0)["table"] == {s: [f"7{s}"] for s in "CDHS"}
+    with pytest.raises(
+        MatchStateError,
+        match=r"^deal 0: wrong hand sizes \(SV-6\): hands of \[13, 11, 12, 12\] cards, but 48 "
+        r"cards dealt to 4 seats from the left of dealer 0 make hands of \[12, 12, 12, 12\] "
+        r"\(SV-4\); stack the cards already played as table=\.\.\. for a position after "
+        r"the start$",
+    ):
+        SevensMatch(r, 4, 1, hands=[dealt[:13], dealt[13:24], dealt[24:36], dealt[36:]])
+
+
+def test_sv7_starters_are_placed_from_hands_suit_by_suit() -> None:  # SV-7, D-12
+    """`placed_from_hands`: each starter a seat holds is put down by its holder at the deal
+    start (a forced ``play``, reason ``starter``), even when an earlier suit's starter
+    already lies on the table; a seat left with no card has gone out (SV-25)."""
+    r = PRESETS["cinquillo"]
+    match = stacked(r, ["5D 2C", "5H 3C", "5S 4C"], dealer=2)
+    assert match.events()[1:] == [
+        Event(EventKind.PLAY, seat, 0, card, "starter", Source.FORCED, {})
+        for seat, card in ((0, "5D"), (1, "5H"), (2, "5S"))
+    ]
+    assert [match.observation(s)["hand"] for s in range(3)] == [["2C"], ["3C"], ["4C"]]
+    match = stacked(r, ["5D AC", "5H 2C", "5S 3C"], dealer=2)
+    assert not match.deal_results() and match.observation(0)["hand"] == ["AC"]
+    match = stacked(r, ["5D 2C", "5H", "5S 4C"], dealer=2)
+    (deal,) = match.deal_results()
+    assert (deal.winner, deal.detail["end"]) == (1, "out") and match.is_over()
+
+
+def test_sv13_the_opening_seven_waits_even_when_cards_above_it_lie_on_the_table() -> None:
+    """SV-13: until the 7D is down it is the only legal card, whatever else lies on the
+    table (here the 8D and every card nobody holds); with the 7D already on the table the
+    seat left of the dealer begins."""
+    match = stacked(rules("sevens"), ["7D 5C", "6D 9S", "KS 2S"], dealer=2)
+    assert match.to_act() == 0 and match.legal_actions() == ["7D"]
+    match = stacked(rules("sevens"), ["6C 5C", "8D 9S", "KS 2S"], dealer=1)
+    assert match.to_act() == 2 and match.events()[0].detail["first"] == 2
+
+
+def test_sv22_a_single_free_pass_is_listed_as_legal() -> None:  # SV-22
+    match = stacked(rules("sevens", opening="any_seven", free_passes=1), CHAIN, dealer=2)
+    assert match.legal_actions() == ["6C", "8S", PASS]
+
+
+def test_sv28_a_short_hand_antes_one_chip_less_or_none_at_all() -> None:  # SV-28
+    """`minus_one`: with an ante of 2 the short hands ante 1; with an ante of 1 they ante
+    nothing, and no ``ante`` event is written for them."""
+    for ante, short in ((2, 1), (1, 0)):
+        match = GAME.new_match(rules("fan-tan-pt", ante=ante), 3, 2)
+        sizes = [len(h) for h in match.initial_hands()[0]]
+        paid = [(e.seat, e.detail["chips"]) for e in match.events() if e.kind == "ante"]
+        want = [(s, ante if size == max(sizes) else short) for s, size in enumerate(sizes)]
+        assert paid == [(s, chips) for s, chips in want if chips]

@@ -9,9 +9,12 @@ import random
 import pytest
 
 from referee.games.base import PASS, DealSpec, Game, Match, Source
+from referee.games.cards import Card, make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
 from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules, preset
+from referee.games.sevens import match as match_module
+from referee.games.sevens.tables import tables_for
 from tests.sevens.helpers import CARD_RE, play_random, rules, stacked
 
 OBS_FIELDS = {
@@ -265,3 +268,87 @@ def test_short_hand_ante_needs_chips_and_a_positive_ante() -> None:  # SV-28
         with pytest.raises(InvalidRulesError, match="short_hand_ante"):
             SevensRules.from_dict({**PRESETS["sevens"].to_dict(), "short_hand_ante": mode})
     assert SevensRules.from_dict({**base, "short_hand_ante": "none", "ante": 0})
+
+
+def test_the_observation_carries_the_matchs_own_values() -> None:
+    """The common fields hold this match's values (not only their keys): the rules' dict,
+    the deal in play, the totals, the scheduled deals (0 for an until-broke match making
+    its own deals, else the number of deal specs or of the rules' deals), and a seatless
+    deal start as seat -1 in the history; ``is_over()`` is a bool from the start."""
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 5)
+    assert match.is_over() is False
+    rng = random.Random(5)
+    while match.deal_index() == 0:
+        match.apply(rng.choice(match.legal_actions()))
+    for _ in range(5):
+        match.apply(rng.choice(match.legal_actions()))
+    obs = match.observation(2)
+    assert obs["rules"] == PRESETS["fan-tan"].to_dict() and obs["deal_index"] == 1
+    assert obs["totals"] == match.totals() and obs["totals"] != [0, 0, 0, 0]
+    assert obs["num_deals"] == 4 and obs["history"][0] == {"seat": -1, "kind": "deal_start"}
+    broke = rules("fan-tan", until_broke=True, starting_chips=20)
+    assert GAME.new_match(broke, 4, 5).observation(0)["num_deals"] == 0
+    specs = [DealSpec(1), DealSpec(2), DealSpec(3)]
+    assert GAME.new_match(broke, 4, 5, specs).observation(0)["num_deals"] == 3
+
+
+def test_the_table_shows_each_row_in_the_rules_rank_order() -> None:
+    """``table``: per suit, the cards on the table from the row's low end to its high end
+    (ace high in `domino`, SV-3). The row texts are cached per rules (``Tables.row_text``):
+    the cache is emptied first, so the rows are built here."""
+    for name in ("fan-tan", "domino"):
+        r = PRESETS[name]
+        match = GAME.new_match(r, 4, 8)
+        rng = random.Random(8)
+        for _ in range(40):
+            match.apply(rng.choice(match.legal_actions()))
+        tables_for(r).row_text.clear()
+        obs = match.observation(0)
+        held = {c for s in range(4) for c in match.observation(s)["hand"]}
+        order = {rank: i for i, rank in enumerate(r.rank_order)}
+        for suit, row in obs["table"].items():
+            cards = [c for c in map(str, make_deck(r.deck)) if c[1] == suit and c not in held]
+            assert row == sorted(cards, key=lambda c: order[Card.parse(c).rank]), (name, suit)
+        assert any(len(row) > 1 for row in obs["table"].values())
+
+
+def test_errors_of_a_match_set_up_wrong_say_what_to_do() -> None:
+    with pytest.raises(MatchStateError, match=r"^seat 4 is not a seat of 0\.\.3$"):
+        GAME.new_match(PRESETS["sevens"], 4, 1).observation(4)
+    with pytest.raises(
+        InvalidRulesError, match=r"^deals must list at least one DealSpec \(or be None\)$"
+    ):
+        GAME.new_match(PRESETS["sevens"], 4, 1, [])
+    with pytest.raises(
+        InvalidRulesError,
+        match=r"^deal 1: dealer 4 is not a seat: use 0\.\.3 or None for the normal rotation$",
+    ):
+        GAME.new_match(PRESETS["sevens"], 4, 1, [DealSpec(1), DealSpec(2, dealer=4)])
+    with pytest.raises(MatchStateError, match=r"^hands must list one hand per seat \(4\), not 3$"):
+        SevensMatch(PRESETS["sevens"], 4, 1, hands=[["7D"], ["7C"], ["7H"]])
+
+
+def test_every_event_carries_the_deal_it_happened_in() -> None:
+    """Over 66 deals of the same seed (the engine shares its bot ``play`` events per deal
+    index up to 64, fresh above): each event's ``deal`` is the deal it happened in, antes
+    and deal starts included, and a deal start is about no seat. The shared events are
+    emptied first, so this match builds them."""
+    match_module._BOT_PLAYS.clear()
+    specs = [DealSpec(5)] * 66
+    match = GAME.new_match(PRESETS["fan-tan"], 4, 1, specs)
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    deal = -1
+    for event in match.events():
+        if event.kind == "deal_start":
+            deal += 1
+            assert event.seat is None
+        assert event.deal == deal, event
+    assert deal == 65
+    for result, start in zip(
+        match.deal_results(),
+        (e for e in match.events() if e.kind == "deal_start"),
+        strict=True,
+    ):
+        assert result.detail["first"] == start.detail["first"]
+        assert result.detail["dealer"] == start.detail["dealer"]
