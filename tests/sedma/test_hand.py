@@ -264,3 +264,10 @@ def test_marriages_are_led_only_and_add_up() -> None:
     assert hand.to_act == 0  # nobody matched the king: the leader leads again
     hand.play(Card.parse("KH"), shown=Card.parse("QH"))
     assert hand.marriage_points == [40, 0]
+
+
+def test_a_fresh_hand_has_no_points_and_no_last_trick_yet() -> None:
+    """Before any trick, ``points()`` is zero for each side (no last-trick bonus yet,
+    SD-13): a search or heuristic may ask for it at any time."""
+    hand = rigged(["7C 8C 9C TC", "7D 8D 9D TD", "7H 8H 9H TH", "7S 8S 9S TS"])
+    assert hand.last_trick_side is None and hand.points() == [0, 0]

@@ -9,10 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from referee.games.base import DealSpec, EventKind, Source, derive_seed
+from referee.games.base import DealSpec, Event, EventKind, Source, derive_seed
 from referee.games.cards import Card
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
+from referee.games.sedma import match as sedma_match
 from referee.games.sedma.hand import SEDMA_ORDER, deal_cards
 from referee.games.sedma.match import SedmaMatch, cut_for_dealer
 from referee.games.sedma.rules import deck_cards, preset, rules_from_dict
@@ -404,3 +405,147 @@ def test_errors_after_the_end_and_before_the_result_say_what_to_do() -> None:
     assert match.check("7C") == "the match is over: no action is legal"
     with pytest.raises(MatchStateError, match=r"^the match is over: nobody can time out$"):
         match.apply_timeout()
+
+
+def _cut_reference(seed: int, players: int, kind: str) -> tuple[int, list[list[object]]]:
+    """docs/SEDMA_DECISIONS.md 4 (SD-5), written out: draw ``j`` takes card
+    ``derive_seed("sedma", seed, "cut", j) % remaining`` of the undrawn cards in canonical
+    order; the lowest Sedma rank deals, tied seats draw again while the deck lasts."""
+    deck, seats, draws, j = deck_cards(kind), list(range(players)), [], 0
+    while len(seats) > 1 and len(deck) >= len(seats):
+        round_ = []
+        for seat in seats:
+            round_.append((seat, deck.pop(derive_seed("sedma", seed, "cut", j) % len(deck))))
+            j += 1
+        draws += [[seat, str(card)] for seat, card in round_]
+        low = min(SEDMA_ORDER[card.rank] for _, card in round_)
+        seats = [seat for seat, card in round_ if SEDMA_ORDER[card.rank] == low]
+    return seats[0], draws
+
+
+def test_the_cut_for_dealer_is_the_documented_derivation() -> None:
+    """SD-5: the cut's draws are the documented digest of the match seed (``arena season
+    verify`` re-derives them), for 2, 3 and 4 seats and both decks, ties included."""
+    ties = 0
+    for seed in range(60):
+        for players, kind in ((4, "german32"), (2, "german32"), (3, "sedma24")):
+            got = cut_for_dealer(seed, players, kind)
+            assert got == _cut_reference(seed, players, kind), (seed, players, kind)
+            ties += len(got[1]) > players
+    assert ties > 10
+
+
+def test_tied_cuts_draw_again_until_the_deck_is_used_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SD-5: seats tied for the lowest card draw again as long as the deck holds a card for
+    each, the last two cards included (the draws are scripted: both seats draw the same rank
+    every time, so the 32 cards are all drawn and seat 0 deals)."""
+    deck = deck_cards("german32")
+    order = [card for rank in sorted({c.rank for c in deck}) for card in deck if card.rank is rank]
+    left = list(deck)
+
+    def scripted(*_parts: object) -> int:
+        index = left.index(order[len(deck) - len(left)])
+        left.pop(index)
+        return index
+
+    monkeypatch.setattr(sedma_match, "derive_seed", scripted)
+    dealer, draws = cut_for_dealer(1, 2, "german32")
+    assert (dealer, len(draws)) == (0, 32)
+    assert [card for _, card in draws] == [str(c) for c in order]
+
+
+def test_a_match_is_set_up_from_its_arguments_or_refused_in_words() -> None:
+    """Dealers 0 .. n-1 of a deal spec are seats, n is not; the seed must be an int; the
+    first hand is dealt from its spec's own seed; every side starts at 0 match points."""
+    rules = preset("sedma")
+    match = GAME.new_match(rules, 4, 1, [DealSpec(9, 1, 0)])
+    assert match.rules is rules and match.is_over() is False
+    hands, _talon = deal_cards(rules, 9, 1)
+    assert match.initial_hands()[0] == [[str(c) for c in h] for h in hands]
+    assert match.observation(0)["match_points"] == [0, 0]
+    assert match.observation(0)["totals"] == [0, 0, 0, 0]
+    with pytest.raises(InvalidRulesError, match=r"^DealSpec dealer 4 is not a seat 0\.\.3$"):
+        GAME.new_match(rules, 4, 1, [DealSpec(9, 1, 4)])
+    with pytest.raises(
+        InvalidRulesError, match=r"^deals must hold at least one DealSpec \(or be None\)$"
+    ):
+        GAME.new_match(rules, 4, 1, [])
+    with pytest.raises(InvalidRulesError, match=r"^seed must be an int, got '1'$"):
+        SedmaMatch(rules, 4, "1")  # type: ignore[arg-type]
+    with pytest.raises(MatchStateError, match=r"^seat must be 0\.\.3, got 4$"):
+        match.observation(4)
+
+
+def test_deal_starts_say_the_leader_the_talon_and_the_first_cut_only() -> None:
+    """Each ``deal_start`` event's detail: the leader, the slot, the redeal count and the
+    talon size; the first one of a match that cut for the dealer also holds the cut."""
+    match = new("sedma", 11)
+    play_random(match, 11)
+    starts = [e for e in match.events() if e.kind == EventKind.DEAL_START]
+    assert len(starts) > 1
+    for i, start in enumerate(starts):
+        keys = {"leader", "slot", "redeal", "talon_size"} | ({"dealer_cut"} if i == 0 else set())
+        assert set(start.detail) == keys
+        assert start.detail["leader"] == ((start.seat or 0) + 1) % 4  # SD-7
+        assert start.detail["talon_size"] == 16
+    assert starts[0].detail["dealer_cut"] == cut_for_dealer(11, 4, "german32")[1]
+
+
+def test_the_observation_carries_the_matchs_own_values() -> None:
+    """Mid-hand, the fields hold this match's values: the rules' dict, the hand in play,
+    the side totals per seat, the unit, the seat to act, the trick as seat and card, and
+    ``num_deals`` 0 for a session played to a target (SD-15)."""
+    match = new("sedma", 5)
+    rng = random.Random(5)
+    while match.deal_index() == 0 or len(match.hand_state().trick) < 2:
+        match.apply(rng.choice(match.legal_actions()))
+    obs = match.observation(1)
+    assert obs["rules"] == preset("sedma").to_dict() and obs["deal_index"] == match.deal_index()
+    totals = match.side_totals()
+    assert obs["totals"] == [totals[0], totals[1], totals[0], totals[1]] and any(totals)
+    assert obs["unit"] == "match_points" and obs["to_act"] == match.to_act()
+    assert obs["num_deals"] == 0
+    assert obs["trick"] == [{"seat": s, "card": str(c)} for s, c in match.hand_state().trick]
+
+
+def test_play_draw_and_trick_events_are_exact_and_a_draw_shows_no_card() -> None:
+    """Every ``play`` is (seat, deal, card, source); a ``draw`` is about the seat that
+    drew, with the card only in its detail (the history never shows it, SD-11); a ``trick``
+    names its taker, cards, leader and points (aces and tens, 10 each, SD-13). Play and
+    draw events are shared between matches: the cache is emptied first, so they are built
+    here."""
+    sedma_match._SHARED_EVENTS.clear()
+    match = new("sedma", 3)
+    rng = random.Random(3)
+    sources = (Source.BOT, Source.AUTOPILOT)
+    while not match.is_over():
+        hand, deal, seat = match.hand_state(), match.deal_index(), match.to_act()
+        talon = [str(c) for c in hand.talon]
+        trick = [(s, str(c)) for s, c in hand.trick]
+        card = rng.choice([a for a in match.legal_actions() if "+" not in a])
+        source = rng.choice(sources)
+        events = match.apply(card, source)
+        assert events[0] == Event(EventKind.PLAY, seat, deal, card, None, source)
+        if len(trick) < 3:
+            continue
+        cards = [*trick, (seat, card)]
+        taker = events[1].seat
+        assert taker is not None
+        assert events[1] == Event(
+            EventKind.TRICK,
+            taker,
+            deal,
+            detail={
+                "cards": [c for _, c in cards],
+                "leader": cards[0][0],
+                "points": 10 * sum(c[0] in "AT" for _, c in cards),
+            },
+        )
+        draws = [e for e in events if e.kind == "draw"]
+        assert [e.seat for e in draws] == [(taker + i) % 4 for i in range(len(draws))]
+        for event in draws:
+            assert event == Event("draw", event.seat, deal, detail={"card": talon.pop()})
+            if match.deal_index() == deal and event.seat is not None:
+                assert event.detail["card"] in map(str, match.hand_state().hands[event.seat])
+        for obs in map(match.observation, range(4)):
+            assert all("action" not in h for h in obs["history"] if h["kind"] == "draw")
