@@ -105,7 +105,9 @@ def test_suits_and_ranks_parse_one_letter_each() -> None:
 def test_card_parse_reads_texts_it_never_saw() -> None:
     """Texts no other test parses (``Card.parse`` caches by the exact text): the suit is
     the last character, the rank what comes before; two or three characters after
-    stripping, else the rank-then-suit hint."""
+    stripping, else the rank-then-suit hint. The cache is emptied first: a text parsed
+    before (by another test, or by mutmut's stats run) would not be read again."""
+    Card._by_text.clear()
     assert Card.parse(" 10s\t") is Card(Suit.SPADES, Rank.TEN)
     assert Card.parse("\tqh ") is Card(Suit.HEARTS, Rank.QUEEN)
     for bad in ("10HH", " 7 ", "AAAA"):
