@@ -121,3 +121,116 @@ def test_rules_are_frozen() -> None:
     rules = SedmaRules()
     with pytest.raises(AttributeError):
         rules.target = 9  # type: ignore[misc]
+
+
+TALON_3 = (
+    "the talon (20 cards) must split evenly among 3 players so every seat draws after each "
+    "trick (SD-11); change hand_size or deck (sedma24 for 3 players)"
+)
+POINTS = "match points must satisfy 1 <= win_points <= bald_points <= naked_points"
+
+
+@pytest.mark.parametrize(
+    ("data", "problems"),
+    [
+        ({"players": "4"}, "players must be int, got '4'"),
+        ({"marriages": 1}, "marriages must be bool, got 1"),
+        (
+            {"players": 4.0, "target": True},
+            "players must be int, got 4.0; target must be int, got True",
+        ),
+        (
+            {"players": 5, "partnerships": False},
+            "players must be 2, 3 or 4 (SD-1, SD-17, SD-18), got 5",
+        ),
+        (
+            {"players": 1, "partnerships": False, "deck": "x"},
+            "players must be 2, 3 or 4 (SD-1, SD-17, SD-18), got 1; "
+            "deck must be one of german32, sedma24, got 'x'",
+        ),
+        (
+            {"players": 3},
+            f"partnerships need players = 4 (SD-1); set partnerships = false; {TALON_3}",
+        ),
+        ({"players": 3, "partnerships": False}, TALON_3),
+        ({"deck": "x"}, "deck must be one of german32, sedma24, got 'x'"),
+        ({"hand_size": 0}, "hand_size must be between 1 and 8 for 4 players and a 32-card deck"),
+        ({"hand_size": 9}, "hand_size must be between 1 and 8 for 4 players and a 32-card deck"),
+        (
+            {"players": 3, "partnerships": False, "deck": "sedma24", "hand_size": 9},
+            "hand_size must be between 1 and 8 for 3 players and a 24-card deck",
+        ),
+        (
+            {"last_trick_bonus": -10},
+            "last_trick_bonus must be a non-negative multiple of 10 (SD-4: 10)",
+        ),
+        (
+            {"last_trick_bonus": 5},
+            "last_trick_bonus must be a non-negative multiple of 10 (SD-4: 10)",
+        ),
+        ({"win_points": 0}, POINTS),
+        ({"win_points": 3}, POINTS),
+        ({"bald_points": 4}, POINTS),
+        ({"session": "x"}, "session must be 'target' or 'running' (SD-15), got 'x'"),
+        ({"target": 0}, "target must be at least 1 match point (SD-15: 4), got 0"),
+        ({"running_hands": 0}, "running_hands must be at least 1, got 0"),
+        (
+            {"marriage_points": -10},
+            "marriage_points must be a non-negative multiple of 10 (SD-19: 20 or 40)",
+        ),
+        (
+            {"marriage_points": 15},
+            "marriage_points must be a non-negative multiple of 10 (SD-19: 20 or 40)",
+        ),
+        ({"max_redeals": -1}, "max_redeals must be >= 0, got -1"),
+    ],
+)
+def test_every_rules_check_says_exactly_what_is_wrong(
+    data: dict[str, object], problems: str
+) -> None:
+    """Each check of the validator (docs/RULES.md part 2, the SD-n each message names)
+    refuses with its whole sentence; several problems are all listed, in order."""
+    with pytest.raises(InvalidRulesError) as error:
+        rules_from_dict(data)
+    assert str(error.value) == f"invalid Sedma rules 'custom': {problems}"
+
+
+def test_the_rules_refusals_outside_the_checks_say_what_to_do() -> None:
+    """A nameless rules object, a non-mapping, unknown options, an unknown preset."""
+    cases: list[tuple[object, str]] = [
+        ({"name": ""}, "invalid Sedma rules '': name must not be empty (use 'custom')"),
+        ([1], "Sedma rules must be a mapping, got list"),
+        (
+            {"zz": 1, "aa": 1},
+            "unknown Sedma rules option(s) aa, zz: known are bald_points, deck, hand_size, "
+            "last_trick_bonus, marriage_points, marriages, max_redeals, naked_points, name, "
+            "partnerships, players, running_hands, session, target, win_points",
+        ),
+    ]
+    for data, message in cases:
+        with pytest.raises(InvalidRulesError) as error:
+            rules_from_dict(data)  # type: ignore[arg-type]
+        assert str(error.value) == message
+    with pytest.raises(InvalidRulesError) as error:
+        preset("x")
+    assert (
+        str(error.value)
+        == "unknown Sedma preset 'x': use one of sedma, sedma-2, sedma-3, mariash-sedma"
+    )
+
+
+def test_the_legal_edge_values_pass_the_validator() -> None:
+    """Each bound's legal side: 2 and 4 players, every card dealt (an empty talon), one
+    card each, no last-trick bonus, equal match points, one hand, 0 marriage points and 0
+    redeals."""
+    for ok in (
+        {"players": 2, "partnerships": False, "hand_size": 16},
+        {"hand_size": 8},
+        {"hand_size": 1},
+        {"last_trick_bonus": 0, "marriage_points": 0, "max_redeals": 0},
+        {"win_points": 1, "bald_points": 1, "naked_points": 1},
+        {"target": 1, "running_hands": 1},
+        {"players": 3, "partnerships": False, "deck": "sedma24"},
+    ):
+        rules = rules_from_dict(ok)
+        assert all(getattr(rules, key) == value for key, value in ok.items())

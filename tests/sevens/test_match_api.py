@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -352,3 +353,196 @@ def test_every_event_carries_the_deal_it_happened_in() -> None:
     ):
         assert result.detail["first"] == start.detail["first"]
         assert result.detail["dealer"] == start.detail["dealer"]
+
+
+WINNER_ONLY = "moves chips, but scoring='winner_only' keeps none: set scoring='chips' (or "
+OPTIONS = (
+    "name, deck, starter_rank, ace, starters, multi_card_turn, eights_before_sixes, opening, "
+    "must_play, pass_chips, illegal_pass_penalty, illegal_pass_chips, illegal_pass_payee, "
+    "illegal_pass_also_pays_pass, voluntary_pass_chips, free_passes, pass_elimination, "
+    "max_voluntary_passes, ante, short_hand_ante, card_penalty, ace_pips, seven_penalty, "
+    "scoring, deals, until_broke, starting_chips, match_tiebreak"
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1], "sevens rules must be an object, not list"),
+        ({"zz": 1, "aa": 2}, f"unknown sevens option(s) aa, zz: the options are {OPTIONS}"),
+        ({"ante": "1"}, "option ante must be int, not '1'"),
+        ({"multi_card_turn": 1}, "option multi_card_turn must be bool, not 1"),
+        ({"ante": True}, "option ante must be int, not True"),
+        ({"ante": -1}, "option ante must be 0 or more, not -1"),
+        ({"name": ""}, "name must not be empty (use 'custom')"),
+        ({"deck": "x"}, "deck='x' is not allowed: use one of french52, german32, spanish40"),
+        ({"ace": "x"}, "ace='x' is not allowed: use one of low, high"),
+        (
+            {"starters": "x"},
+            "starters='x' is not allowed: use one of in_hand, removed_before_deal, "
+            "placed_from_hands",
+        ),
+        (
+            {"opening": "x"},
+            "opening='x' is not allowed: use one of seven_of_diamonds, left_of_dealer_diamond, "
+            "any_seven, seven_of_hearts",
+        ),
+        (
+            {"illegal_pass_penalty": "x"},
+            "illegal_pass_penalty='x' is not allowed: use one of lose_turn, chips, forfeit_deal",
+        ),
+        (
+            {"illegal_pass_payee": "x"},
+            "illegal_pass_payee='x' is not allowed: use one of pot, winner",
+        ),
+        (
+            {"short_hand_ante": "x"},
+            "short_hand_ante='x' is not allowed: use one of none, minus_one, plus_one",
+        ),
+        (
+            {"card_penalty": "x"},
+            "card_penalty='x' is not allowed: use one of none, per_card, pips, face_ten",
+        ),
+        (
+            {"scoring": "x"},
+            "scoring='x' is not allowed: use one of winner_only, chips, penalty_points",
+        ),
+        (
+            {"match_tiebreak": "x"},
+            "match_tiebreak='x' is not allowed: use one of none, extra_deal, "
+            "fewest_cards_last_deal, showdown",
+        ),
+        ({"ace_pips": 2}, "ace_pips=2 is not allowed: use one of 1, 15"),
+        (
+            {"deck": "german32"},
+            "deck german32 runs 7 8 9 T J Q K A (the ace above the king): set ace='high'",
+        ),
+        (
+            {"deck": "spanish40", "ace": "high"},
+            "deck spanish40 runs A 2 … 7 J Q K (the ace is 1): set ace='low'",
+        ),
+        (
+            {"starter_rank": "10"},
+            "starter_rank='10' is not a rank of deck french52: use one of "
+            "A 2 3 4 5 6 7 8 9 T J Q K",
+        ),
+        (
+            {"starter_rank": "2", "deck": "german32", "ace": "high"},
+            "starter_rank='2' is not a rank of deck german32: use one of A 7 8 9 T J Q K",
+        ),
+        (
+            {"starter_rank": "x"},
+            "starter_rank='x' is not a rank of deck french52: use one of A 2 3 4 5 6 7 8 9 T J Q K",
+        ),
+        (
+            {"starters": "placed_from_hands"},
+            "starters='placed_from_hands' puts every starter on the table before play, so "
+            "opening='seven_of_diamonds' cannot apply: set opening='any_seven' (the player "
+            "left of the dealer acts first)",
+        ),
+        (
+            {"must_play": False},
+            "must_play=false lets a seat pass forever (SV-24): set max_voluntary_passes or "
+            "pass_elimination to a number above 0",
+        ),
+        (
+            {"scoring": "chips", "illegal_pass_penalty": "chips"},
+            "illegal_pass_penalty='chips' needs illegal_pass_chips above 0 (pt: 3, it nl: 5)",
+        ),
+        ({"ante": 1}, f"ante=1 {WINNER_ONLY}'penalty_points'), or ante=0"),
+        ({"pass_chips": 2}, f"pass_chips=2 {WINNER_ONLY}'penalty_points'), or pass_chips=0"),
+        (
+            {"voluntary_pass_chips": 1},
+            f"voluntary_pass_chips=1 {WINNER_ONLY}'penalty_points'), or voluntary_pass_chips=0",
+        ),
+        (
+            {"seven_penalty": 1},
+            f"seven_penalty=1 {WINNER_ONLY}'penalty_points'), or seven_penalty=0",
+        ),
+        (
+            {"card_penalty": "pips"},
+            "card_penalty='pips' needs scoring='chips' or 'penalty_points' "
+            "(scoring='winner_only' keeps no score but deals won)",
+        ),
+        (
+            {"illegal_pass_penalty": "chips", "illegal_pass_chips": 3},
+            "illegal_pass_penalty='chips' needs scoring='chips' or 'penalty_points': "
+            "or use 'lose_turn' / 'forfeit_deal'",
+        ),
+        (
+            {"scoring": "penalty_points", "ante": 1},
+            "ante needs a pot, and scoring='penalty_points' has none: "
+            "set ante=0 or scoring='chips'",
+        ),
+        (
+            {"scoring": "chips", "short_hand_ante": "plus_one"},
+            "short_hand_ante='plus_one' adjusts the ante: "
+            "set scoring='chips' and ante to 1 or more",
+        ),
+        (
+            {"short_hand_ante": "minus_one", "ante": 1, "scoring": "penalty_points"},
+            "ante needs a pot, and scoring='penalty_points' has none: "
+            "set ante=0 or scoring='chips'",
+        ),
+        (
+            {"until_broke": True},
+            "until_broke plays until a seat runs out of chips (SV-32): set scoring='chips' and "
+            "starting_chips above 0",
+        ),
+        (
+            {"until_broke": True, "scoring": "chips"},
+            "until_broke plays until a seat runs out of chips (SV-32): set scoring='chips' and "
+            "starting_chips above 0",
+        ),
+        (
+            {"scoring": "chips", "until_broke": True, "starting_chips": 10},
+            "until_broke with no ante, no pass chips and no card penalty moves no chips, so "
+            "nobody can go broke: set ante, pass_chips or card_penalty",
+        ),
+        ({"starting_chips": 5}, "starting_chips needs scoring='chips'"),
+        (
+            {"match_tiebreak": "showdown"},
+            "match_tiebreak='showdown' scores a remaining-card penalty round: set "
+            "scoring='penalty_points' or pick another match_tiebreak",
+        ),
+    ],
+)
+def test_every_rules_check_says_exactly_what_is_wrong(data: Any, message: str) -> None:
+    """Each check of the validator (docs/RULES.md part 1, the SV-n each message names)
+    refuses with its whole sentence, the option and value it is about included."""
+    with pytest.raises(InvalidRulesError) as error:
+        SevensRules.from_dict(data)
+    assert str(error.value) == message
+
+
+def test_the_validator_also_checks_rules_built_directly_and_allows_the_bounds() -> None:
+    """The constructor runs the same checks as ``from_dict`` (types, negative numbers); 0
+    is allowed for every count, and each option's edge values that are legal pass."""
+    with pytest.raises(InvalidRulesError) as error:
+        SevensRules(ante="1")  # type: ignore[arg-type]
+    assert str(error.value) == "option ante must be int, not '1'"
+    with pytest.raises(InvalidRulesError) as error:
+        SevensRules(deals=True)
+    assert str(error.value) == "option deals must be int, not True"
+    with pytest.raises(InvalidRulesError) as error:
+        SevensRules(free_passes=-1)
+    assert str(error.value) == "option free_passes must be 0 or more, not -1"
+    for ok in (
+        {"ante": 0, "deals": 0},
+        {"must_play": False, "max_voluntary_passes": 1},
+        {"must_play": False, "pass_elimination": 1},
+        {"scoring": "chips", "illegal_pass_penalty": "chips", "illegal_pass_chips": 1},
+        {"scoring": "chips", "until_broke": True, "starting_chips": 1, "ante": 1},
+        {"scoring": "chips", "until_broke": True, "starting_chips": 1, "pass_chips": 1},
+        {"scoring": "chips", "until_broke": True, "starting_chips": 1, "card_penalty": "per_card"},
+        {"scoring": "chips", "starting_chips": 5},
+        {"scoring": "chips", "ante": 1, "short_hand_ante": "minus_one"},
+        {"scoring": "penalty_points", "match_tiebreak": "showdown"},
+        {"scoring": "penalty_points", "card_penalty": "pips"},
+        {"scoring": "penalty_points", "illegal_pass_penalty": "chips", "illegal_pass_chips": 2},
+        {"deck": "german32", "ace": "high", "starter_rank": "A"},
+        {"deck": "spanish40", "starter_rank": "5"},
+        {"starters": "removed_before_deal", "opening": "any_seven"},
+        {"seven_penalty": 0, "pass_chips": 0, "voluntary_pass_chips": 0},
+    ):
+        assert SevensRules.from_dict(ok).to_dict() == {**SevensRules().to_dict(), **ok}
