@@ -132,16 +132,24 @@ AREAS: dict[str, Area] = {
         fork=False,
     ),
 }
-# The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers).
+# The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers):
+# whether an answer is accepted (right match, attempt, seq and bot; once; in time: the send
+# stamp, the TIMEOUT timer, the stamps the host judges by), which turns are refused or
+# expire unsent, and what a bot is told of its answers (the accepted-results filter).
 ANSWER_CHECKS = (
     "referee.gateway.relay.xǁBotSessionǁ_on_action__mutmut_*",
     "referee.gateway.relay.xǁBotSessionǁ_not_a_player__mutmut_*",
     "referee.gateway.relay.xǁBotSessionǁ_close_request__mutmut_*",
     "referee.gateway.relay.xǁBotSessionǁ_time_out__mutmut_*",
+    "referee.gateway.relay.xǁBotSessionǁ_start_clock__mutmut_*",
     "referee.gateway.relay.xǁBotSessionǁ_remember_answered__mutmut_*",
     "referee.gateway.relay.xǁBotSessionǁhold__mutmut_*",
     "referee.gateway.relay.xǁHubǁsubmit__mutmut_*",
+    "referee.gateway.relay.xǁHubǁsubmit_turn__mutmut_*",
     "referee.gateway.relay.xǁHubǁ_expire__mutmut_*",
+    "referee.gateway.relay.xǁHubǁ_reply__mutmut_*",
+    "referee.gateway.relay.xǁHubǁnotify_bot__mutmut_*",
+    "referee.gateway.relay.xǁHostLinkǁreply__mutmut_*",
 )
 COUNTED = {"killed": "killed", "survived": "survived", "timeout": "killed", "type check": "killed"}
 STATUS = {

@@ -700,10 +700,7 @@ class BotSession:
                 if isinstance(item, Request):
                     if self.open.get(item.key) is not item:
                         continue  # handed back or timed out before its turn came
-                    stamp = now_ms()
-                    item.sent_ms = item.first_sent_ms or stamp
-                    left_s = (item.sent_ms + item.limit_ms + TIMEOUT_SLACK_MS - stamp) / 1000.0
-                    item.timer = loop.call_later(max(0.0, left_s), self._time_out, item.key)
+                    self._start_clock(item, loop)
                     data: Any = item.payload
                 else:
                     data = item
@@ -725,6 +722,15 @@ class BotSession:
                     log.warning("ending the stream of %s: %s", self.bot, error)
                     self.request_stop(error)
                     return
+
+    def _start_clock(self, request: Request, loop: asyncio.AbstractEventLoop) -> None:
+        """Stamp a turn's send time just before its write (a re-sent turn keeps its first
+        send's stamp: the clock runs on) and arm its ``TIMEOUT`` reply,
+        ``TIMEOUT_SLACK_MS`` after the limit counted from that stamp."""
+        stamp = now_ms()
+        request.sent_ms = request.first_sent_ms or stamp
+        left_s = (request.sent_ms + request.limit_ms + TIMEOUT_SLACK_MS - stamp) / 1000.0
+        request.timer = loop.call_later(max(0.0, left_s), self._time_out, request.key)
 
     # --- reading from the bot --------------------------------------------------------
     async def _read_loop(self, stream: Any) -> None:
