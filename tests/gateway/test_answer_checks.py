@@ -287,24 +287,31 @@ def test_what_a_bot_is_told_of_a_stale_a_repeated_and_another_bots_answer(
     _run(scenario())
 
 
-def test_a_turn_for_a_draining_referee_or_a_bot_not_here_is_answered_at_once(
-    redis_url: str,
-) -> None:
-    """A turn that reaches a draining referee is answered ``DRAINED`` at once (the host
-    sends it to the bot's new referee), one for a bot with no stream here ``NOT_HERE``;
-    neither is held or charged (no send stamp)."""
+def test_a_turn_that_cannot_be_sent_is_answered_at_once(redis_url: str) -> None:
+    """A turn for a bot with no stream here is answered ``NOT_HERE`` at once; one waiting
+    for a slot whose ``expires_ms`` already passed ``EXPIRED`` at once (not a second
+    later: a slot freed meanwhile would send it); one that reaches a draining referee
+    ``DRAINED`` (the host sends it to the bot's new referee). None is held or charged (no
+    send stamp)."""
 
     async def scenario() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
         hub = _hub(client)
         link = LocalLink(hub, lambda _link: None)
         session = _session(hub)
+        link.turn("alice", ("m0", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)  # the slot
         absent = link.turn("bob", ("m1", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        expired = link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, now_ms() - 1.0)
+        replies = await asyncio.wait_for(asyncio.gather(absent, expired), 0.5)
         hub.draining = True
-        drained = link.turn("alice", ("m2", 1, 7), b"turn", 5000.0, now_ms() + 30_000.0)
-        replies = await asyncio.wait_for(asyncio.gather(absent, drained), 1)
-        assert [(r.kind, r.sent_ms) for r in replies] == [(Kind.NOT_HERE, 0), (Kind.DRAINED, 0)]
-        assert not session.open and not hub.waiting.get("alice")
+        drained = link.turn("alice", ("m3", 1, 7), b"turn", 5000.0, now_ms() + 30_000.0)
+        replies.append(await asyncio.wait_for(drained, 0.5))
+        assert [(r.kind, r.sent_ms) for r in replies] == [
+            (Kind.NOT_HERE, 0),
+            (Kind.EXPIRED, 0),
+            (Kind.DRAINED, 0),
+        ]
+        assert list(session.open) == [("m0", 1, 1)] and not hub.waiting.get("alice")
         await client.aclose()
 
     _run(scenario())
