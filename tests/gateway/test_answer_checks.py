@@ -289,10 +289,10 @@ def test_what_a_bot_is_told_of_a_stale_a_repeated_and_another_bots_answer(
 
 def test_a_turn_that_cannot_be_sent_is_answered_at_once(redis_url: str) -> None:
     """A turn for a bot with no stream here is answered ``NOT_HERE`` at once; one waiting
-    for a slot whose ``expires_ms`` already passed ``EXPIRED`` at once (not a second
-    later: a slot freed meanwhile would send it); one that reaches a draining referee
-    ``DRAINED`` (the host sends it to the bot's new referee). None is held or charged (no
-    send stamp)."""
+    for a slot expires at its ``expires_ms`` (``EXPIRED``), so at once when that already
+    passed (not a second later: a slot freed meanwhile would send it); one that reaches a
+    draining referee ``DRAINED`` (the host sends it to the bot's new referee). None is
+    held or charged (no send stamp)."""
 
     async def scenario() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
@@ -300,6 +300,10 @@ def test_a_turn_that_cannot_be_sent_is_answered_at_once(redis_url: str) -> None:
         link = LocalLink(hub, lambda _link: None)
         session = _session(hub)
         link.turn("alice", ("m0", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)  # the slot
+        waits = link.turn("alice", ("m4", 1, 1), b"turn", 5000.0, now_ms() + 1_000_000.0)
+        (waiting,) = hub.waiting["alice"]
+        assert waiting.timer is not None  # due 1000 s from now, at expires_ms
+        assert abs(waiting.timer.when() - asyncio.get_running_loop().time() - 1000.0) < 0.5
         absent = link.turn("bob", ("m1", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
         expired = link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, now_ms() - 1.0)
         replies = await asyncio.wait_for(asyncio.gather(absent, expired), 0.5)
@@ -311,7 +315,8 @@ def test_a_turn_that_cannot_be_sent_is_answered_at_once(redis_url: str) -> None:
             (Kind.EXPIRED, 0),
             (Kind.DRAINED, 0),
         ]
-        assert list(session.open) == [("m0", 1, 1)] and not hub.waiting.get("alice")
+        assert list(session.open) == [("m0", 1, 1)] and list(hub.waiting["alice"]) == [waiting]
+        assert not waits.done()
         await client.aclose()
 
     _run(scenario())
