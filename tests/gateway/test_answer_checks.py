@@ -370,3 +370,37 @@ def test_a_turns_clock_starts_at_its_first_send_and_times_out_just_after_the_lim
         await client.aclose()
 
     _run(scenario())
+
+
+def test_a_decision_is_its_bots_while_open_only(redis_url: str, redis_client: redis.Redis) -> None:
+    """While alice holds a decision, bob answering it acts for another bot (the stream
+    ends), even in a match that seats both; once it is answered (or timed out) it is
+    nobody's: bob's answer is then only ``STALE``."""
+    redis_client.set(
+        keys.match_spec("m1"), json.dumps({"match_id": "m1", "seats": ["alice", "bob"]})
+    )
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        link = LocalLink(hub, lambda _link: None)
+        alice, bob = _session(hub, "alice", concurrency=2), _session(hub, "bob")
+        loop = asyncio.get_running_loop()
+        answered = link.turn("alice", ("m1", 1, 1), b"turn", 60.0, now_ms() + 30_000.0)
+        timed_out = link.turn("alice", ("m1", 1, 2), b"turn", 60.0, now_ms() + 30_000.0)
+        for key in (("m1", 1, 1), ("m1", 1, 2)):
+            alice._start_clock(alice.open[key], loop)
+            with pytest.raises(ActingForAnotherBot):
+                await bob._on_action(_act("m1", key[2]))
+        await alice._on_action(_act("m1", 1))
+        assert (await asyncio.wait_for(answered, 1)).kind == Kind.ANSWER
+        assert (await asyncio.wait_for(timed_out, 1)).kind == Kind.TIMEOUT  # 60 ms
+        await bob._on_action(_act("m1", 1))
+        await bob._on_action(_act("m1", 2))
+        assert _told(bob) == [
+            ("m1", 1, bot_pb2.ActionResult.STALE),
+            ("m1", 2, bot_pb2.ActionResult.STALE),
+        ]
+        await client.aclose()
+
+    _run(scenario())
