@@ -404,3 +404,29 @@ def test_a_decision_is_its_bots_while_open_only(redis_url: str, redis_client: re
         await client.aclose()
 
     _run(scenario())
+
+
+def test_a_stream_that_ends_hands_back_its_turns_written_or_not(redis_url: str) -> None:
+    """A stream that ends holding turns hands each back to its host ``BOT_LEFT``: one it
+    wrote with its send stamp (the host's clock runs on), one not yet written with none
+    (never charged)."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        link = LocalLink(hub, lambda _link: None)
+        session = _session(hub, concurrency=2)
+        written = link.turn("alice", ("m1", 1, 1), b"turn", 50.0, now_ms() + 30_000.0)
+        unwritten = link.turn("alice", ("m2", 1, 1), b"turn", 50.0, now_ms() + 30_000.0)
+        request = session.open[("m1", 1, 1)]
+        session._start_clock(request, asyncio.get_running_loop())
+        await session.close()
+        replies = await asyncio.wait_for(asyncio.gather(written, unwritten), 1)
+        assert [(r.kind, r.sent_ms) for r in replies] == [
+            (Kind.BOT_LEFT, request.sent_ms),
+            (Kind.BOT_LEFT, 0.0),
+        ]
+        assert request.sent_ms > 0 and not session.open and not hub.owner
+        await client.aclose()
+
+    _run(scenario())
