@@ -430,3 +430,33 @@ def test_a_stream_that_ends_hands_back_its_turns_written_or_not(redis_url: str) 
         await client.aclose()
 
     _run(scenario())
+
+
+def test_a_turn_sent_again_on_a_new_link_is_answered_there(redis_url: str) -> None:
+    """A host whose link to the referee was lost sends its open turn again on a new link
+    (same match, attempt and seq, the first send stamp). The bot may then hold both
+    copies, on two streams, and answer both: the answer to the old copy goes nowhere, the
+    answer to the new one is the new link's ``ANSWER``, on the first stamp's clock."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        loop = asyncio.get_running_loop()
+        old_link, new_link = (LocalLink(hub, lambda _link: None) for _ in range(2))
+        first, second = _session(hub), _session(hub)
+        lost = old_link.turn("alice", ("m1", 1, 3), b"turn", 5000.0, now_ms() + 30_000.0)
+        old_copy = first.open[("m1", 1, 3)]
+        first._start_clock(old_copy, loop)
+        hub.forget_link(old_link)
+        again = new_link.turn(
+            "alice", ("m1", 1, 3), b"turn", 5000.0, now_ms() + 30_000.0, old_copy.sent_ms
+        )
+        second._start_clock(second.open[("m1", 1, 3)], loop)
+        await first._on_action(_act("m1", 3, "7C"))
+        await second._on_action(_act("m1", 3, "pass"))
+        reply = await asyncio.wait_for(again, 1)
+        assert (reply.kind, reply.action, reply.sent_ms) == (Kind.ANSWER, "pass", old_copy.sent_ms)
+        assert not lost.done() and not first.open and not second.open and not hub.owner
+        await client.aclose()
+
+    _run(scenario())
