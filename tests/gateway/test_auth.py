@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+from dataclasses import dataclass
+from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pytest
 import redis
 import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from referee import bots
 from referee.errors import AuthError
-from referee.gateway.auth import TokenWatch, bearer_token
+from referee.gateway.auth import BOT_SERVICE_PREFIX, BotAuthInterceptor, TokenWatch, bearer_token
 
 
 def test_only_the_bearer_scheme_is_accepted() -> None:
@@ -109,3 +116,99 @@ def test_token_watch_rechecks_on_its_timer_when_no_message_comes(
             await feed.aclose()
 
     assert asyncio.run(scenario()), "the lost revocation was never noticed by the recheck"
+
+
+# --- the interceptor, in memory: fake call details and context, real Redis ---------------
+
+
+@dataclass
+class _Details:
+    """A ``grpc.HandlerCallDetails``: the method and the metadata the client sent."""
+
+    method: str
+    invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """What ``status.abort`` needs of a ``ServicerContext``: the status, recorded."""
+
+    def __init__(self) -> None:
+        self.status: tuple[grpc.StatusCode, str] | None = None
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.status = (code, details)
+        raise _Aborted
+
+
+async def _served_by(handler: Any) -> tuple[grpc.StatusCode, str] | None:
+    """Run a stream-stream handler's behaviour; the status it aborted with, if any."""
+    context = _Context()
+    with contextlib.suppress(_Aborted):
+        await handler.stream_stream(iter(()), context)
+    return context.status
+
+
+def test_the_interceptor_checks_bot_calls_only_and_leaves_the_rest_to_grpc(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Calls outside ``arena.v1.BotGateway`` (the League API, its own admin check) go on
+    untouched, with their call details, token or not; a bot call with a valid token to a
+    method the service does not have (no handler) or one that is not a stream is left to
+    gRPC as it is (UNIMPLEMENTED, ...), not wrapped."""
+    token = bots.register(redis_client, "alpha")
+    league = _Details("/arena.v1.League/Standings")
+    unary = grpc.unary_unary_rpc_method_handler(lambda request, context: None)
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        interceptor = BotAuthInterceptor(client, TokenWatch(client))
+        seen: list[Any] = []
+
+        async def continuation(details: Any) -> Any:
+            seen.append(details)
+            return {
+                "/arena.v1.League/Standings": "league",
+                BOT_SERVICE_PREFIX + "Unary": unary,
+            }.get(details.method)
+
+        assert await interceptor.intercept_service(continuation, league) == "league"
+        metadata = (("authorization", f"Bearer {token}"),)
+        nope = _Details(BOT_SERVICE_PREFIX + "Nope", metadata)
+        assert await interceptor.intercept_service(continuation, nope) is None
+        call = _Details(BOT_SERVICE_PREFIX + "Unary", metadata)
+        assert await interceptor.intercept_service(continuation, call) is unary
+        assert seen == [league, nope, call]
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_bot_call_whose_token_redis_cannot_check_ends_unavailable() -> None:
+    """With Redis down the token cannot be checked: the call ends UNAVAILABLE, saying the
+    storage is unavailable and to try again (not INTERNAL, not served)."""
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis(
+            port=port, socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 0)
+        )
+        interceptor = BotAuthInterceptor(client, TokenWatch(client))
+
+        async def continuation(details: Any) -> Any:
+            raise AssertionError("a call whose token was not checked must not be served")
+
+        call = _Details(BOT_SERVICE_PREFIX + "Play", (("authorization", "Bearer arena_x"),))
+        handler = await interceptor.intercept_service(continuation, call)
+        code, details = await _served_by(handler) or (None, "")
+        assert code == grpc.StatusCode.UNAVAILABLE
+        assert details.startswith("the platform's storage is unavailable (")
+        assert details.endswith("); try again shortly")
+        await client.aclose()
+
+    asyncio.run(scenario())
