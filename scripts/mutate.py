@@ -151,7 +151,13 @@ ANSWER_CHECKS = (
     "referee.gateway.relay.xǁHubǁnotify_bot__mutmut_*",
     "referee.gateway.relay.xǁHostLinkǁreply__mutmut_*",
 )
-COUNTED = {"killed": "killed", "survived": "survived", "timeout": "killed", "type check": "killed"}
+COUNTED = {
+    "killed": "killed",
+    "survived": "survived",
+    "timeout": "killed",
+    "type check": "killed",
+    "segfault": "killed",
+}
 STATUS = {
     0: "survived",
     1: "killed",
@@ -165,6 +171,8 @@ STATUS = {
     24: "timeout",
     152: "timeout",
     255: "timeout",
+    # the tests crashed (SIGSEGV): the mutant broke something in C, e.g. gRPC handed None
+    -11: "segfault",
 }
 # Logging calls are not mutated: their wording and arguments are not behaviour (every line
 # of a ``log.<level>(...)`` statement gets ``# pragma: no mutate`` in the temporary copy).
