@@ -17,7 +17,13 @@ from redis.backoff import NoBackoff
 
 from referee import bots
 from referee.errors import AuthError
-from referee.gateway.auth import BOT_SERVICE_PREFIX, BotAuthInterceptor, TokenWatch, bearer_token
+from referee.gateway.auth import (
+    BOT_SERVICE_PREFIX,
+    CURRENT_BOT,
+    BotAuthInterceptor,
+    TokenWatch,
+    bearer_token,
+)
 
 
 def test_only_the_bearer_scheme_is_accepted() -> None:
@@ -210,5 +216,85 @@ def test_a_bot_call_whose_token_redis_cannot_check_ends_unavailable() -> None:
         assert details.startswith("the platform's storage is unavailable (")
         assert details.endswith("); try again shortly")
         await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_stream_that_ends_is_no_longer_watched_and_leaves_no_task(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A bot stream served through the interceptor runs with its bot as ``CURRENT_BOT``;
+    when it ends, the token watch forgets it (a later rotation ends nothing: no stream is
+    left to end) and nothing it started is left pending."""
+    token = bots.register(redis_client, "alpha")
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        watch = TokenWatch(client)
+        interceptor = BotAuthInterceptor(client, watch)
+        served_as: list[str] = []
+
+        async def play(request_iterator: Any, context: Any) -> None:
+            served_as.append(CURRENT_BOT.get())
+
+        async def continuation(details: Any) -> Any:
+            return grpc.stream_stream_rpc_method_handler(play)
+
+        call = _Details(BOT_SERVICE_PREFIX + "Play", (("authorization", f"Bearer {token}"),))
+        handler = await interceptor.intercept_service(continuation, call)
+        assert await _served_by(handler) is None and served_as == ["alpha"]
+        await asyncio.sleep(0)  # let anything cancelled finish
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        bots.rotate_token(redis_client, "alpha")
+        assert await watch.recheck() == 0
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+class _CountingWatch(TokenWatch):
+    """A TokenWatch that records each recheck (the bot it was for, None for all)."""
+
+    def __init__(self, client: redis.asyncio.Redis, recheck_s: float) -> None:
+        super().__init__(client, recheck_s)
+        self.rechecks: list[str | None] = []
+
+    async def recheck(self, bot: str | None = None) -> int:
+        self.rechecks.append(bot)
+        return await super().recheck(bot)
+
+
+def test_token_watch_rechecks_after_subscribing_and_per_message_only(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``TokenWatch.run`` rechecks every stream once when it has subscribed, then the
+    streams of each bot named on ``keys.TOKEN_EVENTS`` as the message comes, and otherwise
+    waits (here the period is 60 s): it does not spin on Redis."""
+    from referee import keys
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        feed = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        watch = _CountingWatch(client, recheck_s=60.0)
+        runner = asyncio.create_task(watch.run(feed))
+        try:
+            for _ in range(200):  # subscribed and rechecked (bounded: at most 10 s)
+                if watch.rechecks:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            assert watch.rechecks == [None]
+            assert redis_client.publish(keys.TOKEN_EVENTS, "alpha") == 1
+            for _ in range(200):
+                if len(watch.rechecks) > 1:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
+            assert watch.rechecks == [None, "alpha"]
+        finally:
+            runner.cancel()
+            await asyncio.wait({runner}, timeout=5.0)
+            await client.aclose()
+            await feed.aclose()
 
     asyncio.run(scenario())
