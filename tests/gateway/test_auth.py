@@ -264,33 +264,83 @@ class _CountingWatch(TokenWatch):
         return await super().recheck(bot)
 
 
+class _CountingPubSub(redis.asyncio.client.PubSub):
+    """A pub/sub connection that counts the reads of its owner's feed."""
+
+    def __init__(self, feed: _Feed, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.feed = feed
+
+    async def get_message(self, *args: Any, **kwargs: Any) -> Any:
+        self.feed.reads += 1
+        return await super().get_message(*args, **kwargs)
+
+
+class _Feed(redis.asyncio.Redis):
+    """The token watch's own connection, counting how often the watch reads it."""
+
+    reads = 0
+
+    def pubsub(self, **kwargs: Any) -> redis.asyncio.client.PubSub:
+        return _CountingPubSub(self, self.connection_pool, **kwargs)
+
+
+async def _until(condition: Any) -> None:
+    """Wait until ``condition()`` (bounded: at most 10 s, then the test's asserts fail)."""
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+
+
 def test_token_watch_rechecks_after_subscribing_and_per_message_only(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     """``TokenWatch.run`` rechecks every stream once when it has subscribed, then the
     streams of each bot named on ``keys.TOKEN_EVENTS`` as the message comes, and otherwise
-    waits (here the period is 60 s): it does not spin on Redis."""
+    waits for the next message (here the period is 60 s): it neither rechecks nor reads
+    its connection in a loop."""
     from referee import keys
 
     async def scenario() -> None:
         client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
-        feed = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        feed = _Feed.from_url(redis_url, decode_responses=True)
+        assert isinstance(feed, _Feed)
         watch = _CountingWatch(client, recheck_s=60.0)
         runner = asyncio.create_task(watch.run(feed))
         try:
-            for _ in range(200):  # subscribed and rechecked (bounded: at most 10 s)
-                if watch.rechecks:
-                    break
-                await asyncio.sleep(0.05)
+            await _until(lambda: watch.rechecks)  # subscribed
             await asyncio.sleep(0.3)
             assert watch.rechecks == [None]
             assert redis_client.publish(keys.TOKEN_EVENTS, "alpha") == 1
-            for _ in range(200):
-                if len(watch.rechecks) > 1:
-                    break
-                await asyncio.sleep(0.05)
+            await _until(lambda: len(watch.rechecks) > 1)
             await asyncio.sleep(0.3)
             assert watch.rechecks == [None, "alpha"]
+            assert 1 <= feed.reads <= 5  # each read waits for a message (or the period)
+        finally:
+            runner.cancel()
+            await asyncio.wait({runner}, timeout=5.0)
+            await client.aclose()
+            await feed.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_token_watch_rechecks_every_period(redis_url: str) -> None:
+    """With no message, ``TokenWatch.run`` rechecks every stream once per period: with
+    0.1 s, 4 to 17 times in 1.5 s (at most the first and one a period; at least 4 leaves
+    room for a loaded machine's late timers, while reads that waited a second each would
+    allow only 2)."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        feed = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        watch = _CountingWatch(client, recheck_s=0.1)
+        runner = asyncio.create_task(watch.run(feed))
+        try:
+            await _until(lambda: watch.rechecks)  # subscribed
+            await asyncio.sleep(1.5)
+            assert 4 <= len(watch.rechecks) <= 17 and set(watch.rechecks) == {None}
         finally:
             runner.cancel()
             await asyncio.wait({runner}, timeout=5.0)
