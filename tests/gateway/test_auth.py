@@ -280,6 +280,7 @@ class _Feed(redis.asyncio.Redis):
     """The token watch's own connection, counting how often the watch reads it."""
 
     reads = 0
+    failed_at = 0.0  # when a read failed (_BrokenPubSub)
 
     def pubsub(self, **kwargs: Any) -> redis.asyncio.client.PubSub:
         return _CountingPubSub(self, self.connection_pool, **kwargs)
@@ -341,6 +342,61 @@ def test_token_watch_rechecks_every_period(redis_url: str) -> None:
             await _until(lambda: watch.rechecks)  # subscribed
             await asyncio.sleep(1.5)
             assert 4 <= len(watch.rechecks) <= 17 and set(watch.rechecks) == {None}
+        finally:
+            runner.cancel()
+            await asyncio.wait({runner}, timeout=5.0)
+            await client.aclose()
+            await feed.aclose()
+
+    asyncio.run(scenario())
+
+
+class _BrokenPubSub(_CountingPubSub):
+    """A pub/sub connection that fails on its first read and again when closed."""
+
+    async def get_message(self, *args: Any, **kwargs: Any) -> Any:
+        self.feed.failed_at = asyncio.get_running_loop().time()
+        raise redis.exceptions.ConnectionError("connection lost (test)")
+
+    async def aclose(self) -> None:
+        await super().aclose()  # type: ignore[no-untyped-call]
+        raise redis.exceptions.ConnectionError("closing a lost connection failed (test)")
+
+
+class _FlakyFeed(_Feed):
+    """A feed whose first pub/sub connection breaks (then works)."""
+
+    opened = 0
+
+    def pubsub(self, **kwargs: Any) -> redis.asyncio.client.PubSub:
+        self.opened += 1
+        kind = _BrokenPubSub if self.opened == 1 else _CountingPubSub
+        return kind(self, self.connection_pool, **kwargs)
+
+
+def test_token_watch_follows_again_a_second_after_redis_failed(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A Redis error while following ``keys.TOKEN_EVENTS`` (here the connection breaks on
+    its first read, and closing it fails too) does not end ``TokenWatch.run``: a second
+    later it subscribes again, rechecks every stream (a message may have been lost
+    meanwhile) and follows the messages again."""
+    from referee import keys
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        feed = _FlakyFeed.from_url(redis_url, decode_responses=True)
+        assert isinstance(feed, _FlakyFeed)
+        watch = _CountingWatch(client, recheck_s=60.0)
+        runner = asyncio.create_task(watch.run(feed))
+        try:
+            await _until(lambda: len(watch.rechecks) > 1)  # subscribed again
+            again = asyncio.get_running_loop().time() - feed.failed_at
+            assert watch.rechecks == [None, None] and feed.opened == 2
+            assert 0.9 <= again < 1.9  # the pause is a second (plus a loaded machine's lag)
+            assert redis_client.publish(keys.TOKEN_EVENTS, "alpha") == 1
+            await _until(lambda: len(watch.rechecks) > 2)
+            assert watch.rechecks == [None, None, "alpha"] and not runner.done()
         finally:
             runner.cancel()
             await asyncio.wait({runner}, timeout=5.0)
