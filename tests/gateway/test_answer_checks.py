@@ -306,7 +306,7 @@ def test_a_turn_that_cannot_be_sent_is_answered_at_once(redis_url: str) -> None:
         assert abs(waiting.timer.when() - asyncio.get_running_loop().time() - 1000.0) < 0.5
         absent = link.turn("bob", ("m1", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
         expired = link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, now_ms() - 1.0)
-        replies = await asyncio.wait_for(asyncio.gather(absent, expired), 0.5)
+        replies = list(await asyncio.wait_for(asyncio.gather(absent, expired), 0.5))
         hub.draining = True
         drained = link.turn("alice", ("m3", 1, 7), b"turn", 5000.0, now_ms() + 30_000.0)
         replies.append(await asyncio.wait_for(drained, 0.5))
