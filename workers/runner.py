@@ -353,7 +353,7 @@ class MatchRun:
             "message": message + (_AUTOPILOT_NOTE % self.strikes[seat] if took_over else ""),
             "penalty": _penalty(mine),
             "applied_action": _applied(mine),
-            "think_ms": round(reply.think_ms, 3),
+            "think_ms": reply.think_ms,  # whole ms on the wire: rounded once, by the encoder
             "autopilot": took_over,
         }
         # A plain acceptance: streams that declined those (Hello.skip_accepted_results) drop it

@@ -50,6 +50,7 @@ class FakeMatch:
         self._results: list[DealResult] = []
         self._hands_dealt: list[list[list[str]]] = []
         self.log: list[tuple[str, str]] = []
+        self.fine = 1  # chips an illegal pass pays (a test may make refusals free)
         self._deal(0)
 
     def _deal(self, index: int) -> None:
@@ -130,20 +131,19 @@ class FakeMatch:
         return self._step(events + self._illegal_pass(seat, source))
 
     def _illegal_pass(self, seat: int, source: str) -> list[Event]:
-        self.pot += 1
-        self.paid[seat] += 1
-        return [
-            Event(EventKind.ILLEGAL_PASS, seat, self.deal, PASS, "illegal_pass", source),
-            Event(
-                EventKind.PENALTY,
-                seat,
-                self.deal,
-                None,
-                "illegal_pass",
-                source,
-                {"chips": 1, "payee": "pot"},
-            ),
-        ]
+        self.pot += self.fine
+        self.paid[seat] += self.fine
+        penalty = Event(
+            EventKind.PENALTY,
+            seat,
+            self.deal,
+            None,
+            "illegal_pass",
+            source,
+            {"chips": self.fine, "payee": "pot"},
+        )
+        illegal = Event(EventKind.ILLEGAL_PASS, seat, self.deal, PASS, "illegal_pass", source)
+        return [illegal, penalty] if self.fine else [illegal]
 
     def apply_timeout(self) -> list[Event]:
         seat = self.turn

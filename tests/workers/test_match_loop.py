@@ -9,7 +9,9 @@ against a real referee process.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,9 +24,10 @@ from referee.games.base import DealSpec
 from referee.messages import now_ms
 from tests.workers import fakegame
 from workers import metrics as wmetrics
+from workers.link import LinkLost
 from workers.metrics import HostMetrics
 from workers.runner import MatchRun
-from workers.spec import MatchSpec, TimeControl
+from workers.spec import MatchSpec, TimeControl, redeal_seed
 
 TC = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=300, absent_ms=200)
 Kind = internal_pb2.Reply
@@ -63,6 +66,8 @@ class _Router:
         self.link = link
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
         self.plain: list[tuple[str, str, int]] = []  # (bot, kind, seq) flagged accepted
+        self.match_ids: set[str] = set()  # the match id each notification was sent under
+        self.avoided: list[str] = []
 
     async def route(self, bot: str, until_ms: float) -> Any:
         return self.link
@@ -72,11 +77,12 @@ class _Router:
         kind = message.WhichOneof("msg")
         assert kind is not None
         self.sent.append((bot, kind, MessageToDict(getattr(message, kind))))
+        self.match_ids.add(match_id)
         if accepted:
             self.plain.append((bot, kind, message.result.seq))
 
     def avoid(self, referee: str, for_ms: float = 0.0) -> None:
-        pass
+        self.avoided.append(referee)
 
     def forget(self, bot: str) -> None:
         pass
@@ -185,9 +191,16 @@ def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
             }
         ends = _of(router, bot, "deal_end")
         assert [(e.get("dealIndex", 0), e.get("winner", 0)) for e in ends] == [(0, 0), (1, 1)]
+        assert [json.loads(e["resultJson"]) for e in ends] == [
+            d.to_dict() for d in run.match.deal_results()
+        ]
         (end,) = _of(router, bot, "match_end")
         assert end["totals"] == [0, 0] and end["winners"] == [0, 1] and end["unit"] == "chips"
+        assert json.loads(end["resultJson"]) == run.match.result().to_dict()
+    assert router.match_ids == {"m1"}
     committed = run.committed_result()
+    assert committed["match_id"] == "m1"
+    assert committed["result"] == run.match.result().to_dict()
     assert committed["stats"] == [
         {
             "bot": bot,
@@ -205,6 +218,15 @@ def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
     assert committed["finished_ms"] == run.finished_ms > 0
     assert [s["seq"] for s in run.steps] == [1, 2, 3, 4, 5, 6]
     assert [s["deal"] for s in run.steps] == [0, 0, 0, 1, 1, 1]
+    for step, (_, _, turn, _) in zip(run.steps, link.turns, strict=True):
+        assert step["request"]["legal_actions"] == turn["legalActions"]
+        assert step["request"]["clock"] == {"move_ms": 300, "bank_ms": 400, "grace_ms": 50}
+    record = run.record()
+    assert record["rules"] == {"hand": 2, "name": "fake"} and record["stats"] == run.stats
+    assert record["initial_hands"] == run.match.initial_hands() and record["finished_ms"] > 0
+    assert record["finished_ms"] == run.finished_ms
+    # the fake game's own record has no events: the record makes them (Event.to_dict)
+    assert record["events"] == [e.to_dict() for e in run.match.events()]
     assert all(s["source"] == "bot" and s["status"] == "accepted" for s in run.steps)
     # a bot's play is applied as the bot's (an event of source "bot" omits the key)
     assert all("source" not in e for s in run.steps for e in s["events"])
@@ -271,10 +293,15 @@ def test_failures_in_a_row_hand_the_seat_to_the_autopilot() -> None:
     assert run.autopilot == [True, True]  # a's timeout (seq 3) is one failure too
     assert run.stats[1]["autopilot"] is True and run.stats[1]["decisions"] == 1
     takeovers = [s for s in run.steps if s.get("takeover")]
-    assert [(s["seat"], s["source"]) for s in takeovers] == [(1, "autopilot"), (0, "autopilot")]
+    assert [(s["seat"], s["source"], s["deal"]) for s in takeovers] == [
+        (1, "autopilot", 0),
+        (0, "autopilot", 0),
+    ]
     auto = [s for s in run.steps if s["source"] == "autopilot" and not s.get("takeover")]
     plays = [e for s in auto for e in s["events"] if e["kind"] == "play"]
-    assert len(plays) == len(auto) and all(e["source"] == "autopilot" for e in plays)
+    assert auto and len(plays) == len(auto) and all(e["source"] == "autopilot" for e in plays)
+    assert all(s["seat"] == e["seat"] for s, e in zip(auto, plays, strict=True))
+    assert all(s["source"] in ("bot", "autopilot") for s in run.steps)
     assert run.match.is_over()
 
 
@@ -285,6 +312,7 @@ def test_forced_decisions_are_played_without_asking_when_the_spec_says_so() -> N
     run, router, link = _play(_spec(autoplay_forced=True), _legal)
     assert link.turns == [] and len(run.steps) == 6
     assert all(s["source"] == "forced" for s in run.steps)
+    assert [s["seat"] for s in run.steps] == [0, 1, 0, 1, 0, 1]
     assert [s["decisions"] for s in run.stats] == [0, 0]
     assert _kinds(router, "a") == ["match_start", "deal_end", "deal_end", "match_end"]
 
@@ -296,6 +324,7 @@ def test_a_retry_plays_re_dealt_seeds_under_its_attempt() -> None:
     spec = _spec()
     run, router, link = _play(spec, _legal, attempt=2)
     assert {key[1] for _, key, _, _ in link.turns} == {2}
+    assert {turn["attempt"] for _, _, turn, _ in link.turns} == {2}  # in each request too
     assert all(m["attempt"] == 2 for _, _, m in router.sent)
     assert run.spec == spec.for_attempt(2) and run.spec.deals != spec.deals
     record = run.record()
@@ -308,6 +337,13 @@ def test_a_retry_plays_re_dealt_seeds_under_its_attempt() -> None:
     assert record["spec"] == run.spec.to_dict() and record["steps"] == run.steps
     assert record["result"] == run.match.result().to_dict() and record["resent"] == 0
     assert "redealt" not in _play(spec, _legal)[0].record()
+    # A match whose rules decide its deals: the match seed is re-derived, no deals listed.
+    ruled = _spec(deals=None)
+    run, _, _ = _play(ruled, _legal, attempt=2)
+    game = registry.get_game("fake")
+    dealt = game.new_match(run.rules, 2, redeal_seed(7, 2), None).initial_hands()
+    assert run.match.initial_hands() == dealt
+    assert run.record()["redealt"] == {"attempt": 2, "scheduled_seed": 7, "scheduled_deals": None}
 
 
 WIDE = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=60_000, absent_ms=2_000)
@@ -383,6 +419,8 @@ def test_a_request_waits_for_its_bot_as_long_as_the_clock_says() -> None:
     run, router, link = _play_recorded(absent=frozenset())
     asks = router.routes[2:]  # after the two of the match start
     assert [b for b, _, _ in router.routes[:2]] == ["a", "b"]
+    # at the match start, one directory read per bot: no wait (until = now)
+    assert all(-1_000 < until - called <= 0 for _, until, called in router.routes[:2])
     assert [b for b, _, _ in asks] == ["a", "b", "a", "b", "a", "b"]
     for _bot, until, called in asks:
         assert 750 + 2_000 - 1_000 < until - called <= 750 + 2_000
@@ -578,6 +616,7 @@ def test_the_record_keeps_each_request_without_rules_and_history_and_they_can_be
         request = step["request"]
         assert "rules" not in request["observation"] and "history" not in request["observation"]
         assert request["observation"]["hand"] == turn["observation"]["hand"]
+        assert json.loads(turn["observation"]["rulesJson"]) == run.rules.to_dict()
         shown = turn["observation"]["history"]
         assert request["history_entries"] == len(shown)
         deal_events = [
@@ -634,3 +673,261 @@ def test_a_reply_that_never_comes_is_judged_a_timeout_after_the_slack(
     assert 100 <= lost[0]["wall_ms"] < 100 + 2_000  # 2 x 30 ms + 20 ms + 40 ms slack
     assert run.guard is None and run.waiting is None
     assert run.match.is_over() and [s["seq"] for s in run.steps][:4] == [1, 2, 3, 4]
+
+
+# --- found by `make mutate` (area runner, 2026-12-01, fourth session) ----------------------
+
+
+class _ScriptedLink(_RecordingLink):
+    """Answers each turn with the next of ``outcomes`` (a Reply, or an exception the
+    future fails with, e.g. ``LinkLost``), then with the legal card."""
+
+    def __init__(self, name: str, outcomes: list[Any]) -> None:
+        super().__init__(_legal)
+        self.referee = name
+        self.outcomes = outcomes
+
+    def turn(
+        self, bot: str, key: Any, payload: bytes, limit: float, expires: float, first: float
+    ) -> Any:
+        future = super().turn(bot, key, payload, limit, expires, first)
+        if self.outcomes:
+            outcome = self.outcomes.pop(0)
+            future = asyncio.get_running_loop().create_future()
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+        return future
+
+
+def test_a_step_records_its_times_from_the_referee_stamps_and_the_wall_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the times of a decision (docs/workers.md "Match record", docs/metrics.md), on a
+    frozen clock (``now_ms`` 5000) and a scripted wall clock: think time = the referee's
+    receive stamp minus its send stamp, wait = send stamp minus the request's ready time (0
+    when the stamp is earlier), wall = the time around ``ask`` in ms; the record keeps
+    each to the microsecond (3 decimals), and the bank left after an overrun of 0.12346 ms.
+    The overhead metric is wall minus think in seconds, for answered decisions only (a
+    timeout, thinking for ever, has none). The reply is awaited for twice the limit plus
+    ``queue_ms`` plus ``REPLY_SLACK_MS``."""
+    from workers import runner
+
+    walls = iter([100.0, 100.5123456, 200.0, 200.25, 300.0, 302.0])
+    monkeypatch.setattr(runner, "now_ms", lambda: 5_000.0)
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: next(walls)))
+    link = _ScriptedLink(
+        "referee-1",
+        [
+            internal_pb2.Reply(kind=Kind.ANSWER, sent_ms=5_001.23456, received_ms=5_301.35802),
+            internal_pb2.Reply(kind=Kind.ANSWER, sent_ms=4_990.0, received_ms=4_995.5),
+            internal_pb2.Reply(kind=Kind.TIMEOUT, sent_ms=4_000.0),
+        ],
+    )
+    run = MatchRun(SimpleNamespace(router=_Router(link), metrics=HostMetrics()), _spec(), 1)
+    watched: list[float] = []
+    watch = run.watch
+
+    def recorded(future: asyncio.Future[Any], within_s: float) -> None:
+        watched.append(within_s)
+        watch(future, within_s)
+
+    run.watch = recorded  # type: ignore[method-assign]
+
+    async def three() -> None:
+        for _ in range(3):
+            seat = run.match.to_act()
+            legal = run.match.legal_actions()
+            link.outcomes[0].action = legal[0] if link.outcomes[0].kind == Kind.ANSWER else ""
+            await run.ask_step(seat, legal)
+        assert run.guard is not None
+        run.guard.cancel()
+
+    asyncio.run(three())
+    first, second, third = run.steps
+    assert (first["think_ms"], first["wait_ms"], first["wall_ms"]) == (300.123, 1.235, 512.346)
+    assert first["bank_left_ms"] == 399.877 and first["timeout"] is False
+    assert (first["status"], first["reason"]) == ("accepted", "")
+    assert (second["think_ms"], second["wait_ms"], second["wall_ms"]) == (5.5, 0.0, 250.0)
+    assert (third["think_ms"], third["timeout"], third["wall_ms"]) == (1_000.0, True, 2_000.0)
+    assert [s["timeouts"] for s in run.stats] == [1, 0]
+    overhead = run.metrics.hists[(wmetrics.OVERHEAD_SECONDS, "fake")]
+    think = run.metrics.hists[(wmetrics.THINK_SECONDS, "fake")]
+    assert overhead.count == think.count == 3
+    assert overhead.total == pytest.approx((512.3456 - 300.12346 + 250.0 - 5.5) / 1000, rel=1e-9)
+    assert think.total == pytest.approx((300.12346 + 5.5 + 1_000.0) / 1000, rel=1e-9)
+    assert watched[0] == pytest.approx((750 + 300 + 750 + 5_000) / 1000, rel=1e-12)
+
+
+def test_a_bot_that_left_holding_a_request_and_never_came_back_times_out() -> None:
+    """Pins the end of the BOT_LEFT path of ``ask``: the bot's stream ended while it held
+    the request (sent 100 ms ago) and no stream of it comes back before its deadline: the
+    decision is a ``timeout`` (not ``disconnected``: the request was in its hands), its
+    think time counted from the first send, and its bank spent."""
+    left_at: list[float] = []
+
+    def answer(bot: str, turn: Any) -> Any:
+        if bot == "a" and turn.seq == 1:
+            left_at.append(now_ms() - 100.0)
+            router.absent = frozenset({"a"})  # a's stream is gone for good
+            return internal_pb2.Reply(kind=Kind.BOT_LEFT, sent_ms=left_at[0])
+        return _answer(turn.legal_actions[0])
+
+    link = _RecordingLink(answer)
+    router = _RecordingRouter(link)
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), _spec(), 1)
+    asyncio.run(run.play())
+    step = run.steps[0]
+    assert (step["seat"], step["status"], step["reason"]) == (0, "timed_out", "timeout")
+    assert 100.0 <= step["think_ms"] < 100.0 + 1_000.0
+    assert step["bank_left_ms"] == 0.0 and run.stats[0]["timeouts"] >= 1
+
+
+def test_a_request_that_expired_unsent_at_the_referee_is_disconnected_and_uncharged() -> None:
+    """Pins the EXPIRED reply of ``ask``: the referee never found a free slot of the bot
+    before ``expires_ms``, so the bot never had the request: ``disconnected``, think
+    time 0, the bank left alone, the timeout rule applied (SV-21)."""
+
+    def answer(bot: str, turn: Any) -> Any:
+        if bot == "b" and turn.seq == 2:
+            return internal_pb2.Reply(kind=Kind.EXPIRED)
+        return _answer(turn.legal_actions[0])
+
+    run, router, _ = _play(_spec(), answer)
+    step = run.steps[1]
+    assert (step["seat"], step["status"], step["reason"]) == (1, "timed_out", "disconnected")
+    assert step["think_ms"] == 0.0 and step["answer"] is None and step["timeout"] is True
+    assert run.clock.bank_left_ms[1] == 400.0 and step["bank_left_ms"] == 400.0
+    assert run.stats[1]["timeouts"] == 1 and run.stats[1]["think_ms_total"] == 20.0  # 2 x 10
+    told = [r for r in _of(router, "b", "result") if r["seq"] == 2]
+    assert [(r["status"], r["reason"]) for r in told] == [("TIMED_OUT", "disconnected")]
+
+
+def test_a_request_is_sent_again_after_its_referee_drained_or_died() -> None:
+    """Pins the re-send paths of ``ask`` (docs/workers.md "Exactly once, retries,
+    failures"): a referee that answers DRAINED is avoided (the router routes the bot
+    elsewhere), one whose link died is not named (the router dropped its link already);
+    each time the same request (same seq) goes out again as a first send (no earlier send
+    stamp) with the decision's clock restarted, and the record counts every re-send."""
+    drained = _ScriptedLink("referee-1", [internal_pb2.Reply(kind=Kind.DRAINED)])
+    died = _ScriptedLink("referee-2", [LinkLost("the referee died")])
+    link = _ScriptedLink("referee-3", [])
+    router = _RecordingRouter(link)
+
+    async def route(bot: str, until_ms: float) -> Any:  # the first referee with a reply left
+        return next((r for r in (drained, died) if r.outcomes), link)
+
+    router.route = route  # type: ignore[method-assign]
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), _spec(), 1)
+    asyncio.run(run.play())
+    assert router.avoided == ["referee-1"]
+    sends = [drained.turns[0], died.turns[0], link.turns[0]]
+    assert [(bot, key[2]) for bot, key, _, _ in sends] == [("a", 1)] * 3
+    assert all(t["clock"] == {"moveMs": 300, "bankMs": 400, "graceMs": 50} for *_, t, _ in sends)
+    calls = drained.calls + died.calls + link.calls
+    assert [first for *_, first in calls] == [0.0] * len(calls) == [0.0] * 8  # 6 decisions + 2
+    assert run.resent == 2 and run.record()["resent"] == 2
+    assert run.steps[0]["status"] == "accepted"
+
+
+def test_a_bot_that_left_before_its_request_was_sent_gets_it_with_the_whole_clock() -> None:
+    """Pins the BOT_LEFT path when the request had not reached the bot (send stamp 0): no
+    time was taken from its clock, so the request goes out again with the whole clock and
+    as a first send; the host yields, it does not sleep, before routing again."""
+
+    def answer(bot: str, turn: Any) -> Any:
+        if bot == "a" and turn.seq == 1 and len(link.turns) == 1:
+            return internal_pb2.Reply(kind=Kind.BOT_LEFT, sent_ms=0.0)
+        return _answer(turn.legal_actions[0])
+
+    link = _RecordingLink(answer)
+    router = _RecordingRouter(link)
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), _spec(), 1)
+    asyncio.run(run.play())
+    first, again = link.turns[0], link.turns[1]
+    assert first[1] == again[1] == ("m1", 1, 1) and router.forgotten == ["a"]
+    assert again[2]["clock"] == {"moveMs": 300, "bankMs": 400, "graceMs": 50}
+    assert link.calls[1][3] == 0.0
+    assert run.steps[0]["status"] == "accepted" and run.steps[0]["wall_ms"] < 1_000.0
+
+
+def test_the_reply_timer_re_arms_for_a_shorter_or_a_later_deadline() -> None:
+    """Pins the one timer per match of ``watch``/``_check_reply``: a reply awaited with a
+    shorter deadline than the armed timer moves the timer to it; one with a later
+    deadline leaves the timer, which on firing finds the reply still awaited and re-arms
+    itself for that reply's deadline, then fails it with ``TimeoutError`` there."""
+    run = MatchRun(SimpleNamespace(router=_Router(None), metrics=HostMetrics()), _spec(), 1)
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        long: asyncio.Future[Any] = loop.create_future()
+        run.watch(long, 5.0)
+        assert run.guard is not None and run.guard.when() == run.guard_at
+        short: asyncio.Future[Any] = loop.create_future()
+        run.watch(short, 0.05)
+        assert run.waiting is not None and run.guard_at == run.waiting[1]
+        assert run.guard.when() == run.guard_at  # moved to the shorter deadline
+        short.set_result(None)
+        run.waiting = None  # answered (ask's finally)
+        later: asyncio.Future[Any] = loop.create_future()
+        run.watch(later, 0.3)
+        assert run.waiting is not None and run.guard_at < run.waiting[1]  # the sooner time
+        await asyncio.sleep(0.15)  # it fired at 0.05 s: re-armed for ``later``
+        assert not later.done() and run.waiting is not None
+        assert run.guard is not None and run.guard_at == run.waiting[1] == run.guard.when()
+        await asyncio.wait({later}, timeout=3.0)
+        assert later.done() and isinstance(later.exception(), TimeoutError)
+        assert loop.time() >= run.guard_at and run.guard is None and run.waiting is None
+
+    asyncio.run(scenario())
+
+
+def test_a_refusal_that_costs_nothing_is_never_sent_as_a_plain_acceptance() -> None:
+    """Pins the ``accepted`` flag of ``send`` (docs/PROTOCOL.md section 4): only an
+    ACCEPTED result with no reason, no penalty and no takeover may be dropped for streams
+    that declined plain acceptances; a REFUSED one without a penalty (a game where the
+    refusal's pass is free) is always sent."""
+
+    def answer(bot: str, turn: Any) -> Any:
+        return _answer("XX" if turn.seq == 2 else turn.legal_actions[0])
+
+    link = _Link(answer)
+    router = _Router(link)
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), _spec(), 1)
+    run.match.fine = 0  # type: ignore[attr-defined]
+    asyncio.run(run.play())
+    (told,) = [r for r in _of(router, "b", "result") if r["seq"] == 2]
+    assert told["status"] == "REFUSED" and "penalty" not in told and "autopilot" not in told
+    assert 2 not in _plain(router, "b") and _plain(router, "b")  # the others are plain
+
+
+def test_a_deal_without_a_winner_is_told_with_winner_minus_one() -> None:
+    """Pins ``deal_end``'s winner for a deal nobody won (a void Sedma hand, SD-16: the
+    engine's ``winner`` is None): -1, as docs/PROTOCOL.md (``DealEnd.winner``) says, never
+    a seat, and the message is sent (None would not encode)."""
+    link = _Link(_legal)
+    router = _Router(link)
+    run = MatchRun(SimpleNamespace(router=router, metrics=HostMetrics()), _spec(), 1)
+    results = run.match.deal_results
+    run.match.deal_results = lambda: [  # type: ignore[method-assign]
+        replace(r, winner=None) if r.deal == 0 else r for r in results()
+    ]
+    asyncio.run(run.play())
+    for bot in ("a", "b"):
+        ends = _of(router, bot, "deal_end")
+        assert [(e.get("dealIndex", 0), e.get("winner", 0)) for e in ends] == [(0, -1), (1, 1)]
+
+
+def test_the_think_time_told_to_a_bot_is_its_think_time_rounded_once() -> None:
+    """Pins ``action_result.think_ms`` (whole ms on the wire): the think time rounded to
+    the nearest ms once. 11.4996 ms is told as 11 (rounded first to the microsecond, as
+    the record keeps it, it became 11.5 and then 12)."""
+
+    def answer(bot: str, turn: Any) -> Any:
+        return _answer(turn.legal_actions[0], think_ms=11.4996 if turn.seq == 1 else 10.0)
+
+    run, router, _ = _play(_spec(), answer)
+    told = _of(router, "a", "result")[0]
+    assert told["seq"] == 1 and told["thinkMs"] == 11
+    assert run.steps[0]["think_ms"] == 11.5  # the record: to the microsecond
