@@ -90,6 +90,7 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_runner_pins.py",
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
+            "tests/games/test_seeds.py",  # the seed derivations of workers/spec.py
         ),
         fork=False,
     ),

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -23,7 +24,7 @@ import redis
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
 from referee.games import registry
-from referee.games.base import Event, EventKind, Source
+from referee.games.base import DealSpec, Event, EventKind, Source
 from referee.messages import ClockInfo
 from referee.metrics_store import read_counters
 from tests.workers import fakegame
@@ -34,7 +35,7 @@ from workers.metrics import HostMetrics
 from workers.runner import MatchRun, Reply, commit, left_clock, start_attempt, worker_name
 from workers.runner import mark_failed as _mark_failed
 from workers.runner import mark_running as _mark_running
-from workers.spec import redeal_seed
+from workers.spec import MatchSpec, TimeControl, redeal_seed
 
 
 class _Router:
@@ -590,3 +591,153 @@ def test_a_commit_after_a_failed_attempt_clears_the_error_and_counts_the_match(
     assert counters["arena_matches_total"]["game=fake,kind=committed"] == 1
     assert counters["arena_matches_total"]["game=fake,kind=failed"] == 1
     assert counters["arena_timeouts_total"] == {"bot=a,season=s1": 2}
+
+
+# --- found by `make mutate` (area runner, 2026-12-01, fourth session) ----------------------
+
+
+def _outage(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[float | None]:
+    """``start_attempt`` against a Redis that fails ``failures`` times, on a fake clock that
+    moves 1 s per sleep whatever the delay (a loaded machine): returns the sleeps made."""
+    clock = [0.0]
+    sleeps: list[float | None] = []
+
+    def sleep(delay: float | None) -> None:
+        sleeps.append(delay)
+        clock[0] += 1.0
+
+    def flaky(conn: Any, match_id: str, worker: str) -> Any:
+        if len(sleeps) < failures:
+            raise redis.ConnectionError("Error 113 connecting to 198.18.17.2:6379.")
+        return ("spec", 1)
+
+    fake_time = SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep)
+    monkeypatch.setattr(runner, "time", fake_time)
+    monkeypatch.setattr(runner, "_start_attempt", flaky)
+    return sleeps
+
+
+def test_starting_an_attempt_waits_out_an_outage_backing_off_until_its_patience_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``start_attempt``'s wait for Redis (``BEGIN_PATIENCE_S`` = 60 s): after each
+    connection error it sleeps 0.2 s, doubling, at most 5 s, and tries again; it raises
+    once the next sleep would end past the patience (a sleep ending exactly at it is still
+    made). Here the clock moves 1 s per sleep: sleeps at 0..55 s, the error at 56 s (55 +
+    5 = 60 is not past 60). tests/workers/test_begin_retry.py plays it on real Redis."""
+    sleeps = _outage(monkeypatch, failures=3)
+    assert runner.start_attempt(cast(redis.Redis, None), "m1", "w1") == cast(Any, ("spec", 1))
+    assert sleeps == pytest.approx([0.2, 0.4, 0.8])
+    sleeps = _outage(monkeypatch, failures=1_000)
+    with pytest.raises(redis.ConnectionError):
+        runner.start_attempt(cast(redis.Redis, None), "m1", "w1")
+    assert sleeps == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2] + [5.0] * 51)
+
+
+def test_a_spec_keeps_every_field_through_its_stored_json() -> None:
+    """Pins ``MatchSpec.to_dict``/``from_dict`` (the spec a season or ``arena match run``
+    stores under ``keys.match_spec`` and the host loads): every field, named as stored,
+    comes back as it was, none of them at its default here; a spec whose deals the rules
+    decide (``deals=None``) stays so."""
+    spec = make_spec(
+        rules={"hand": 4},
+        deals=(DealSpec(11, rotation=1, dealer=2), DealSpec(12)),
+        time_control=TimeControl(move_ms=1, bank_ms=2, grace_ms=3, queue_ms=4, absent_ms=5),
+        strikes=0,
+        autoplay_forced=True,
+    )
+    stored = json.loads(spec.to_json())
+    assert stored == {
+        "match_id": "m1",
+        "game": "fake",
+        "rules": {"hand": 4},
+        "seats": ["a", "b"],
+        "seed": 7,
+        "deals": [d.to_dict() for d in spec.deals or ()],
+        "time_control": {
+            "move_ms": 1,
+            "bank_ms": 2,
+            "grace_ms": 3,
+            "queue_ms": 4,
+            "absent_ms": 5,
+        },
+        "season": "s1",
+        "strikes": 0,
+        "autoplay_forced": True,
+    }
+    assert MatchSpec.from_json(spec.to_json()) == spec
+    ruled = replace(spec, deals=None)
+    assert json.loads(ruled.to_json())["deals"] is None
+    assert MatchSpec.from_json(ruled.to_json()) == ruled
+
+
+def test_a_spec_stored_without_its_optional_fields_gets_their_defaults() -> None:
+    """Pins the defaults of ``MatchSpec.from_dict`` and ``TimeControl.from_dict`` (a spec
+    stored before a field existed, or written by hand): no deals (the rules decide), the
+    default clock (1000/5000/50 ms, 30 s of queue, 3 s absent), no season, 3 strikes, no
+    forced autoplay; a clock naming some fields keeps the defaults of the others."""
+    spec = MatchSpec.from_dict(
+        {"match_id": "m1", "game": "fake", "rules": {}, "seats": ["a", "b"], "seed": 7}
+    )
+    assert spec == MatchSpec("m1", "fake", {}, ("a", "b"), 7)
+    assert (spec.deals, spec.season, spec.strikes, spec.autoplay_forced) == (None, "", 3, False)
+    assert spec.time_control.to_dict() == {
+        "move_ms": 1000,
+        "bank_ms": 5000,
+        "grace_ms": 50,
+        "queue_ms": 30_000,
+        "absent_ms": 3000,
+    }
+    assert TimeControl.from_dict({}) == TimeControl()
+    assert TimeControl.from_dict({"move_ms": 200}).to_dict() == {
+        **TimeControl().to_dict(),
+        "move_ms": 200,
+    }
+
+
+def test_a_retry_is_re_dealt_from_the_documented_seeds_keeping_rotation_and_dealer() -> None:
+    """Pins ``MatchSpec.for_attempt`` (docs/DECISIONS.md "A retried match is re-dealt"):
+    attempt 1 (or less) plays the spec as stored; attempt ``k`` replaces the match seed by
+    ``redeal_seed(seed, k)`` and deal ``i``'s seed by ``redeal_seed(seed_i, k, i)``, each
+    deal's rotation and dealer kept (duplicate deals stay duplicates), everything else
+    unchanged; a spec whose rules decide its deals keeps none. ``arena season verify``
+    re-derives these seeds."""
+    spec = make_spec(deals=(DealSpec(11, rotation=1, dealer=1), DealSpec(12, rotation=0)))
+    assert spec.for_attempt(1) is spec and spec.for_attempt(0) is spec
+    retry = spec.for_attempt(3)
+    assert retry == replace(
+        spec,
+        seed=redeal_seed(7, 3),
+        deals=(
+            DealSpec(redeal_seed(11, 3, 0), rotation=1, dealer=1),
+            DealSpec(redeal_seed(12, 3, 1), rotation=0, dealer=None),
+        ),
+    )
+    assert make_spec(deals=None).for_attempt(2) == make_spec(deals=None, seed=redeal_seed(7, 2))
+
+
+def test_the_outcome_told_for_a_refusal_or_an_illegal_pass_names_the_rule_broken() -> None:
+    """Pins ``_outcome``'s wording for engines that give less detail: a refusal is told
+    with the engine's reason code and its message, else the reason, else "not a legal
+    action" (code ``invalid_action``); an illegal pass (SV-18) with the engine's message,
+    else the rule in words."""
+    answer = Reply("XX", 1.0, "")
+
+    def refused(reason: str | None, detail: dict[str, Any]) -> Any:
+        return runner._outcome(
+            answer, [Event(EventKind.INVALID_ACTION, 0, 0, "XX", reason, detail=detail)]
+        )
+
+    assert refused("not_legal", {"message": "play a 7"}) == (
+        "refused",
+        "not_legal",
+        "'XX' refused: play a 7",
+    )
+    assert refused("not_legal", {}) == ("refused", "not_legal", "'XX' refused: not_legal")
+    assert refused(None, {}) == ("refused", "invalid_action", "'XX' refused: not a legal action")
+    passed = Event(EventKind.ILLEGAL_PASS, 0, 0, "pass", "illegal_pass", detail={"message": "7D"})
+    assert runner._outcome(answer, [passed]) == (
+        "accepted",
+        "illegal_pass",
+        "illegal pass (SV-18): 7D",
+    )
