@@ -46,12 +46,15 @@ class Area:
     ``deselect``: test ids of ``tests`` left out of the run (pytest ``--deselect``): slow
     cases whose kills other cases make too; a run without them can only count more
     survivors, never fewer (docs/testing.md says which were left out and why).
+    ``functions``: the mutants run when no ``--functions`` is given (an area over some
+    functions of a file: mutmut mutates whole files).
     """
 
     files: tuple[str, ...]
     tests: tuple[str, ...]
     fork: bool = True
     deselect: tuple[str, ...] = ()
+    functions: tuple[str, ...] = ()
 
 
 AREAS: dict[str, Area] = {
@@ -133,6 +136,19 @@ AREAS: dict[str, Area] = {
         fork=False,
     ),
 }
+# What a match host decides about its matches (workers/host.py): which attempts are
+# superseded and which matches heartbeat (tick), what a played match ends as (_play), the
+# commit retried while Redis is away (_commit), the matches handed back on a stop.
+HOST_DECISIONS = tuple(
+    f"workers.host.xǁMatchHostǁ{name}__mutmut_*"
+    for name in ("tick", "_play", "_commit", "_finish", "_hand_back")
+)
+AREAS["host"] = Area(
+    ("workers/host.py",),
+    ("tests/workers/test_host_decisions.py", "tests/metrics/test_host_totals.py"),
+    fork=False,
+    functions=HOST_DECISIONS,
+)
 # The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers):
 # whether an answer is accepted (right match, attempt, seq and bot; once; in time: the send
 # stamp, the TIMEOUT timer, the stamps the host judges by), which turns are refused or
@@ -411,15 +427,19 @@ def main() -> int:
     if args.list:
         for name, area in AREAS.items():
             left_out = f" (left out: {' '.join(area.deselect)})" if area.deselect else ""
-            print(f"{name}: {' '.join(area.files)}  <-  {' '.join(area.tests)}{left_out}")
+            only = f" (only: {' '.join(area.functions)})" if area.functions else ""
+            print(f"{name}: {' '.join(area.files)}{only}  <-  {' '.join(area.tests)}{left_out}")
         return 0
     unknown = [a for a in args.areas if a not in AREAS]
     if unknown:
         parser.error(f"unknown area(s) {unknown}: use {list(AREAS)}")
     results = []
     for name in args.areas or list(AREAS):
-        functions = tuple(
-            p for f in args.functions for p in (ANSWER_CHECKS if f == "answer-checks" else (f,))
+        functions = (
+            tuple(
+                p for f in args.functions for p in (ANSWER_CHECKS if f == "answer-checks" else (f,))
+            )
+            or AREAS[name].functions
         )
         result, survivors = run_area(name, AREAS[name], args.max_children, functions, args.minutes)
         results.append(result)

@@ -1,0 +1,357 @@
+"""What a match host decides about its matches (``workers/host.py``), without processes:
+which attempts are superseded and which matches heartbeat (``tick``), what a played match
+ends as (``_play``: committed, duplicate, left, superseded, failed), the commit retried
+while Redis is away (``_commit``) and the matches handed back on a stop (``_finish``,
+``_hand_back``). Real Redis and a real ``MatchHost`` (RQ registration included); the match
+itself is a stand-in. Fast enough for the ``host`` mutation area (``make mutate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import redis
+
+from referee import keys
+from referee.messages import now_ms
+from tests.metrics.test_host_totals import host  # noqa: F401  (the fixture)
+from tests.workers.test_runner import make_spec
+from workers import host as host_module
+from workers import queue
+from workers.host import MatchHost, Running
+from workers.metrics import HostMetrics
+from workers.queue import RunningMatches
+from workers.runner import Superseded, start_attempt
+
+
+@pytest.fixture
+def jobs(host: MatchHost, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:  # noqa: F811
+    """The host's RQ job endings, recorded instead of written: (``ok``/``failed``, the
+    outcome or the failure text); each must name a running match of the host."""
+    ended: list[tuple[str, str]] = []
+
+    def end(kind: str, running: Any, text: str) -> None:
+        assert isinstance(running, Running), f"a job ended without its match: {running!r}"
+        ended.append((kind, text))
+
+    monkeypatch.setattr(host, "_succeed_job", lambda r, outcome: end("ok", r, outcome))
+    monkeypatch.setattr(host, "_fail_job", lambda r, text: end("failed", r, text))
+    yield ended
+
+
+def _running(run: Any = None) -> Running:
+    return Running(job=SimpleNamespace(id="job"), execution=SimpleNamespace(), run=run)  # type: ignore[arg-type]
+
+
+def test_a_tick_beats_for_the_running_matches_and_names_the_superseded_ones(
+    host: MatchHost,  # noqa: F811
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``tick``'s decisions: a match whose latest attempt (``keys.match_attempt``) is
+    not the one this host plays is superseded (its run stops and commits nothing); one
+    with the same attempt, no attempt key, or no run yet is not. Each running match's
+    heartbeat in the running set is renewed, never added (a match the janitor already
+    removed stays out), the host's own beat written; every 30th tick (RQ's beat) also
+    the state's ``heartbeat_ms``. Checked on a tick with and without that RQ beat."""
+    monkeypatch.setattr(host, "_rq_heartbeats", lambda runs: None)
+    redis_client.set(keys.match_attempt("m1"), 2)
+    redis_client.set(keys.match_attempt("m2"), 1)
+    redis_client.set(keys.match_attempt("m4"), 5)
+    runs = {
+        "m1": _running(SimpleNamespace(attempt=1)),  # attempt 2 started elsewhere
+        "m2": _running(SimpleNamespace(attempt=1)),
+        "m3": _running(SimpleNamespace(attempt=1)),  # no attempt key
+        "m4": _running(None),  # not started yet
+    }
+    for rq_beat in (True, False):
+        RunningMatches(redis_client).beat({"m1": 1.0, "m2": 1.0})
+        redis_client.delete(keys.match_state("m1"))
+        host._ticks = 0 if rq_beat else 1  # the tick makes it 1 (an RQ beat) or 2
+        before = now_ms()
+        assert host.tick(host.conn, runs, HostMetrics()) == ["m1"]
+        for mid in ("m1", "m2"):
+            beat = redis_client.zscore(keys.MATCHES_RUNNING, mid)
+            assert beat is not None and beat >= before - 1
+        assert redis_client.zscore(keys.MATCHES_RUNNING, "m3") is None
+        alive = redis_client.hget(keys.WORKERS_ALIVE, "host-a")
+        assert alive is not None and int(alive) >= before - 1
+        state_beat = redis_client.hget(keys.match_state("m1"), "heartbeat_ms")
+        assert (state_beat is not None) == rq_beat
+        if state_beat is not None:
+            assert int(state_beat) >= before - 1
+    assert host.tick(host.conn, {}, HostMetrics()) == []
+
+
+class _Run:
+    """Stands in for ``runner.MatchRun`` in ``_play``: ``play`` raises ``error`` if any."""
+
+    error: Exception | None = None
+
+    def __init__(self, owner: Any, spec: Any, attempt: int) -> None:
+        self.owner, self.spec, self.attempt = owner, spec, attempt
+        self.ended = False
+
+    async def play(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def notify_match_end(self) -> None:
+        self.ended = True
+
+
+@pytest.mark.parametrize(
+    ("error", "committed", "outcome", "ended"),
+    [
+        (None, True, "committed", True),
+        (None, False, "duplicate", False),
+        (None, None, "left", False),
+        (Superseded("a newer attempt"), True, "superseded", False),
+    ],
+)
+def test_a_played_match_ends_its_job_with_what_became_of_it(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception | None,
+    committed: bool | None,
+    outcome: str,
+    ended: bool,
+) -> None:
+    """Pins ``_play``'s outcomes (docs/workers.md "The life of a match"): committed (the
+    bots are told the match end, only then), a duplicate (the fenced commit refused: told
+    nothing), left (Redis stayed away: the janitor re-runs it), superseded (a newer
+    attempt: no commit tried); each ends its job as a success with that outcome and frees
+    its slot."""
+    commits: list[Any] = []
+
+    async def fake_commit(run: Any) -> bool | None:
+        commits.append(run)
+        return committed
+
+    monkeypatch.setattr(host_module, "MatchRun", type("Run", (_Run,), {"error": error}))
+    monkeypatch.setattr(host, "_commit", fake_commit)
+    spec = make_spec()
+    running = _running()
+    host.runs["m1"] = running
+    host._slot_free.clear()
+    asyncio.run(host._play(running, spec, 3))
+    run = running.run
+    assert isinstance(run, _Run) and (run.owner, run.spec, run.attempt) == (host, spec, 3)
+    assert jobs == [("ok", outcome)] and run.ended is ended
+    assert commits == ([] if error is not None else [run])
+    assert "m1" not in host.runs and host._slot_free.is_set()
+
+
+def test_a_match_that_raises_is_marked_failed_for_its_attempt(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_play``'s failure path: an exception in the match marks the match failed for
+    this attempt (``mark_failed``: type and message), fails its job with the traceback,
+    commits nothing and frees the slot."""
+    failed: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(
+        host_module, "MatchRun", type("Run", (_Run,), {"error": RuntimeError("boom")})
+    )
+    monkeypatch.setattr(host_module, "mark_failed", lambda conn, *args: failed.append(args))
+    monkeypatch.setattr(host_module, "commit", lambda *a: pytest.fail("committed"))
+    spec = make_spec()
+    running = _running()
+    host.runs["m1"] = running
+    asyncio.run(host._play(running, spec, 2))
+    assert failed == [(spec, 2, "RuntimeError: boom")]
+    assert len(jobs) == 1 and jobs[0][0] == "failed"
+    assert "Traceback" in jobs[0][1] and "RuntimeError: boom" in jobs[0][1]
+    assert "m1" not in host.runs and host._slot_free.is_set()
+
+
+def test_a_match_frees_its_slot_even_when_redis_fails_its_bookkeeping(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the ``suppress(RedisError)`` around a played match's bookkeeping in ``_play``:
+    with Redis failing when the job is ended (after a commit) or the failure recorded
+    (after an exception), the match still leaves ``runs`` and frees its slot (the janitor
+    and RQ's cleanup see to the rest); otherwise the slot would be lost for good."""
+
+    def away(*args: Any) -> None:
+        raise redis.ConnectionError("Redis is away")
+
+    async def committed(run: Any) -> bool:
+        return True
+
+    monkeypatch.setattr(host, "_succeed_job", away)
+    monkeypatch.setattr(host, "_fail_job", away)
+    monkeypatch.setattr(host_module, "mark_failed", away)
+    monkeypatch.setattr(host, "_commit", committed)
+    for error in (None, RuntimeError("boom")):
+        monkeypatch.setattr(host_module, "MatchRun", type("Run", (_Run,), {"error": error}))
+        running = _running()
+        host.runs["m1"] = running
+        host._slot_free.clear()
+        asyncio.run(host._play(running, make_spec(), 1))
+        assert "m1" not in host.runs and host._slot_free.is_set()
+
+
+def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_commit``: the fenced commit of the run's spec, attempt, result and record is
+    tried again every ``COMMIT_RETRY_S`` while Redis errors, its answer returned as it is
+    (a refused commit is False); after ``COMMIT_GIVE_UP_S`` of errors it gives up (None:
+    the janitor re-runs the match, the fence keeps it exactly once)."""
+    calls: list[tuple[Any, ...]] = []
+    errors = [2]
+
+    def flaky(conn: Any, *args: Any) -> bool:
+        calls.append(args)
+        if errors[0] > 0:
+            errors[0] -= 1
+            raise redis.ConnectionError("Redis is away")
+        return False
+
+    monkeypatch.setattr(host_module, "commit", flaky)
+    monkeypatch.setattr(host_module, "COMMIT_RETRY_S", 0.01)
+    run = SimpleNamespace(
+        spec=make_spec(),
+        attempt=4,
+        committed_result=lambda: {"r": 1},
+        record=lambda: {"steps": []},
+    )
+    assert asyncio.run(host._commit(run)) is False  # type: ignore[arg-type]
+    assert calls == [(run.spec, 4, {"r": 1}, {"steps": []})] * 3
+    errors[0] = 10**6
+    monkeypatch.setattr(host_module, "COMMIT_GIVE_UP_S", 0.05)
+    assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
+    assert 3 + 2 <= len(calls) < 3 + 1000
+    # On a clock read once for the deadline (0) and once after each error: it gives up
+    # at the first error past COMMIT_GIVE_UP_S (1 s here), not at or before it.
+    monkeypatch.setattr(host_module, "COMMIT_GIVE_UP_S", 1.0)
+    for times, tries in (([0.0, 1_000.0, 2_000.0], 2), ([0.0, 1_000.5], 1)):
+        clock = iter(times)
+        monkeypatch.setattr(host_module, "now_ms", functools.partial(next, clock))
+        calls.clear()
+        assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
+        assert len(calls) == tries
+
+
+def test_a_stopping_host_hands_back_the_matches_still_running_after_the_grace(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    redis_client: redis.Redis,
+) -> None:
+    """Pins ``_finish`` and ``_hand_back`` (SIGTERM, docs/workers.md): a match still
+    playing when the grace ends is cancelled and re-enqueued at once for a new attempt
+    (state ``queued``, no longer in the running set), its job failed with the reason; a
+    match that finishes within the grace and one not started yet are not handed back."""
+    spec, quick = make_spec("m1"), make_spec("m2")
+    for s in (spec, quick):
+        assert queue.enqueue_match(redis_client, s)
+        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1)
+
+    async def stop() -> None:
+        async def forever() -> None:
+            await asyncio.sleep(3600)
+
+        async def finishes() -> None:
+            host._done("m2")
+
+        host.runs = {
+            "m3": _running(None),  # first: the others are still handed back
+            "m1": _running(SimpleNamespace(spec=spec, attempt=1)),
+            "m2": _running(SimpleNamespace(spec=quick, attempt=1)),
+        }
+        host.runs["m1"].task = asyncio.ensure_future(forever())
+        host.runs["m2"].task = asyncio.ensure_future(finishes())
+        await host._finish(0.2)
+        assert host.runs == {}
+
+    asyncio.run(stop())
+    assert jobs == [("failed", "handed back by host-a on shutdown; re-enqueued: True")]
+    assert queue.match_status(redis_client, "m1")["state"] == "queued"
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is None
+    assert queue.match_status(redis_client, "m2")["state"] == "running"
+
+
+def test_a_hand_back_that_redis_refuses_does_not_stop_the_others(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the ``suppress(RedisError)`` of ``_finish``: a match whose hand back fails on a
+    Redis error (the janitor re-runs it once its heartbeat lapses) does not keep the
+    other matches from being handed back, nor the host from stopping."""
+    specs = [make_spec("m1"), make_spec("m2")]
+    for s in specs:
+        assert queue.enqueue_match(redis_client, s)
+        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1)
+    requeue = queue.requeue_abandoned
+
+    def flaky(conn: Any, mid: str, *args: Any) -> bool:
+        if mid == "m1":
+            raise redis.ConnectionError("Redis is away")
+        return requeue(conn, mid, *args)
+
+    monkeypatch.setattr(queue, "requeue_abandoned", flaky)
+
+    async def stop() -> None:
+        host.runs = {s.match_id: _running(SimpleNamespace(spec=s, attempt=1)) for s in specs}
+        await host._finish(0.0)
+
+    asyncio.run(stop())
+    assert jobs == [("failed", "handed back by host-a on shutdown; re-enqueued: True")]
+    assert queue.match_status(redis_client, "m2")["state"] == "queued"
+    assert host.runs == {}
+
+
+def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the cadence of ``tick`` (docs/workers.md "Match hosts and RQ"): RQ's heartbeats
+    for the running matches every ``RQ_BEAT_EVERY`` (30) ticks from the first, the
+    give-back of jobs a dead host dequeued every ``GIVE_BACK_EVERY`` (10), RQ's registry
+    cleanup every ``CLEAN_EVERY`` (30), the janitor every tick; after a Redis outage the
+    janitor waits ``stale_s`` + ``OUTAGE_SLACK_S`` from the first tick that got through
+    (every host saw the outage: their heartbeats need that long to flow again), and runs
+    again from that time on (frozen clock)."""
+    chores: list[tuple[str, int]] = []
+    monkeypatch.setattr(host, "_rq_heartbeats", lambda r: chores.append(("rq", len(r))))
+    monkeypatch.setattr(host, "_give_back_unstarted_jobs", lambda: chores.append(("give", 0)))
+    monkeypatch.setattr(host_module, "clean_registries", lambda q: chores.append(("clean", 0)))
+    monkeypatch.setattr(queue, "janitor_pass", lambda conn, stale: chores.append(("jan", 0)))
+    clock = [1_000_000.0]
+    monkeypatch.setattr(host_module, "now_ms", lambda: clock[0])
+    runs = {"m1": _running(SimpleNamespace(attempt=1))}
+    host._ticks = 0
+    seen: dict[int, list[tuple[str, int]]] = {}
+    for tick in range(1, 32):
+        chores.clear()
+        host.tick(host.conn, runs, HostMetrics())
+        seen[tick] = sorted(chores)
+    assert seen[1] == [("clean", 0), ("give", 0), ("jan", 0), ("rq", 1)]
+    assert seen[11] == seen[21] == [("give", 0), ("jan", 0)]
+    assert seen[31] == seen[1]
+    assert all(seen[t] == [("jan", 0)] for t in seen if t not in (1, 11, 21, 31))
+    host._outage = True  # a dequeue or a tick failed on Redis
+    chores.clear()
+    host.tick(host.conn, runs, HostMetrics())
+    assert host._judge_after_ms == clock[0] + (host.stale_s + host_module.OUTAGE_SLACK_S) * 1000
+    assert ("jan", 0) not in chores and not host._outage
+    clock[0] = host._judge_after_ms - 1.0
+    chores.clear()
+    host.tick(host.conn, runs, HostMetrics())
+    assert ("jan", 0) not in chores
+    clock[0] += 1.0  # the time itself: judged again
+    chores.clear()
+    host.tick(host.conn, runs, HostMetrics())
+    assert ("jan", 0) in chores
