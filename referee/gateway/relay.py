@@ -673,11 +673,16 @@ class BotSession:
             request.timer = None
         return request
 
-    def _time_out(self, key: Key) -> None:
-        request = self._close_request(key)
-        if request is not None:
-            self.hub._reply(request, Kind.TIMEOUT)
-            self.hub.dispatch(self.bot)
+    def _time_out(self, request: Request) -> None:
+        """``request``'s limit passed: ``TIMEOUT``, if this stream still holds that very
+        request. A host whose link broke sends its open turns again (same key, the clock
+        restarted, docs/workers.md): a copy held again here must not time out on the first
+        copy's clock."""
+        if self.open.get(request.key) is not request:
+            return
+        self._close_request(request.key)
+        self.hub._reply(request, Kind.TIMEOUT)
+        self.hub.dispatch(self.bot)
 
     # --- writing to the bot ----------------------------------------------------------
     async def send_notice(self, message: Any) -> None:
@@ -730,7 +735,7 @@ class BotSession:
         stamp = now_ms()
         request.sent_ms = request.first_sent_ms or stamp
         left_s = (request.sent_ms + request.limit_ms + TIMEOUT_SLACK_MS - stamp) / 1000.0
-        request.timer = loop.call_later(max(0.0, left_s), self._time_out, request.key)
+        request.timer = loop.call_later(max(0.0, left_s), self._time_out, request)
 
     # --- reading from the bot --------------------------------------------------------
     async def _read_loop(self, stream: Any) -> None:

@@ -353,7 +353,8 @@ def test_a_turns_clock_starts_at_its_first_send_and_times_out_just_after_the_lim
         fresh = link.turn("alice", ("m1", 1, 1), b"turn", 5000.0, t0 + 30_000.0)
         link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, t0 + 30_000.0, t0 - 1000.0)
         late = link.turn("alice", ("m3", 1, 1), b"turn", 5000.0, t0 + 30_000.0, t0 - 9000.0)
-        for request in list(session.open.values()):
+        requests = list(session.open.values())
+        for request in requests:
             session._start_clock(request, clock)  # type: ignore[arg-type]
         t1 = now_ms()
         assert t0 <= session.open[("m1", 1, 1)].sent_ms <= t1
@@ -363,7 +364,8 @@ def test_a_turns_clock_starts_at_its_first_send_and_times_out_just_after_the_lim
         assert (4002.0 - (t1 - t0)) / 1000.0 - 1e-6 <= d2 <= 4002.0 / 1000.0 + 1e-6
         assert d3 == 0.0
         assert (cb1, cb2, cb3) == (session._time_out,) * 3
-        assert [args1, args2, args3] == [(("m1", 1, 1),), (("m2", 1, 1),), (("m3", 1, 1),)]
+        assert [args1, args2, args3] == [(r,) for r in requests]
+        assert [r.key for r in requests] == [("m1", 1, 1), ("m2", 1, 1), ("m3", 1, 1)]
         timed_out = await asyncio.wait_for(late, 1)
         assert (timed_out.kind, timed_out.sent_ms) == (Kind.TIMEOUT, t0 - 9000.0)
         assert ("m3", 1, 1) not in session.open and not fresh.done()
@@ -457,6 +459,37 @@ def test_a_turn_sent_again_on_a_new_link_is_answered_there(redis_url: str) -> No
         reply = await asyncio.wait_for(again, 1)
         assert (reply.kind, reply.action, reply.sent_ms) == (Kind.ANSWER, "pass", old_copy.sent_ms)
         assert not lost.done() and not first.open and not second.open and not hub.owner
+        await client.aclose()
+
+    _run(scenario())
+
+
+def test_a_turn_sent_again_with_its_clock_restarted_keeps_the_new_clock(
+    redis_url: str,
+) -> None:
+    """A host whose link to a live referee broke sends its open turns again with the
+    clock restarted (docs/workers.md: not the bot's fault). When the bot's stream still
+    holds the first copy and has a free slot, it holds the new copy under the same key:
+    the new copy times out on its own clock, not at the first copy's limit (the first
+    copy's timer used to close it, a TIMEOUT charged to the bot 50 ms into a 5 s clock)."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        loop = asyncio.get_running_loop()
+        old_link, new_link = (LocalLink(hub, lambda _link: None) for _ in range(2))
+        session = _session(hub, concurrency=2)
+        old_link.turn("alice", ("m1", 1, 3), b"turn", 50.0, now_ms() + 30_000.0)
+        session._start_clock(session.open[("m1", 1, 3)], loop)
+        hub.forget_link(old_link)
+        again = new_link.turn("alice", ("m1", 1, 3), b"turn", 5000.0, now_ms() + 30_000.0)
+        copy = session.open[("m1", 1, 3)]
+        session._start_clock(copy, loop)
+        await asyncio.sleep(0.2)  # the first copy's limit (50 ms) is long past
+        assert not again.done() and session.open[("m1", 1, 3)] is copy
+        await session._on_action(_act("m1", 3, "pass"))
+        reply = await asyncio.wait_for(again, 1)
+        assert (reply.kind, reply.action, reply.sent_ms) == (Kind.ANSWER, "pass", copy.sent_ms)
         await client.aclose()
 
     _run(scenario())
