@@ -490,3 +490,40 @@ def test_the_duplicate_plan_counts_owners_once_and_says_plain_deals_in_words() -
     assert duplicate_plan(spec).tables_per_board == 2
     plain = SeasonSpec.from_dict({**spec.to_dict(), "options": {"duplicate": False}})
     assert duplicate_plan(plain).note == "plain deals: every deal a new shuffle"
+
+
+def test_seat_counts_counts_each_bot_in_each_seat() -> None:
+    """``seat_counts``, which the seat checks and the fairness tests read: per bot, how
+    often it sat in each seat (mutmut: counting down passed, the seat check reads only
+    spreads)."""
+    seatings = [(0, 1, 2), (2, 0, 1), (0, 2, 1)]
+    assert seat_counts(seatings) == {
+        0: Counter({0: 2, 1: 1}),
+        1: Counter({1: 1, 2: 2}),
+        2: Counter({0: 1, 1: 1, 2: 1}),
+    }
+
+
+class _NeverSwaps(random.Random):
+    """A generator whose ``randrange`` always answers 0 (so the seat search never draws two
+    different seats to swap) and counts its calls; ``shuffle`` draws as usual."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.calls = 0
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
+        self.calls += 1
+        return 0
+
+
+def test_the_seat_search_stops_after_2000_plus_200_steps_a_seat() -> None:
+    """``assign_seats`` tries at most 2000 + 200 x tables x table size swaps (three draws
+    each: the table and two seats) when the seats are not balanced by then: part of the
+    schedule ``arena season verify`` rebuilds from the seed (docs/seasons.md, "Seed
+    commitment"). Counted with a generator that never offers a swap (mutmut: the budget
+    was unchecked, every seeded search balanced the seats well before it)."""
+    rng = _NeverSwaps(0)
+    seatings = assign_seats([(0, 1, 2)] * 4, rng)
+    assert max(_spread([c[s] for s in range(3)]) for c in seat_counts(seatings).values()) > 1
+    assert rng.calls == 3 * (2000 + 200 * 4 * 3)
