@@ -552,8 +552,8 @@ def test_the_table_search_tries_4n_table_counts_3_times_within_its_step_budget()
     commitment"). 4 bots at tables of 3 with bot 0 kept from bots 1 and 2 have no balanced
     design (only {1, 2, 3} is allowed, pair (0, 3) never meets), so every try runs to the
     end; counted with a generator that never offers a swap (mutmut: the number of table
-    counts, of tries and of steps was unchecked: every seeded search in the tests found a
-    design early)."""
+    counts, of tries and of steps, the skipped counts and the refusal without owners were
+    unchecked: every seeded search in the tests found a design early)."""
     rng = _NeverSwaps(0)
     with pytest.raises(ConfigError) as refused:
         balanced_tables(4, 3, rng, [(0, 1), (0, 2)])
@@ -563,3 +563,16 @@ def test_the_table_search_tries_4n_table_counts_3_times_within_its_step_budget()
     )
     counts = range(2, 2 + 4 * 4)  # 4 pairs allowed, 3 a table: from 2 tables
     assert rng.calls == 3 * sum(2 * (4000 + 400 * total * 3) for total in counts)
+    # Without owners the counts _may_balance rules out (5, 15 and 25 tables of 3 for 6
+    # bots) are skipped, not searched, and the search goes on after them; this generator's
+    # first draws balance no count.
+    rng = _NeverSwaps(0)
+    with pytest.raises(ConfigError) as refused:
+        balanced_tables(6, 3, rng)
+    assert str(refused.value) == (
+        "no balanced design of tables of 3 for 6 bots was found; raise max_subsets to 20 to "
+        "play every table instead"
+    )
+    counts = range(5, 5 + 4 * 6)  # 15 pairs, 3 a table: from 5 tables
+    searched = [total for total in counts if total not in (5, 15, 25)]
+    assert rng.calls == 3 * sum(2 * (4000 + 400 * total * 3) for total in searched)
