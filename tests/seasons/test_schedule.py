@@ -21,6 +21,7 @@ from referee.seasons.schedule import (
     assign_seats,
     balanced_tables,
     build_schedule,
+    choose_tables,
     duplicate_plan,
     group_flights,
     owner_pairs,
@@ -576,3 +577,42 @@ def test_the_table_search_tries_4n_table_counts_3_times_within_its_step_budget()
     counts = range(5, 5 + 4 * 6)  # 15 pairs, 3 a table: from 5 tables
     searched = [total for total in counts if total not in (5, 15, 25)]
     assert rng.calls == 3 * sum(2 * (4000 + 400 * total * 3) for total in searched)
+
+
+def test_choose_tables_plays_every_table_up_to_max_subsets_and_refuses_in_words() -> None:
+    """``choose_tables`` plays every k-subset when there are at most ``max_subsets`` of
+    them (the 10 tables of 3 from 5 bots with max_subsets = 10), else the balanced design
+    (5 tables with 9); when owners kept apart leave no table it says so (mutmut: the
+    boundary and the refusal's words were unchecked)."""
+    every = list(itertools.combinations(range(5), 3))
+    assert choose_tables(5, 3, random.Random(1), 10) == every
+    assert len(choose_tables(5, 3, random.Random(1), 9)) == 5
+    with pytest.raises(ConfigError) as refused:
+        choose_tables(4, 3, random.Random(1), 10, [(0, 1), (2, 3)])
+    assert str(refused.value) == (
+        "no table of 3 keeps every owner's bots apart: add bots of other owners or set "
+        "separate_owners = false"
+    )
+
+
+def test_the_duplicate_plan_says_in_full_what_it_does_and_why_it_is_off() -> None:
+    """The sentences of ``duplicate_plan``, stored as the season's "duplicate" field and
+    read by people: field duplicate at 2 tables, and off for a field too small, counted in
+    owners with ``separate_owners`` (mutmut: only some words were checked)."""
+    spec = SeasonSpec(
+        name="o", game="sevens", bots=tuple(f"b{i}" for i in range(8)), table_size=4,
+        deals_per_match=4,
+    )  # fmt: skip
+    assert duplicate_plan(spec).note == (
+        "field duplicate: each shuffle is played at 2 tables by different bots, each hand "
+        "held by 2 different bots, never twice by one bot; the standings compare them across "
+        "tables (dup_score)"
+    )
+    small = SeasonSpec.from_dict(
+        {**spec.to_dict(), "bots": list(spec.bots[:7]), "options": {"separate_owners": True}}
+    )
+    assert duplicate_plan(small).note == (
+        "duplicate is off: field duplicate plays each shuffle at 2 or more tables with no bot "
+        "(no owner with separate_owners) at two of them, which needs at least 8 owners for "
+        "tables of 4; this season has 7: every deal is a new shuffle"
+    )
