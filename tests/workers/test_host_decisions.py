@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis
+from rq.executions import Execution
+from rq.intermediate_queue import IntermediateQueue
 
 from referee import keys
 from referee.messages import now_ms
@@ -26,7 +29,7 @@ from workers import queue
 from workers.host import MatchHost, Running
 from workers.metrics import HostMetrics
 from workers.queue import RunningMatches
-from workers.runner import Superseded, start_attempt
+from workers.runner import Superseded, commit, start_attempt
 
 
 @pytest.fixture
@@ -355,3 +358,46 @@ def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
     chores.clear()
     host.tick(host.conn, runs, HostMetrics())
     assert ("jan", 0) in chores
+
+
+def test_a_dequeued_match_starts_its_attempt_or_ends_its_job_at_once(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    redis_client: redis.Redis,
+) -> None:
+    """Pins ``_dequeue`` (docs/workers.md "Match hosts and RQ"): a match job taken off the
+    queue starts a new attempt of its match at once (running, this host named, in the
+    running set: from then on a janitor re-runs it if this host dies), its RQ execution
+    open (the job in the started registry, its start time set); a match that already has
+    a result ends its job as ``already-done`` and is not played; a match without a spec,
+    or a job naming none, fails its job with the ``LookupError``. With the queue empty it
+    waits ``DEQUEUE_WAIT_S`` (1 s) for a job, never spinning."""
+    specs = [make_spec("m1"), make_spec("m2"), make_spec("m3")]
+    for s in specs:
+        assert queue.enqueue_match(redis_client, s)
+    host.queue.enqueue("workers.host.match_job")  # a job with no match id
+    assert commit(redis_client, specs[1], 1, {"finished_ms": 1.0, "stats": []}, {})  # type: ignore[typeddict-item]
+    redis_client.delete(keys.match_spec("m3"))
+    got = host._dequeue()
+    assert got is not None
+    running, started = got
+    assert started == (specs[0], 1) and running.job.args == ("m1",) and running.run is None
+    assert running.job.started_at is not None and isinstance(running.execution, Execution)
+    assert IntermediateQueue(host.queue.key, connection=host.rq_conn).get_job_ids() == []
+    assert running.job.id in host.queue.started_job_registry.get_job_ids()
+    status = queue.match_status(redis_client, "m1")
+    assert (status["state"], status["attempt"], status["worker"]) == ("running", "1", "host-a")
+    assert redis_client.zscore(keys.MATCHES_RUNNING, "m1") is not None
+    assert jobs == []
+    for mid in ("m2", "m3"):
+        got = host._dequeue()
+        assert got is not None and got[1] is None and got[0].job.args == (mid,)
+    assert jobs[0] == ("ok", "already-done")
+    assert jobs[1][0] == "failed" and jobs[1][1].startswith("LookupError: match 'm3' has no spec")
+    assert redis_client.get(keys.match_attempt("m2")) is None  # no attempt taken
+    got = host._dequeue()
+    assert got is not None and got[1] is None and got[0].job.args == ()
+    assert jobs[2][0] == "failed" and jobs[2][1].startswith("LookupError: match '' has no spec")
+    waited = time.monotonic()
+    assert host._dequeue() is None
+    assert time.monotonic() - waited >= 0.9
