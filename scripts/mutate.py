@@ -139,10 +139,19 @@ AREAS: dict[str, Area] = {
 # What a match host decides about its matches (workers/host.py): which attempts are
 # superseded and which matches heartbeat (tick), what a played match ends as (_play), the
 # commit retried while Redis is away (_commit), the matches handed back on a stop, a
-# dequeued match started at once or its job ended (_dequeue).
+# dequeued match started at once or its job ended (_dequeue), a job a dead host dequeued
+# but never started queued again (_give_back_unstarted_jobs).
 HOST_DECISIONS = tuple(
     f"workers.host.xǁMatchHostǁ{name}__mutmut_*"
-    for name in ("tick", "_play", "_commit", "_finish", "_hand_back", "_dequeue")
+    for name in (
+        "tick",
+        "_play",
+        "_commit",
+        "_finish",
+        "_hand_back",
+        "_dequeue",
+        "_give_back_unstarted_jobs",
+    )
 )
 AREAS["host"] = Area(
     ("workers/host.py",),

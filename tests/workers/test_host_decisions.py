@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import redis
+from rq import Queue
 from rq.executions import Execution
 from rq.intermediate_queue import IntermediateQueue
 
@@ -401,3 +402,39 @@ def test_a_dequeued_match_starts_its_attempt_or_ends_its_job_at_once(
     waited = time.monotonic()
     assert host._dequeue() is None
     assert time.monotonic() - waited >= 0.9
+
+
+def test_a_job_a_dead_host_dequeued_but_never_started_is_queued_again(
+    host: MatchHost,  # noqa: F811
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_give_back_unstarted_jobs``: a job that sits in RQ's intermediate queue (a
+    host took it off the queue and died before starting it: its match is 'queued' and
+    outside the running set, where no janitor looks) for ``stale_s`` is pushed back to the
+    front of the queue, once, and forgotten; a job seen for less long, or one started
+    (in the started registry), stays; ids no longer listed are forgotten (frozen clock)."""
+    clock = [100.0]
+    monkeypatch.setattr(host_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    for s in (make_spec("m1"), make_spec("m2"), make_spec("m3")):
+        assert queue.enqueue_match(redis_client, s)
+    lost = Queue.dequeue_any([host.queue], 1, connection=host.rq_conn)  # a host that died
+    started = Queue.dequeue_any([host.queue], 1, connection=host.rq_conn)
+    assert lost is not None and started is not None
+    host.worker.prepare_execution(started[0])  # started (as _dequeue does), still listed
+    host.worker.prepare_job_execution(started[0])
+    intermediate = IntermediateQueue(host.queue.key, connection=host.rq_conn)
+    assert set(intermediate.get_job_ids()) == {lost[0].id, started[0].id}
+    host._unstarted_seen["gone"] = 1.0  # listed once, not any more
+    host._give_back_unstarted_jobs()  # first seen now
+    assert host._unstarted_seen == {lost[0].id: 100.0, started[0].id: 100.0}
+    clock[0] += host.stale_s - 0.01
+    host._give_back_unstarted_jobs()
+    assert host.queue.get_job_ids()[0] != lost[0].id
+    clock[0] += 0.01  # stale_s since it was first seen
+    host._give_back_unstarted_jobs()
+    assert host.queue.get_job_ids()[0] == lost[0].id and host.queue.count == 2
+    assert intermediate.get_job_ids() == [started[0].id]
+    assert host._unstarted_seen == {started[0].id: 100.0}
+    host._give_back_unstarted_jobs()
+    assert host.queue.count == 2  # pushed back once
