@@ -546,3 +546,69 @@ def test_the_validator_also_checks_rules_built_directly_and_allows_the_bounds() 
         {"seven_penalty": 0, "pass_chips": 0, "voluntary_pass_chips": 0},
     ):
         assert SevensRules.from_dict(ok).to_dict() == {**SevensRules().to_dict(), **ok}
+
+
+def test_a_stacked_match_keeps_its_stack_and_sources_in_its_record() -> None:
+    """A stacked first deal is written under ``stacked`` (hands and table) and read back
+    into an equal match, sources other than ``bot`` included (docs/engine.md "Match
+    records"); a stack without its table is refused naming the field, and a tampered
+    record names the game."""
+    r = rules("sevens", opening="any_seven")
+    match = stacked(r, ["6C 3C 8S JS", "5C 2C", "4C AC"], dealer=0)
+    match.apply("5C", Source.AUTOPILOT)
+    match.apply_timeout()
+    data = json.loads(match.to_json())
+    table = data["stacked"]["table"]
+    assert (
+        data["stacked"]
+        == {
+            "hands": [["3C", "6C", "8S", "JS"], ["2C", "5C"], ["AC", "4C"]],
+            "table": table,
+        }
+        and len(table) == 52 - 8
+    )
+    assert data["initial_hands"] == [data["stacked"]["hands"]]
+    assert data["actions"][0] == {"seat": 1, "action": "5C", "source": "autopilot"}
+    again = SevensMatch.from_json(match.to_json())
+    assert again == match and again.to_json() == match.to_json()
+    del data["stacked"]["table"]
+    with pytest.raises(
+        MatchStateError,
+        match=r"^sevens match record lacks or garbles a field: KeyError\('table'\)$",
+    ):
+        SevensMatch.from_dict(data)
+    data = json.loads(match.to_json())
+    data["events"][-1]["seat"] = 99
+    with pytest.raises(MatchStateError, match=r"^sevens match record does not replay: "):
+        SevensMatch.from_dict(data)
+
+
+def test_matches_are_equal_only_when_every_part_of_their_record_is() -> None:
+    """``==`` compares rules, table size, seed, deal specs, stack and actions, each on its
+    own; ``repr`` says where a match stands."""
+    deck = [str(c) for c in make_deck("french52")]
+    hands = [deck[:17], deck[17:35], deck[35:]]
+    swapped = [[*hands[0][:-1], hands[2][0]], hands[1], [hands[0][-1], *hands[2][1:]]]
+    base = SevensMatch(PRESETS["sevens"], 3, 1, [DealSpec(4)], hands=hands)
+    assert base == SevensMatch(PRESETS["sevens"], 3, 1, [DealSpec(4)], hands=hands)
+    others = [
+        SevensMatch(PRESETS["parliament"], 3, 1, [DealSpec(4)], hands=hands),
+        SevensMatch(PRESETS["sevens"], 3, 2, [DealSpec(4)], hands=hands),
+        SevensMatch(PRESETS["sevens"], 3, 1, [DealSpec(5)], hands=hands),
+        SevensMatch(PRESETS["sevens"], 3, 1, [DealSpec(4)], hands=swapped),
+        SevensMatch(PRESETS["sevens"], 4, 1, [DealSpec(4)]),
+    ]
+    for other in others:
+        assert base != other
+    played = SevensMatch(PRESETS["sevens"], 3, 1, [DealSpec(4)], hands=hands)
+    played.apply(played.legal_actions()[0])
+    assert base != played
+    assert repr(base) == "<SevensMatch sevens players=3 seed=1 deal=0 actions=0>"
+    while not played.is_over():
+        played.apply(played.legal_actions()[0])
+    assert repr(played).endswith(f"actions={len(json.loads(played.to_json())['actions'])} over>")
+
+
+def test_a_changed_preset_is_called_custom_unless_named() -> None:
+    assert PRESETS["fan-tan"].replace(ante=2).name == "custom"
+    assert PRESETS["fan-tan"].replace(ante=2, name="mine").name == "mine"
