@@ -542,6 +542,16 @@ def test_play_draw_and_trick_events_are_exact_and_a_draw_shows_no_card() -> None
             },
         )
         draws = [e for e in events if e.kind == "draw"]
+        assert len(draws) == min(4, len(talon))
+        assert {e.kind for e in events} <= {
+            "play",
+            "trick",
+            "draw",
+            "deal_end",
+            "void_deal",
+            "deal_start",
+            "match_end",
+        }
         assert [e.seat for e in draws] == [(taker + i) % 4 for i in range(len(draws))]
         for event in draws:
             assert event == Event("draw", event.seat, deal, detail={"card": talon.pop()})
@@ -549,3 +559,240 @@ def test_play_draw_and_trick_events_are_exact_and_a_draw_shows_no_card() -> None
                 assert event.detail["card"] in map(str, match.hand_state().hands[event.seat])
         for obs in map(match.observation, range(4)):
             assert all("action" not in h for h in obs["history"] if h["kind"] == "draw")
+
+
+def _walk_slots(match: SedmaMatch) -> tuple[int, int]:
+    """Check every hand's bookkeeping against the events (SD-5, SD-15, SD-16): a scored
+    hand moves to the next slot, a void one is redealt in its slot by the same dealer
+    until ``max_redeals`` is passed; each hand's result and end event are exact. Returns
+    the highest redeal count and the number of slots given up as void."""
+    rules = match.sedma_rules
+    n, results = match.num_players, match.deal_results()
+    common = {"points", "card_points", "marriage_points", "tricks", "last_trick"}
+    slot, redeal, most, given_up, dealer, deal = 0, 0, 0, 0, -1, -1
+    totals = [0] * rules.num_sides
+    for event in match.events():
+        if event.kind == EventKind.DEAL_START:
+            deal += 1
+            assert (event.deal, event.detail["slot"], event.detail["redeal"]) == (
+                deal,
+                slot,
+                redeal,
+            )
+            dealer, most = event.seat or 0, max(most, redeal)
+        elif event.kind in (EventKind.VOID_DEAL, EventKind.DEAL_END):
+            result = results[deal]
+            assert result.deal == deal and event.deal == deal
+            assert sum(event.detail["tricks"]) == rules.num_tricks
+            assert sum(event.detail["card_points"]) == rules.card_point_total
+            assert event.detail["last_trick"] in range(rules.num_sides)
+            if event.kind == EventKind.VOID_DEAL:
+                assert event.seat == dealer and set(event.detail) == common | {"redeal"}
+                assert (result.winner, result.order, result.deltas) == (
+                    None,
+                    (tuple(range(n)),),
+                    (0,) * n,
+                )
+                assert result.void and result.detail == {k: event.detail[k] for k in common}
+                redeal += 1
+                if not event.detail["redeal"]:
+                    slot, redeal, given_up = slot + 1, 0, given_up + 1
+            else:
+                side = event.detail["winner_side"]
+                totals[side] += event.detail["match_points"][side]
+                assert set(event.detail) == common | {
+                    "kind",
+                    "winner_side",
+                    "match_points",
+                    "totals",
+                }
+                assert event.detail["totals"] == totals and event.detail["kind"] in (
+                    "win",
+                    "bald",
+                    "naked",
+                )
+                assert event.seat == result.winner == rules.sides()[side][0]
+                assert result.detail == event.detail and result.order[0] == rules.sides()[side]
+                slot, redeal = slot + 1, 0
+    end = match.events()[-1]
+    assert end == Event(
+        EventKind.MATCH_END,
+        None,
+        deal,
+        detail={"match_points": totals, "winners": list(match.result().winners)},
+    )
+    return most, given_up
+
+
+def test_every_hand_is_booked_in_its_slot_and_ends_with_its_exact_events() -> None:
+    """SD-16: seed 36 of `sedma-3` has a slot voided three times in a row (redeals 1, 2,
+    3); with ``max_redeals = 1`` the second void gives the slot up and play goes on with
+    the next slot. Every hand's result and end event are checked on the way."""
+    match = new("sedma-3", 36)
+    play_random(match, 36)
+    assert _walk_slots(match) == (3, 0)
+    rules = rules_from_dict({**preset("sedma-3").to_dict(), "max_redeals": 1})
+    match = SedmaMatch(rules, 3, 36)
+    play_random(match, 36)
+    most, given_up = _walk_slots(match)
+    assert most == 1 and given_up >= 1
+
+
+def test_a_marriage_lead_is_one_exact_play_event() -> None:
+    """SD-19: a marriage lead is a ``play`` of both cards, by its seat and source, naming
+    the pair, the side and its points; the seat's own history shows it, as everyone's."""
+    for seed in range(100):
+        match = new("mariash-sedma", seed)
+        rng = random.Random(seed)
+        while not match.is_over() and not any("+" in a for a in match.legal_actions()):
+            match.apply(rng.choice(match.legal_actions()))
+        if not match.is_over():
+            break
+    lead = next(a for a in match.legal_actions() if "+" in a)
+    seat, deal = match.to_act(), match.deal_index()
+    queen, king = sorted(lead.split("+"), key=lambda c: c[0] != "Q")
+    events = match.apply(lead, Source.AUTOPILOT)
+    assert events[0] == Event(
+        EventKind.PLAY,
+        seat,
+        deal,
+        lead,
+        None,
+        Source.AUTOPILOT,
+        {"marriage": lead.split("+"), "side": seat % 2, "points": 20},
+    )
+    assert match.observation(seat)["marriages"][-1] == [queen, king]
+    assert match.observation((seat + 1) % 4)["history"][-1]["action"] == lead
+
+
+@pytest.mark.parametrize(
+    ("action", "reason", "message"),
+    [
+        ("", "malformed", "empty action: send a card you hold, e.g. 7H"),
+        ("   ", "malformed", "empty action: send a card you hold, e.g. 7H"),
+        (
+            "x" * 16,
+            "malformed",
+            "'xxxxxxxxxxxxxxxx' is not a card: write rank then suit, e.g. 7D, TH, AS, QC",
+        ),
+        ("x" * 17, "malformed", "action is longer than 16 characters: send a card like 7H"),
+        ("zz", "malformed", "'z' is not a suit: use one of C, D, H, S"),
+        (
+            "7C",
+            "not_held",
+            "7C is not in your hand; play one of AD JD KD AH (every held card is legal, SD-8)",
+        ),
+        (
+            "QH+KH",
+            "not_legal",
+            "QH+KH: marriages are off in these rules (SD-19, mariash-sedma only); "
+            "play a single card like 7H",
+        ),
+        ("QH+KH+KS", "malformed", "'QH+KH+KS': a marriage lead is two cards, like QH+KH"),
+        (
+            "QH+zz",
+            "malformed",
+            "'QH+zz' is not a marriage lead like QH+KH: 'z' is not a suit: use one of C, D, H, S",
+        ),
+    ],
+)
+def test_a_refused_action_is_one_exact_event_with_its_reason_in_words(
+    action: str, reason: str, message: str
+) -> None:
+    """SD-8, SD-19: ``check`` gives the reason in words; ``apply`` writes one
+    ``invalid_action`` (the text cut to 17 characters, as the record keeps it) with the
+    reason code and the sentence, then the autopilot plays for the seat."""
+    match = new("sedma", 1)
+    seat = match.to_act()
+    assert [str(c) for c in match.hand_state().hands[seat]] == ["AD", "JD", "KD", "AH"]
+    assert match.check(action) == message
+    events = match.apply(action, Source.AUTOPILOT)
+    assert events[0] == Event(
+        EventKind.INVALID_ACTION,
+        seat,
+        0,
+        action[:17],
+        reason,
+        Source.AUTOPILOT,
+        {"message": message},
+    )
+    assert events[1].source == Source.AUTOPILOT and events[1].seat == seat
+    entry = json.loads(match.to_json())["actions"][0]
+    assert entry == {"seat": seat, "action": action[:17], "source": "autopilot"}
+    assert SedmaMatch.from_json(match.to_json()).to_json() == match.to_json()
+
+
+@pytest.mark.parametrize(
+    ("action", "reason", "message"),
+    [
+        ("QH+KH", "not_held", "QH+KH: you do not hold QH KH; play a card you hold"),
+        (
+            "QH+JH",
+            "not_legal",
+            "QH+JH is not a marriage: show the queen and king of one suit, e.g. QH+KH",
+        ),
+        (
+            "QH+KS",
+            "not_legal",
+            "QH+KS is not a marriage: show the queen and king of one suit, e.g. QH+KH",
+        ),
+    ],
+)
+def test_a_marriage_that_is_not_one_is_refused_in_words(
+    action: str, reason: str, message: str
+) -> None:
+    """SD-19 (`mariash-sedma`): a queen and king of one suit, both held, only when leading."""
+    match = new("mariash-sedma", 1)
+    assert match.check(action) == message
+    assert match.apply(action)[0].reason == reason
+    assert (
+        match.check("QH+KH") == "QH+KH: a marriage is shown only when leading (SD-19); play a card"
+    )
+    assert match.apply("QH+KH")[0].reason == "not_legal"
+
+
+def test_a_non_string_action_is_refused_as_empty_and_replays() -> None:
+    """An action that is not a string (a record may hold anything) is refused as an empty
+    one, recorded as ``""``, and the record replays."""
+    match = new("sedma", 1)
+    seat = match.to_act()
+    events = match.apply(["7H"], Source.AUTOPILOT)  # type: ignore[arg-type]
+    assert (events[0].kind, events[0].seat, events[0].action, events[0].reason) == (
+        EventKind.INVALID_ACTION,
+        seat,
+        "",
+        "malformed",
+    )
+    assert json.loads(match.to_json())["actions"][0] == {
+        "seat": seat,
+        "action": "",
+        "source": "autopilot",
+    }
+    assert SedmaMatch.from_json(match.to_json()).to_json() == match.to_json()
+
+
+def test_a_held_card_in_another_spelling_plays_with_its_source() -> None:
+    """``7h``-style text is read (not the fast path of canonical text) and played as the
+    card, with the source given."""
+    match = new("sedma", 1)
+    seat = match.to_act()
+    events = match.apply(" ad", Source.AUTOPILOT)
+    assert events[0] == Event(EventKind.PLAY, seat, 0, "AD", None, Source.AUTOPILOT)
+
+
+def test_the_sedma_errors_and_record_say_what_is_wrong() -> None:
+    """After the end, ``to_act`` and ``fallback_action`` say so; the record holds the
+    hands as dealt; a record without its rules' fields or with tampered events names the
+    game."""
+    match = new("sedma", 1)
+    data = json.loads(match.to_json())
+    assert data["initial_hands"] == match.initial_hands() and data["initial_hands"][0][0]
+    play_random(match, 1)
+    tampered = json.loads(match.to_json())
+    tampered["events"][3]["seat"] = 9
+    with pytest.raises(MatchStateError, match=r"^sedma match record does not replay: "):
+        SedmaMatch.from_json(json.dumps(tampered))
+    with pytest.raises(MatchStateError, match=r"^the match is over: nobody is to act$"):
+        match.to_act()
+    with pytest.raises(MatchStateError, match=r"^the match is over: there is no fallback action$"):
+        match.fallback_action()

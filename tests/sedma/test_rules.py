@@ -154,6 +154,10 @@ POINTS = "match points must satisfy 1 <= win_points <= bald_points <= naked_poin
         ),
         ({"players": 3, "partnerships": False}, TALON_3),
         ({"deck": "x"}, "deck must be one of german32, sedma24, got 'x'"),
+        (
+            {"players": 2, "partnerships": False, "hand_size": 17},
+            "hand_size must be between 1 and 16 for 2 players and a 32-card deck",
+        ),
         ({"hand_size": 0}, "hand_size must be between 1 and 8 for 4 players and a 32-card deck"),
         ({"hand_size": 9}, "hand_size must be between 1 and 8 for 4 players and a 32-card deck"),
         (
@@ -199,6 +203,7 @@ def test_the_rules_refusals_outside_the_checks_say_what_to_do() -> None:
     """A nameless rules object, a non-mapping, unknown options, an unknown preset."""
     cases: list[tuple[object, str]] = [
         ({"name": ""}, "invalid Sedma rules '': name must not be empty (use 'custom')"),
+        ({"name": ["x"]}, "invalid Sedma rules ['x']: name must be str, got ['x']"),
         ([1], "Sedma rules must be a mapping, got list"),
         (
             {"zz": 1, "aa": 1},

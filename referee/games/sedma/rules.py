@@ -199,7 +199,7 @@ def rules_from_dict(data: Mapping[str, Any]) -> SedmaRules:
     if not isinstance(data, Mapping):
         raise InvalidRulesError(f"Sedma rules must be a mapping, got {type(data).__name__}")
     known = {f.name for f in fields(SedmaRules)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(str(key) for key in set(data) - known)
     if unknown:
         raise InvalidRulesError(
             f"unknown Sedma rules option(s) {', '.join(unknown)}: "

@@ -140,7 +140,7 @@ class SevensRules:
         if not isinstance(data, Mapping):
             raise InvalidRulesError(f"sevens rules must be an object, not {type(data).__name__}")
         known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
+        unknown = sorted(str(key) for key in set(data) - set(known))
         if unknown:
             raise InvalidRulesError(
                 f"unknown sevens option(s) {', '.join(unknown)}: the options are {', '.join(known)}"
