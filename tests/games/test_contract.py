@@ -191,8 +191,9 @@ def test_garbage_is_refused_with_the_documented_errors(game: Game, name: str, ru
     with pytest.raises(InvalidRulesError):
         game.preset("no-such-preset")
     for unknown in ({"no_such_option": 1}, {1: 2}, {1: 2, "no_such_option": 3}):
-        with pytest.raises(InvalidRulesError):  # keys that are not strings too (found in
-            game.rules_from_dict(unknown)  # the fourth session: TypeError before)
+        # keys that are not strings too (found in the fourth session: TypeError before)
+        with pytest.raises(InvalidRulesError):
+            game.rules_from_dict(unknown)  # type: ignore[arg-type]
 
 
 def test_format_1_records_are_still_read() -> None:
