@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from referee.games.base import PASS, DealSpec, Event, EventKind, Source
+from referee.games.base import PASS, DealSpec, Event, EventKind, PenaltyRecord, Source
 from referee.games.cards import make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules
@@ -757,3 +757,133 @@ def test_sv28_a_short_hand_antes_one_chip_less_or_none_at_all() -> None:  # SV-2
         paid = [(e.seat, e.detail["chips"]) for e in match.events() if e.kind == "ante"]
         want = [(s, ante if size == max(sizes) else short) for s, size in enumerate(sizes)]
         assert paid == [(s, chips) for s, chips in want if chips]
+
+
+def test_sv19_illegal_pass_chips_owed_go_from_the_loser_to_the_winner() -> None:  # SV-19, SV-31
+    """`illegal_pass_payee = winner`: seat 2's illegal pass owes 5 chips, paid to seat 0
+    when seat 0 wins (the pot case gives the same deltas: the pot goes to the winner too).
+    The deal's result and ``deal_end`` event are exact: antes, passes, the penalty and a
+    card penalty of 1 chip per card left (SV-29)."""
+    for payee in ("winner", "pot"):
+        match = stacked(rules("fan-tan", illegal_pass_payee=payee), CHAIN, dealer=2)
+        for action in ("6C", "5C", PASS):  # seat 2 holds the playable 4C
+            match.apply(action)
+        while not match.is_over():
+            match.apply(match.legal_actions()[0])
+        (deal,) = match.deal_results()
+        assert (deal.deal, deal.winner, deal.deltas) == (0, 0, (11, -3, -8))
+        assert deal.penalties == (
+            PenaltyRecord(2, "illegal_pass", 5),
+            PenaltyRecord(1, "card_penalty", 1),
+            PenaltyRecord(2, "card_penalty", 1),
+        )
+        assert match.events()[-2] == Event(
+            EventKind.DEAL_END,
+            0,
+            0,
+            None,
+            "out",
+            Source.BOT,
+            {"deltas": [11, -3, -8], "cards_left": [0, 1, 1]},
+        )
+
+
+def test_sv23_an_elimination_is_one_exact_event_and_a_penalty_record() -> None:  # SV-23
+    """The seat put out of the deal: one ``eliminated`` event with the reason and the
+    source of the pass that put it out, no skipped turn shown for it, and a penalty record
+    of 0 at the deal's end."""
+    r = rules("sevens", opening="any_seven", free_passes=3, pass_elimination=1, deals=1)
+    match = stacked(r, CHAIN, dealer=2)
+    for _ in range(3):
+        match.apply(PASS)
+    events = match.apply(PASS, Source.AUTOPILOT)
+    assert events[-1] == Event(EventKind.ELIMINATED, 0, 0, None, "pass_limit", Source.AUTOPILOT)
+    assert match.observation(1)["skip_next"] == [False, False, False]
+    assert all(flag is False for flag in match.observation(1)["skip_next"])
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    (deal,) = match.deal_results()
+    assert PenaltyRecord(0, "pass_limit", 0) in deal.penalties
+
+
+def test_sv34_a_showdown_pays_only_the_seats_not_tied_for_first() -> None:  # SV-34, D-60
+    """`fan-tan-pips` over two deals, seed 1: seats 0 and 1 tie for the fewest points
+    (16), so a showdown deal is played: its raw deltas are kept in its detail, the tied
+    seats score 0 and the others their points. An extra deal (`fan-tan`, seed 106) scores
+    nobody, whatever its raw deltas."""
+    match = stacked(
+        rules("fan-tan-pips", deals=2), ["6C", "AH KH", "QS 5D", "2S 3D"], dealer=3, deals=2, seed=1
+    )
+    match.apply("6C")
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    showdown = match.deal_results()[2]
+    assert showdown.detail["tiebreak"] == "showdown"
+    assert showdown.detail["raw_deltas"] == [23, 16, 23, 0]
+    assert showdown.deltas == (0, 0, 23, 0)
+    r = rules("fan-tan", deals=2, match_tiebreak="extra_deal")
+    match = stacked(r, ["6C", "AH KH", "QS 5D", "2S 3D"], dealer=3, deals=2, seed=106)
+    match.apply("6C")
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    extra = match.deal_results()[2]
+    assert extra.detail["raw_deltas"] == [13, -2, -4, -7] and extra.deltas == (0, 0, 0, 0)
+
+
+def test_sv11_runs_start_from_a_held_card_and_may_reach_the_ace() -> None:  # SV-11, D-32
+    """A run is made of the seat's own cards only (the playable 8C another seat holds does
+    not start a run to seat 0's 9C), and goes down to the ace of any suit."""
+    r = rules("sevens", opening="any_seven", multi_card_turn=True)
+    for suit in "SH":
+        match = stacked(r, [f"3{suit} 2{suit} A{suit}", "KD", "QD"], dealer=2)
+        assert match.legal_actions() == [f"3{suit}", f"3{suit}+2{suit}", f"3{suit}+2{suit}+A{suit}"]
+    match = stacked(r, ["9C 2D", "8C KD", "QD"], dealer=2)
+    assert match.legal_actions() == ["2D"]
+    assert match.check("8C+9C") == "you do not hold 8C; your hand is 9C 2D"
+
+
+def test_sv8_sv12_a_card_that_is_not_playable_is_refused_saying_what_is() -> None:  # SV-8, SV-12
+    """The refusal names the row as it runs (groups of adjacent cards), the playable cards
+    of that suit, and with `eights_before_sixes` the card that must come first, when it is
+    still missing and there is a card above the starter (starters 7 and Q; not K)."""
+    deck = [str(c) for c in make_deck("french52")]
+    others = [c for c in deck if c[1] != "H"]
+
+    def refusal(r: SevensRules, hands: list[list[str]], table: list[str], card: str) -> str | None:
+        match = SevensMatch(r, 3, 1, hands=hands, table=[*table, *others])
+        assert match.to_act() == 1  # left of dealer 0
+        return match.check(card)
+
+    eights = rules("sevens", opening="any_seven", eights_before_sixes=True)
+    rest = ["9H", "TH", "JH", "QH", "KH"]
+    assert refusal(eights, [["8H", "6H", "2H", "AH"], ["5H", "4H", "3H"], rest], ["7H"], "5H") == (
+        "5H is not playable: the hearts row runs 7H; the playable heart is 8H "
+        "(8H must come before the cards below 7H: SV-12)"
+    )
+    assert refusal(eights, [["6H", "2H", "AH"], ["5H", "4H", "3H"], rest], ["7H", "8H"], "5H") == (
+        "5H is not playable: the hearts row runs 7H-8H; playable hearts are 6H and 9H"
+    )
+    low = ["9H", "TH", "JH", "7H", "8H"]
+    kings = rules("sevens", opening="any_seven", eights_before_sixes=True, starter_rank="K")
+    assert refusal(kings, [["6H", "2H", "AH", "QH"], ["5H", "4H", "3H"], low], ["KH"], "5H") == (
+        "5H is not playable: the hearts row runs KH; the playable heart is QH"
+    )
+    queens = rules("sevens", opening="any_seven", eights_before_sixes=True, starter_rank="Q")
+    assert refusal(queens, [["6H", "2H", "AH", "KH"], ["5H", "4H", "3H"], low], ["QH"], "5H") == (
+        "5H is not playable: the hearts row runs QH; the playable heart is KH "
+        "(KH must come before the cards below QH: SV-12)"
+    )
+    plain = rules("sevens", opening="any_seven")
+    hands = [["3H", "KH"], ["2H", "AH"], ["9H", "TH", "JH", "8H", "QH"]]
+    assert refusal(plain, hands, ["4H", "5H", "6H", "7H"], "2H") == (
+        "2H is not playable: the hearts row runs 4H-7H; playable hearts are 3H and 8H"
+    )
+
+
+def test_sv32_until_broke_stops_when_a_seat_has_exactly_no_chips_left() -> None:  # SV-32
+    """A seat at 0 chips is broke: `fan-tan` until broke from 5 chips, seed 0, ends after
+    the first deal with totals 0, 15, 0."""
+    match = GAME.new_match(rules("fan-tan", until_broke=True, starting_chips=5), 3, 0)
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    assert len(match.deal_results()) == 1 and match.result().totals == (0, 15, 0)
