@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from referee.games.base import PASS, DealSpec, Game, Match, Source
+from referee.games.base import PASS, DealSpec, Event, Game, Match, Source
 from referee.games.cards import Card, make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
@@ -338,7 +338,10 @@ def test_every_event_carries_the_deal_it_happened_in() -> None:
     specs = [DealSpec(5)] * 66
     match = GAME.new_match(PRESETS["fan-tan"], 4, 1, specs)
     while not match.is_over():
-        match.apply(match.legal_actions()[0])
+        seat, played, action = match.to_act(), match.deal_index(), match.legal_actions()[0]
+        events = match.apply(action)
+        if action != PASS:  # the fast path's shared event, exact
+            assert events[0] == Event("play", seat, played, action, None, Source.BOT, {})
     deal = -1
     for event in match.events():
         if event.kind == "deal_start":
