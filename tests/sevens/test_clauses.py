@@ -14,6 +14,7 @@ from referee.games.base import PASS, DealSpec, Event, EventKind, PenaltyRecord, 
 from referee.games.cards import make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules
+from referee.games.sevens.tables import tables_for
 from tests.sevens.helpers import check_invariants, kinds, play_random, rules, stacked
 
 CHAIN = ["6C 3C 8S JS", "5C 2C 9S QS", "4C AC TS KS"]
@@ -887,3 +888,137 @@ def test_sv32_until_broke_stops_when_a_seat_has_exactly_no_chips_left() -> None:
     while not match.is_over():
         match.apply(match.legal_actions()[0])
     assert len(match.deal_results()) == 1 and match.result().totals == (0, 15, 0)
+
+
+def test_sv19_lose_a_turn_is_a_skipped_pass_and_a_penalty_record() -> None:  # SV-19
+    """An illegal pass under `lose_turn` (autopilot's, here): the ``illegal_pass`` event by
+    its source, a penalty record of 0 for the seat, and at its next turn a forced
+    ``skipped`` pass of 0 chips, after which play goes on clockwise."""
+    match = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    events = match.apply(PASS, Source.AUTOPILOT)
+    assert events == [
+        Event(EventKind.ILLEGAL_PASS, 0, 0, PASS, "illegal_pass", Source.AUTOPILOT, {})
+    ]
+    assert match.observation(1)["skip_next"] == [True, False, False]
+    match.apply("6C" if "6C" in match.legal_actions() else match.legal_actions()[0])
+    events = match.apply(match.legal_actions()[0])  # seat 2 plays, seat 0 is skipped
+    assert events[-1] == Event("pass", 0, 0, PASS, "skipped", Source.FORCED, {"chips": 0})
+    assert match.to_act() == 1 and match.observation(1)["skip_next"] == [False, False, False]
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    assert PenaltyRecord(0, "illegal_pass", 0) in match.deal_results()[0].penalties
+    forfeit = stacked(rules("fan-tan", illegal_pass_penalty="forfeit_deal"), CHAIN, dealer=2)
+    forfeit.apply(PASS)
+    while not forfeit.is_over():
+        forfeit.apply(forfeit.legal_actions()[0])
+    penalties = forfeit.deal_results()[0].penalties
+    assert PenaltyRecord(0, "illegal_pass", 0) in penalties
+    assert PenaltyRecord(0, "forfeit", 0) in penalties
+
+
+def test_sv21_every_refusal_has_its_reason_code_and_sentence() -> None:  # SV-21
+    """The refused action comes back as one ``invalid_action`` (text cut to 64 characters,
+    the source kept) with its reason code and sentence, then the seat's pass."""
+    r = rules("sevens", opening="any_seven", multi_card_turn=True)
+    clubs_3c = "3C is not playable: the clubs row runs 7C-KC; the playable club is 6C"
+    cases = [
+        ("7X", "malformed", "'7X' is not an action: send a card (7D), a run (8D+9D) where "
+         "multi_card_turn is on, or pass"),
+        ("5C+4C", "not_held", "you do not hold 5C; your hand is 3C 6C 8S JS"),
+        ("6C+6C", "not_legal", "6C+6C names a card twice"),
+        ("3C", "not_legal", clubs_3c),
+        ("6C+8S", "not_legal", "6C+8S is not a run: each card must be playable after the "
+         "previous one in one direction; runs from 6C: none"),
+        ("8S+JS", "not_legal", "8S+JS is not a run: each card must be playable after the "
+         "previous one in one direction; runs from 8S: none"),
+        ("3C+6C", "not_legal", clubs_3c),
+        ("x" * 70, "malformed", f"{'x' * 64!r} is not an action: send a card (7D), a run (8D+9D) "
+         "where multi_card_turn is on, or pass"),
+    ]  # fmt: skip
+    for action, reason, message in cases:
+        match = stacked(r, CHAIN, dealer=2)
+        assert match.check(action) == message, action
+        events = match.apply(action, Source.AUTOPILOT)
+        assert events[0] == Event(
+            EventKind.INVALID_ACTION,
+            0,
+            0,
+            action[:64],
+            reason,
+            Source.AUTOPILOT,
+            {"message": message},
+        )
+        assert events[1].kind == "illegal_pass" and events[1].source == Source.AUTOPILOT
+    german = stacked(rules("domino"), ["JC 8C", "QC", "KC"], dealer=2)
+    assert german.check("2C") == "2C is not in the german32 deck; your hand is 8C JC"
+    single = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    assert single.check("6C+3C") == (
+        "6C+3C plays several cards, but multi_card_turn is off: play one card"
+    )
+    assert single.check(7) == (  # type: ignore[arg-type]
+        "'7' is not an action: send a card (7D), a run (8D+9D) where multi_card_turn is on, or pass"
+    )
+
+
+SOURCES = (Source.BOT, Source.AUTOPILOT, Source.FORCED)
+
+
+def test_apply_returns_exactly_the_events_it_added() -> None:
+    """Whatever happens in one ``apply`` (a play, a deal won, a skipped seat, a new deal
+    started, the match ended), it returns exactly the events added to the match's list."""
+    for name in ("sevens", "fan-tan", "shichi-narabe", "cinquillo", "fwend"):
+        r = rules(name, deals=3)
+        tables_for(r).row_cache.clear()  # the rows' playable cards, built here
+        match = GAME.new_match(r, 4, 9)
+        rng = random.Random(name)
+        while not match.is_over():
+            before, seat, deal = len(match.events()), match.to_act(), match.deal_index()
+            roll = rng.random()
+            if roll < 0.1:
+                added = match.apply(PASS, Source.AUTOPILOT)
+            elif roll < 0.15:
+                added = match.apply_timeout()
+            elif roll < 0.17:
+                added = match.apply(7)  # type: ignore[arg-type]
+                assert added[0].action == "7"
+            else:
+                action, source = rng.choice(match.legal_actions()), rng.choice(SOURCES)
+                added = match.apply(action, source)
+                if action != PASS:
+                    assert added[0] == Event("play", seat, deal, action, None, source, {})
+            assert added == match.events()[before:], name
+
+
+def test_sv19_sv29_illegal_pass_penalties_are_points_on_the_passers_own_score() -> None:
+    """Under `penalty_points` an illegal pass's penalty is points on the passer's score,
+    whoever the payee would be with chips (SV-19, SV-29): seat 2's and seat 0's 5 points
+    each, plus the pass point (SV-17) and the card pips; one exact ``penalty`` event."""
+    match = stacked(rules("fan-tan-pips", illegal_pass_payee="winner"), CHAIN, dealer=2)
+    match.apply("6C")
+    match.apply("5C")
+    events = match.apply(PASS)
+    assert events[1] == Event(
+        EventKind.PENALTY, 2, 0, None, "illegal_pass", Source.BOT, {"chips": 5, "payee": "winner"}
+    )
+    match.apply(PASS)
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    (deal,) = match.deal_results()
+    assert (deal.winner, deal.deltas) == (0, (6, 13, 19))
+
+
+def test_sv20_the_voluntary_pass_bound_counts_each_pass_once() -> None:  # SV-20
+    r = rules(
+        "fan-tan",
+        must_play=False,
+        max_voluntary_passes=2,
+        voluntary_pass_chips=2,
+        illegal_pass_penalty="chips",
+    )
+    match = stacked(r, CHAIN, dealer=2)
+    for _ in range(2):
+        assert match.legal_actions() == ["6C", "8S", PASS]
+        match.apply(PASS)
+        match.apply(PASS)
+        match.apply(PASS)
+    assert match.legal_actions() == ["6C", "8S"]
