@@ -719,6 +719,9 @@ def test_a_refused_action_is_one_exact_event_with_its_reason_in_words(
     assert events[1].source == Source.AUTOPILOT and events[1].seat == seat
     entry = json.loads(match.to_json())["actions"][0]
     assert entry == {"seat": seat, "action": action[:17], "source": "autopilot"}
+    long = new("sedma", 1)
+    long.apply("y" * 30)
+    assert json.loads(long.to_json())["actions"][0] == {"seat": seat, "action": "y" * 17}
     assert SedmaMatch.from_json(match.to_json()).to_json() == match.to_json()
 
 
@@ -787,6 +790,11 @@ def test_the_sedma_errors_and_record_say_what_is_wrong() -> None:
     match = new("sedma", 1)
     data = json.loads(match.to_json())
     assert data["initial_hands"] == match.initial_hands() and data["initial_hands"][0][0]
+    with pytest.raises(
+        MatchStateError,
+        match=r"^sedma match record lacks or garbles a field: TypeError\(\"'<=' not supported",
+    ):
+        SedmaMatch.from_json({**data, "deals": [{"seed": 1, "dealer": "x"}]})
     play_random(match, 1)
     tampered = json.loads(match.to_json())
     tampered["events"][3]["seat"] = 9
