@@ -493,3 +493,58 @@ def test_a_turn_sent_again_with_its_clock_restarted_keeps_the_new_clock(
         await client.aclose()
 
     _run(scenario())
+
+
+def test_a_stream_handed_over_takes_no_turn_until_the_bot_speaks_on_it(
+    redis_url: str,
+) -> None:
+    """When a bot opens a new stream, its older stream hands the turns it holds back to
+    their hosts (``BOT_LEFT`` with their send stamp: the clock runs on) and takes no new
+    turn (it may be dead); once the bot speaks on it again it takes turns, at once."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        link = LocalLink(hub, lambda _link: None)
+        old = _session(hub)
+        held = link.turn("alice", ("m1", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        request = old.open[("m1", 1, 1)]
+        old._start_clock(request, asyncio.get_running_loop())
+        new = BotSession(hub, "alice", context=None, peer="test")  # not added yet: _start
+        old.hand_over(new)
+        reply = await asyncio.wait_for(held, 1)
+        assert (reply.kind, reply.sent_ms) == (Kind.BOT_LEFT, request.sent_ms)
+        link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        assert not old.open and [r.key for r in hub.waiting["alice"]] == [("m2", 1, 1)]
+        old._alive()  # the bot sent a message on the old stream
+        assert list(old.open) == [("m2", 1, 1)] and not hub.waiting["alice"]
+        await client.aclose()
+
+    _run(scenario())
+
+
+def test_one_stream_of_a_bot_ending_leaves_its_other_streams_serving(
+    redis_url: str,
+) -> None:
+    """A stream that ends leaves the bot's other streams here serving: the turns waiting
+    for the bot stay (not handed back); the bot's last stream ending hands them back
+    (``BOT_LEFT``, never sent). A stream that ended before it was added (a refused Hello)
+    closes cleanly."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        hub = _hub(client)
+        link = LocalLink(hub, lambda _link: None)
+        first, second = _session(hub), _session(hub)
+        link.turn("alice", ("m1", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        link.turn("alice", ("m2", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        waiting = link.turn("alice", ("m3", 1, 1), b"turn", 5000.0, now_ms() + 30_000.0)
+        await first.close()
+        assert hub.sessions["alice"] == [second] and not waiting.done()
+        await second.close()
+        reply = await asyncio.wait_for(waiting, 1)
+        assert (reply.kind, reply.sent_ms) == (Kind.BOT_LEFT, 0.0) and "alice" not in hub.sessions
+        await BotSession(hub, "bob", context=None, peer="test").close()
+        await client.aclose()
+
+    _run(scenario())
