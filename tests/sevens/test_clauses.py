@@ -1022,3 +1022,62 @@ def test_sv20_the_voluntary_pass_bound_counts_each_pass_once() -> None:  # SV-20
         match.apply(PASS)
         match.apply(PASS)
     assert match.legal_actions() == ["6C", "8S"]
+
+
+def test_sv19_two_illegal_passes_owe_the_winner_twice_and_count_as_two_passes() -> None:
+    """SV-19 with `illegal_pass_payee = winner`: seat 2 passes illegally twice (it holds the
+    4C, then the TS too); both penalties are owed to the winner (10 chips, not 5), both
+    passes are counted in the observation, and the deltas are exact (SV-31)."""
+    match = stacked(rules("fan-tan", illegal_pass_payee="winner"), CHAIN, dealer=2)
+    for action in ("6C", "5C", PASS, "8S", "9S", PASS):
+        match.apply(action)
+    assert match.observation(0)["passes"] == [0, 0, 2]
+    while not match.is_over():
+        match.apply(match.legal_actions()[0])
+    (deal,) = match.deal_results()
+    assert (deal.winner, deal.deltas) == (0, (18, -4, -14))
+    assert deal.penalties[:2] == (PenaltyRecord(2, "illegal_pass", 5),) * 2
+
+
+def test_sv19_a_forfeit_is_eliminated_by_whoever_sent_the_pass() -> None:  # SV-19, SV-23
+    """The forfeit's ``illegal_pass`` and ``eliminated`` events carry the pass's source
+    (here the autopilot), exactly."""
+    match = stacked(rules("fan-tan", illegal_pass_penalty="forfeit_deal"), CHAIN, dealer=2)
+    assert match.apply(PASS, Source.AUTOPILOT) == [
+        Event("illegal_pass", 0, 0, PASS, "illegal_pass", Source.AUTOPILOT, {"chips": 1}),
+        Event(EventKind.ELIMINATED, 0, 0, None, "forfeit", Source.AUTOPILOT),
+    ]
+
+
+def test_sv11_sv21_refusals_name_their_code_and_a_card_in_another_spelling_keeps_its_source() -> (
+    None
+):
+    """SV-21: a card outside the deck is ``not_held``, several cards with multi_card_turn off
+    and a broken run are ``not_legal`` (the run's sentence lists every run from its first
+    card, SV-11); a legal card sent in lower case is played in canonical form with the
+    sender's source."""
+    r = rules("sevens", opening="any_seven", multi_card_turn=True)
+    hands = ["6C 5C 4C 8S", "3C 2C 9S QS", "AC JS TS KS"]
+    runs = stacked(r, hands, dealer=2)
+    message = (
+        "6C+4C is not a run: each card must be playable after the previous one in one "
+        "direction; runs from 6C: 6C+5C, 6C+5C+4C"
+    )
+    assert runs.apply("6C+4C", Source.AUTOPILOT)[0] == Event(
+        EventKind.INVALID_ACTION, 0, 0, "6C+4C", "not_legal", Source.AUTOPILOT,
+        {"message": message},
+    )  # fmt: skip
+    lower = stacked(r, hands, dealer=2)
+    assert lower.apply("6c", Source.AUTOPILOT) == [
+        Event(EventKind.PLAY, 0, 0, "6C", None, Source.AUTOPILOT, {})
+    ]
+    german = stacked(rules("domino"), ["JC 8C", "QC", "KC"], dealer=2)
+    assert german.apply("2C")[0] == Event(
+        EventKind.INVALID_ACTION, 0, 0, "2C", "not_held", Source.BOT,
+        {"message": "2C is not in the german32 deck; your hand is 8C JC"},
+    )  # fmt: skip
+    single = stacked(rules("sevens", opening="any_seven"), CHAIN, dealer=2)
+    assert single.apply("6C+3C")[0] == Event(
+        EventKind.INVALID_ACTION, 0, 0, "6C+3C", "not_legal", Source.BOT,
+        {"message": "6C+3C plays several cards, but multi_card_turn is off: play one card"},
+    )  # fmt: skip
