@@ -1081,3 +1081,12 @@ def test_sv11_sv21_refusals_name_their_code_and_a_card_in_another_spelling_keeps
         EventKind.INVALID_ACTION, 0, 0, "6C+3C", "not_legal", Source.BOT,
         {"message": "6C+3C plays several cards, but multi_card_turn is off: play one card"},
     )  # fmt: skip
+
+
+def test_sv11_runs_of_one_length_from_a_starter_are_ordered_by_their_cards() -> None:
+    """SV-11, D-32: with K as the starter and the ace high, the runs KC+AC (up) and KC+QC
+    (down) tie on first card and length; the card indices put KC+AC (the AC is card 0)
+    first, though the engine finds the down run first."""
+    r = rules("sevens", starter_rank="K", ace="high", multi_card_turn=True, opening="any_seven")
+    match = stacked(r, ["KC QC AC 5S", "2S 3S 4S 6S", "7S 8S 9S TS"], dealer=2)
+    assert match.legal_actions() == ["KC", "KC+AC", "KC+QC"]

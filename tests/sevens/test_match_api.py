@@ -13,7 +13,7 @@ from referee.games.base import PASS, DealSpec, Event, Game, Match, Source
 from referee.games.cards import Card, make_deck
 from referee.games.errors import InvalidRulesError, MatchStateError
 from referee.games.registry import get_game
-from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules, preset
+from referee.games.sevens import GAME, PRESETS, SevensMatch, SevensRules, preset, tables
 from referee.games.sevens import match as match_module
 from referee.games.sevens.tables import tables_for
 from tests.sevens.helpers import CARD_RE, play_random, rules, stacked
@@ -615,3 +615,16 @@ def test_matches_are_equal_only_when_every_part_of_their_record_is() -> None:
 def test_a_changed_preset_is_called_custom_unless_named() -> None:
     assert PRESETS["fan-tan"].replace(ante=2).name == "custom"
     assert PRESETS["fan-tan"].replace(ante=2, name="mine").name == "mine"
+
+
+def test_legal_actions_are_built_when_the_mask_cache_is_cold() -> None:
+    """The simple rules' legal list comes from the cards' mask even when no list of that
+    mask is cached (a fresh process: the cache is emptied first, so a run cannot be masked
+    by a cache warmed by earlier tests)."""
+    match = stacked(
+        rules("sevens", opening="any_seven"),
+        ["6C 3C 8S JS", "5C 2C 9S QS", "4C AC TS KS"],
+        dealer=2,
+    )
+    tables._MASK_ACTIONS.clear()
+    assert match.legal_actions() == ["6C", "8S"]
