@@ -44,7 +44,8 @@ def match_spec(match_id: str) -> str:
 
 
 def match_state(match_id: str) -> str:
-    """Hash: state (``workers.spec.MatchState``), attempt, worker, error, timestamps."""
+    """Hash: state (``workers.spec.MatchState``), attempt, worker, error, timestamps, and
+    ``revealed``: the first attempt that showed the bots its deals (``workers.runner.reveal``)."""
     return f"{PREFIX}match:{match_id}:state"
 
 

@@ -56,8 +56,15 @@ from referee.messages import now_ms
 from workers import metrics, queue
 from workers.link import Router
 from workers.queue import RunningMatches
-from workers.runner import MatchRun, Superseded, commit, mark_failed, start_attempt
-from workers.spec import MatchSpec
+from workers.runner import (
+    MatchRun,
+    Started,
+    Superseded,
+    commit,
+    mark_failed,
+    reveal,
+    start_attempt,
+)
 
 if TYPE_CHECKING:
     from referee.gateway.relay import Hub
@@ -260,11 +267,10 @@ class MatchHost:
             running, started = got
             if started is None:
                 continue
-            spec, attempt = started
-            self.runs[spec.match_id] = running
-            running.task = asyncio.ensure_future(self._play(running, spec, attempt))
+            self.runs[started.spec.match_id] = running
+            running.task = asyncio.ensure_future(self._play(running, started))
 
-    def _dequeue(self) -> tuple[Running, tuple[Any, int] | None] | None:
+    def _dequeue(self) -> tuple[Running, Started | None] | None:
         """(thread) Take a job if one comes within ``DEQUEUE_WAIT_S``; open its execution
         and a new attempt of its match."""
         try:
@@ -297,12 +303,22 @@ class MatchHost:
             return running, None
         return running, started
 
-    async def _play(self, running: Running, spec: MatchSpec, attempt: int) -> None:
+    async def _play(self, running: Running, started: Started) -> None:
+        spec, attempt = started.spec, started.attempt
         mid = spec.match_id
-        log.info("match %s attempt %d started (%s)", mid, attempt, spec.game)
+        log.info(
+            "match %s attempt %d started (%s%s)",
+            mid,
+            attempt,
+            spec.game,
+            ", re-dealt" if started.redeal else "",
+        )
         outcome = "committed"
         try:
-            run = running.run = MatchRun(self, spec, attempt)
+            run = running.run = MatchRun(self, spec, attempt, started.redeal)
+            # before the first message to a bot: a later attempt then knows to re-deal
+            if not await self.in_thread(reveal, mid, attempt):
+                raise Superseded("a newer attempt started before this one showed anything")
             await run.play()
             committed = await self._commit(run)
             if committed is None:
@@ -567,12 +583,14 @@ def run_match(match_id: str, conn: redis.Redis, secret: str | None = None) -> st
     started = start_attempt(conn, match_id, f"{socket.gethostname()}:{os.getpid()}:inline")
     if started is None:
         return "already-done"
-    spec, attempt = started
+    spec, attempt, redeal = started
 
     async def play() -> str:
         host = _OneMatchHost(conn, key)
         try:
-            run = MatchRun(host, spec, attempt)
+            run = MatchRun(host, spec, attempt, redeal)
+            if not reveal(conn, match_id, attempt):
+                raise Superseded("a newer attempt started before this one showed anything")
             await run.play()
             ok = commit(conn, run.spec, attempt, run.committed_result(), run.record())
             if ok:

@@ -11,10 +11,12 @@ longer the latest stops (``Superseded``, seen by the host's heartbeat) and its c
 refused: the commit is one MULTI/EXEC under WATCH of the attempt and the result, and
 writes only if the attempt is still the latest and no result exists.
 
-A retried match (attempt > 1) is re-dealt from fresh seeds derived from its seed and the
-attempt (``MatchSpec.for_attempt``, recorded in the match record): the abandoned run may
-have shown the bots part of the old deals, and replaying them would hand a bot that
-remembers them its opponents' cards.
+A retried match is re-dealt from fresh seeds derived from its seed and the attempt
+(``MatchSpec.for_attempt``, recorded in the match record) when an earlier attempt showed
+the bots anything (:func:`reveal`, fenced, before an attempt's first message to a bot):
+replaying those deals would hand a bot that remembers them its opponents' cards. An
+earlier attempt that showed nothing (its INCR reply lost in a Redis outage, its host gone
+before the first message) leaves the scheduled deals to the next one.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
 import redis
 
@@ -54,6 +56,8 @@ from workers.spec import CommittedResult, MatchSpec, SeatStats, seat_stats
 
 log = logging.getLogger("workers.runner")
 
+_T = TypeVar("_T")
+
 Kind = internal_pb2.Reply
 
 RECORD_VERSION: Final = 3
@@ -75,22 +79,32 @@ def worker_name() -> str:
 
 
 BEGIN_PATIENCE_S = 60.0
-"""How long a dequeued match waits for Redis before its attempt starts. Until the match is
-marked running, no heartbeat exists for the janitor to find lapsed: a job that failed
-here would leave the match queued with no job (seen in tests/multihost: a worker host
-whose link came back could not reach Redis for a moment, "No route to host")."""
+"""How long a dequeued match waits for Redis before its attempt starts (and before it shows
+the bots anything, :func:`reveal`). Until the match is marked running, no heartbeat exists
+for the janitor to find lapsed: a job that failed here would leave the match queued with
+no job (seen in tests/multihost: a worker host whose link came back could not reach Redis
+for a moment, "No route to host")."""
+
+REVEALED: Final = "revealed"
+"""Field of ``keys.match_state``: the first attempt that showed the bots its deals."""
 
 
-def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[MatchSpec, int] | None:
-    """Load the spec, take a new attempt number and mark the match running; None if the
-    match already has a result. Raises ``LookupError`` without a spec. Waits out a Redis
-    outage of up to ``BEGIN_PATIENCE_S`` (a retry after a lost INCR reply skips a number:
-    attempts stay unique)."""
+class Started(NamedTuple):
+    """An attempt just begun: the stored spec, its number, and whether it must be re-dealt
+    (an earlier attempt showed the bots its deals)."""
+
+    spec: MatchSpec
+    attempt: int
+    redeal: bool
+
+
+def _patiently(call: Callable[[], _T], match_id: str) -> _T:
+    """``call()``, retried through a Redis outage of up to ``BEGIN_PATIENCE_S``."""
     deadline = time.monotonic() + BEGIN_PATIENCE_S
     delay = 0.2
     while True:
         try:
-            return _start_attempt(conn, match_id, worker)
+            return call()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             if time.monotonic() + delay > deadline:
                 raise
@@ -101,7 +115,15 @@ def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[MatchS
             delay = min(delay * 2, 5.0)
 
 
-def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[MatchSpec, int] | None:
+def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> Started | None:
+    """Load the spec, take a new attempt number and mark the match running; None if the
+    match already has a result. Raises ``LookupError`` without a spec. Waits out a Redis
+    outage of up to ``BEGIN_PATIENCE_S`` (a retry after a lost INCR reply skips a number:
+    attempts stay unique, and the skipped one showed nothing, so it costs no re-deal)."""
+    return _patiently(lambda: _start_attempt(conn, match_id, worker), match_id)
+
+
+def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> Started | None:
     raw = conn.get(keys.match_spec(match_id))
     if raw is None:
         raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
@@ -116,14 +138,24 @@ def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> tuple[Match
         log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
         return None
     attempt = int(conn.incr(keys.match_attempt(match_id)))
-    mark_running(conn, spec, attempt, worker)
-    return spec, attempt
+    pipe = conn.pipeline(transaction=False)
+    # read after the INCR: an older attempt's reveal either came first (seen here) or is
+    # refused, its attempt no longer the latest (``reveal``)
+    pipe.hget(keys.match_state(match_id), REVEALED)
+    _queue_running(pipe, spec, attempt, worker)
+    revealed = pipe.execute()[0]
+    return Started(spec, attempt, revealed is not None)
 
 
 def mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str = "") -> None:
     """State ``running`` for ``attempt``, its first heartbeat in the running set."""
-    now = now_ms()
     pipe = conn.pipeline(transaction=False)
+    _queue_running(pipe, spec, attempt, worker)
+    pipe.execute()
+
+
+def _queue_running(pipe: Any, spec: MatchSpec, attempt: int, worker: str) -> None:
+    now = now_ms()
     pipe.hset(
         keys.match_state(spec.match_id),
         mapping={
@@ -136,7 +168,28 @@ def mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str =
     )
     RunningMatches(pipe).beat({spec.match_id: now})
     season_state(pipe, spec.season, spec.match_id, MatchState.RUNNING)
-    pipe.execute()
+
+
+_REVEAL: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[1])
+return 1
+"""
+
+
+def reveal(conn: redis.Redis, match_id: str, attempt: int) -> bool:
+    """Record, before ``attempt`` shows the bots anything, that it is about to (so any later
+    attempt is re-dealt); False if a newer attempt has started (this one must then show
+    nothing: the newer one may be playing the same deals). One atomic script, retried
+    through an outage like ``start_attempt`` (a retry after a lost reply finds the field
+    set and sets nothing)."""
+    script = (keys.match_attempt(match_id), keys.match_state(match_id))
+    args = (attempt, REVEALED)
+
+    def call() -> bool:
+        return bool(conn.eval(_REVEAL, 2, *script, *args))
+
+    return _patiently(call, match_id)
 
 
 def mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -> None:
@@ -244,11 +297,15 @@ def left_clock(clock: ClockInfo, first_sent_ms: float, now: float) -> ClockInfo:
 class MatchRun:
     """One attempt at one match: the decision loop, the clock, the record."""
 
-    def __init__(self, host: Host, spec: MatchSpec, attempt: int):
+    def __init__(self, host: Host, spec: MatchSpec, attempt: int, redeal: bool | None = None):
+        """``redeal``: whether an earlier attempt showed the bots its deals (``Started``);
+        None assumes so for any attempt after the first."""
         self.host = host
         self.router = host.router
         self.original = spec
-        self.spec = spec.for_attempt(attempt)
+        self.spec = (
+            spec.for_attempt(attempt) if (attempt > 1 if redeal is None else redeal) else spec
+        )
         self.attempt = attempt
         self.n = len(spec.seats)
         game = get_game(spec.game)

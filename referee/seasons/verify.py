@@ -4,8 +4,9 @@
 2. The schedule rebuilt from the seed (and the owners recorded at creation) equals the
    schedule the season played: same tables, seats, match seeds and deal specs.
 3. Every committed match is re-dealt from the seeds derived from the season seed (not from
-   anything the match record says; a retried match, attempt n > 1, from the seeds
-   ``workers.spec.redeal_seed`` derives from those and n), its recorded steps are replayed
+   anything the match record says; a retry that the record marks ``redealt``, attempt n,
+   from the seeds ``workers.spec.redeal_seed`` derives from those and n: either way seeds
+   of the season seed, never the record's own), its recorded steps are replayed
    on that fresh deal, and the initial hands and the result must equal the recorded ones.
 """
 
@@ -117,8 +118,9 @@ def _check_match(
     if list(record.get("spec", {}).get("seats", [])) != list(m.seats):
         report.problems.append(f"{m.match_id}: seats {record['spec']['seats']} != {list(m.seats)}")
     seed, deals = m.seed, m.deals
-    attempt = int(record.get("attempt", 1))
-    if attempt > 1:  # a retried match is re-dealt from seeds derived from the scheduled ones
+    redealt = record.get("redealt")
+    if redealt:  # a retry after an attempt that showed the bots its deals is re-dealt
+        attempt = int(redealt["attempt"])  # from seeds derived from the scheduled ones
         seed = redeal_seed(m.seed, attempt)
         if deals is not None:
             deals = tuple(

@@ -81,12 +81,16 @@ def fingerprint(conn: redis.Redis, season: str) -> dict[str, bytes]:
 
 
 def redealt(conn: redis.Redis, season: str) -> set[str]:
-    """Indexes of the season's matches that were re-run (re-dealt, docs/workers.md)."""
+    """Indexes of the season's matches that were re-run re-dealt: after an attempt that
+    showed the bots its deals (docs/workers.md "A retry is re-dealt"); a re-run after
+    attempts that showed nothing plays the scheduled deals."""
     out = set()
     for r in store.committed_results(conn, season):
-        if int(r["attempt"]) > 1:
-            record = conn.get(keys.match_record(r["match_id"]))
-            assert record is not None and json.loads(record)["redealt"]["attempt"] == r["attempt"]
+        record = conn.get(keys.match_record(r["match_id"]))
+        assert record is not None
+        redeal = json.loads(record).get("redealt")
+        if redeal is not None:
+            assert redeal["attempt"] == r["attempt"] > 1, (redeal, r["attempt"])
             out.add(r["match_id"].rsplit("-", 1)[-1])
     return out
 
@@ -300,7 +304,14 @@ def test_redis_unreachable_for_10_s_everything_waits_and_resumes(
             assert proc.poll() is None, proc.args
     info = d.query(lambda c: wait_finished(c, "rcut"))
     assert info["state"] == "finished" and info["matches_failed"] == "0", info
-    assert d.query(lambda c: fingerprint(c, "rcut")) == single_host
+    got = d.query(lambda c: fingerprint(c, "rcut"))
+    differing = sorted(i for i in got if got[i] != single_host.get(i))
+    # nothing is re-run for a 10 s outage (the janitors wait), and a match whose attempt
+    # was begun but showed nothing (an INCR reply lost in the cut) is not re-dealt
+    assert not differing, (
+        f"matches {differing} differ from the single-host run; re-dealt ones: "
+        f"{sorted(d.query(lambda c: redealt(c, 'rcut')))}; logs in {d.logs}"
+    )
     assert_committed_once(d, "rcut")
     for referee in d.referees:
         assert d.http_get(referee, "/healthz")[0] == 200

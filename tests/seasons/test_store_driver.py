@@ -179,6 +179,35 @@ def test_unacknowledged_results_of_a_dead_referee_are_claimed(
     assert names == {"alive"}
 
 
+def test_verify_re_deals_exactly_the_retries_after_a_reveal(conn: redis.Redis) -> None:
+    """``arena season verify`` re-deals a retried match from ``redeal_seed`` when its record
+    says ``redealt`` (an earlier attempt showed the bots its deals) and from the scheduled
+    seeds otherwise (an earlier attempt that showed nothing: docs/workers.md "A retry is
+    re-dealt"); a record that hides its re-deal fails the check."""
+    store.create_season(conn, _spec(window=3))
+    store.start_season(conn, "s1")
+    conn.incr(keys.match_attempt("s1-m0001"))  # attempt 1 begun, showed nothing
+    conn.incr(keys.match_attempt("s1-m0002"))  # attempt 1 showed the bots its deals
+    conn.hset(keys.match_state("s1-m0002"), "revealed", 1)
+    _drive(conn, "s1", SeasonDriver(conn))
+    records = {}
+    for mid in ("s1-m0000", "s1-m0001", "s1-m0002"):
+        raw = conn.get(keys.match_record(mid))
+        assert raw is not None
+        records[mid] = json.loads(raw)
+    assert [r["attempt"] for r in records.values()] == [1, 2, 2]
+    assert "redealt" not in records["s1-m0000"] and "redealt" not in records["s1-m0001"]
+    assert records["s1-m0002"]["redealt"]["attempt"] == 2
+    assert records["s1-m0002"]["spec"]["seed"] != records["s1-m0002"]["redealt"]["scheduled_seed"]
+    report = verify_season(conn, "s1")
+    assert report.ok, report.problems
+    assert report.matches_checked == 3
+    hidden = {k: v for k, v in records["s1-m0002"].items() if k != "redealt"}
+    conn.set(keys.match_record("s1-m0002"), json.dumps(hidden))
+    report = verify_season(conn, "s1")
+    assert not report.ok and all("s1-m0002" in p for p in report.problems), report.problems
+
+
 def test_verify_finds_a_tampered_record(conn: redis.Redis) -> None:
     store.create_season(conn, _spec(window=3))
     store.start_season(conn, "s1")

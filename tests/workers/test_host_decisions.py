@@ -30,7 +30,7 @@ from workers import queue
 from workers.host import MatchHost, Running
 from workers.metrics import HostMetrics
 from workers.queue import RunningMatches
-from workers.runner import Superseded, commit, start_attempt
+from workers.runner import REVEALED, Started, Superseded, commit, start_attempt
 
 
 @pytest.fixture
@@ -97,11 +97,12 @@ class _Run:
 
     error: Exception | None = None
 
-    def __init__(self, owner: Any, spec: Any, attempt: int) -> None:
-        self.owner, self.spec, self.attempt = owner, spec, attempt
-        self.ended = False
+    def __init__(self, owner: Any, spec: Any, attempt: int, redeal: bool | None = None) -> None:
+        self.owner, self.spec, self.attempt, self.redeal = owner, spec, attempt, redeal
+        self.ended = self.played = False
 
     async def play(self) -> None:
+        self.played = True
         if self.error is not None:
             raise self.error
 
@@ -144,9 +145,12 @@ def test_a_played_match_ends_its_job_with_what_became_of_it(
     running = _running()
     host.runs["m1"] = running
     host._slot_free.clear()
-    asyncio.run(host._play(running, spec, 3))
+    host.conn.set(keys.match_attempt("m1"), 3)  # attempt 3 is the latest
+    asyncio.run(host._play(running, Started(spec, 3, True)))
     run = running.run
     assert isinstance(run, _Run) and (run.owner, run.spec, run.attempt) == (host, spec, 3)
+    assert run.redeal is True and run.played
+    assert host.conn.hget(keys.match_state("m1"), REVEALED) == "3"  # before it played
     assert jobs == [("ok", outcome)] and run.ended is ended
     assert commits == ([] if error is not None else [run])
     assert "m1" not in host.runs and host._slot_free.is_set()
@@ -169,7 +173,8 @@ def test_a_match_that_raises_is_marked_failed_for_its_attempt(
     spec = make_spec()
     running = _running()
     host.runs["m1"] = running
-    asyncio.run(host._play(running, spec, 2))
+    host.conn.set(keys.match_attempt("m1"), 2)
+    asyncio.run(host._play(running, Started(spec, 2, False)))
     assert failed == [(spec, 2, "RuntimeError: boom")]
     assert len(jobs) == 1 and jobs[0][0] == "failed"
     assert "Traceback" in jobs[0][1] and "RuntimeError: boom" in jobs[0][1]
@@ -200,8 +205,38 @@ def test_a_match_frees_its_slot_even_when_redis_fails_its_bookkeeping(
         running = _running()
         host.runs["m1"] = running
         host._slot_free.clear()
-        asyncio.run(host._play(running, make_spec(), 1))
+        host.conn.set(keys.match_attempt("m1"), 1)
+        asyncio.run(host._play(running, Started(make_spec(), 1, False)))
         assert "m1" not in host.runs and host._slot_free.is_set()
+
+
+def test_an_attempt_superseded_before_it_showed_anything_plays_nothing(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the reveal step of ``_play`` (docs/workers.md "A retry is re-dealt"): an
+    attempt whose match has a newer attempt by the time it would send its first message
+    (a janitor judged it lost meanwhile) plays nothing, sends the bots nothing, records no
+    reveal (the newer attempt may be playing the same deals) and commits nothing; its job
+    ends ``superseded``. With no newer attempt it records its reveal first, and a later
+    attempt of the match then starts re-dealt."""
+    monkeypatch.setattr(host_module, "MatchRun", _Run)
+    monkeypatch.setattr(host, "_commit", lambda run: pytest.fail("committed"))
+    spec = make_spec()
+    assert queue.enqueue_match(host.conn, spec)
+    first = start_attempt(host.conn, "m1", "host-a")
+    assert first == (spec, 1, False)
+    assert start_attempt(host.conn, "m1", "host-b") == (spec, 2, False)  # the janitor's retry
+    running = _running()
+    host.runs["m1"] = running
+    asyncio.run(host._play(running, first))
+    run = running.run
+    assert isinstance(run, _Run) and not run.played
+    assert jobs == [("ok", "superseded")]
+    assert host.conn.hget(keys.match_state("m1"), REVEALED) is None
+    # attempt 2 showed nothing either: attempt 3 plays the scheduled deals
+    assert start_attempt(host.conn, "m1", "host-b") == (spec, 3, False)
 
 
 def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
@@ -259,7 +294,7 @@ def test_a_stopping_host_hands_back_the_matches_still_running_after_the_grace(
     spec, quick = make_spec("m1"), make_spec("m2")
     for s in (spec, quick):
         assert queue.enqueue_match(redis_client, s)
-        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1)
+        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1, False)
 
     async def stop() -> None:
         async def forever() -> None:
@@ -297,7 +332,7 @@ def test_a_hand_back_that_redis_refuses_does_not_stop_the_others(
     specs = [make_spec("m1"), make_spec("m2")]
     for s in specs:
         assert queue.enqueue_match(redis_client, s)
-        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1)
+        assert start_attempt(redis_client, s.match_id, "host-a") == (s, 1, False)
     requeue = queue.requeue_abandoned
 
     def flaky(conn: Any, mid: str, *args: Any) -> bool:
@@ -382,7 +417,7 @@ def test_a_dequeued_match_starts_its_attempt_or_ends_its_job_at_once(
     got = host._dequeue()
     assert got is not None
     running, started = got
-    assert started == (specs[0], 1) and running.job.args == ("m1",) and running.run is None
+    assert started == (specs[0], 1, False) and running.job.args == ("m1",) and running.run is None
     assert running.job.started_at is not None and isinstance(running.execution, Execution)
     assert IntermediateQueue(host.queue.key, connection=host.rq_conn).get_job_ids() == []
     assert running.job.id in host.queue.started_job_registry.get_job_ids()

@@ -32,7 +32,16 @@ from tests.workers.test_runner import FAST, make_spec
 from workers import queue, runner
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
-from workers.runner import MatchRun, Reply, commit, left_clock, start_attempt, worker_name
+from workers.runner import (
+    REVEALED,
+    MatchRun,
+    Reply,
+    commit,
+    left_clock,
+    reveal,
+    start_attempt,
+    worker_name,
+)
 from workers.runner import mark_failed as _mark_failed
 from workers.runner import mark_running as _mark_running
 from workers.spec import MatchSpec, TimeControl, redeal_seed
@@ -382,15 +391,60 @@ def test_starting_an_attempt_numbers_it_and_marks_the_match_running(
     season's entry ``running``."""
     spec = make_spec()
     assert queue.enqueue_match(redis_client, spec)
-    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
     state = redis_client.hgetall(keys.match_state("m1"))
     assert (state["state"], state["attempt"], state["worker"]) == ("running", "1", "host-1")
     assert state["heartbeat_ms"] == state["started_ms"]
     beat = redis_client.zscore(keys.MATCHES_RUNNING, "m1")
     assert beat is not None and round(beat) == int(state["heartbeat_ms"])
     assert redis_client.hget(keys.season_matches("s1"), "m1") == "running"
-    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2, False)
     assert redis_client.hget(keys.match_state("m1"), "worker") == "host-2"
+
+
+def test_a_retry_is_re_dealt_only_after_an_attempt_that_showed_the_bots_anything(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the re-deal decision (docs/workers.md "A retry is re-dealt"): an attempt that
+    never showed the bots anything (its INCR reply lost in a Redis outage, so the retry
+    took the next number; or its host gone before the first message) leaves the scheduled
+    deals to the next attempt, which therefore equals an undisturbed run; once an attempt
+    has recorded its reveal (``reveal``, before its first message), every later attempt is
+    re-dealt. The state keeps the first attempt that revealed."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 2, False)  # 1 showed nothing
+    assert reveal(redis_client, "m1", 2)
+    assert reveal(redis_client, "m1", 2)  # a retry after a lost reply: still true
+    assert redis_client.hget(keys.match_state("m1"), REVEALED) == "2"
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 3, True)
+    assert reveal(redis_client, "m1", 3)
+    assert redis_client.hget(keys.match_state("m1"), REVEALED) == "2"
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 4, True)
+    # a match started and abandoned, never revealed, re-run: its scheduled deals
+    run = MatchRun(_host(), spec, 2, redeal=False)
+    assert run.spec is spec and "redealt" not in run.record()
+    assert MatchRun(_host(), spec, 2).spec == spec.for_attempt(2)  # not said: re-dealt
+
+
+def test_an_older_attempt_may_not_reveal_once_a_newer_one_started(
+    redis_client: redis.Redis,
+) -> None:
+    """Pins the fence of ``reveal``: attempt 1 (on a host cut off from Redis while a janitor
+    started attempt 2) asking to show its deals after attempt 2 began is refused and
+    records nothing, since attempt 2 plays the same scheduled deals (it read no reveal) and
+    attempt 1's messages would tell the bots the cards of attempt 2's deals. Attempt 2's
+    own reveal then goes through."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2, False)
+    assert not reveal(redis_client, "m1", 1)
+    assert redis_client.hget(keys.match_state("m1"), REVEALED) is None
+    assert not reveal(redis_client, "m2", 1)  # no attempt at all: refused too
+    assert reveal(redis_client, "m1", 2)
+    assert redis_client.hget(keys.match_state("m1"), REVEALED) == "2"
 
 
 def test_no_attempt_starts_for_a_committed_match_or_a_cancelled_season(
@@ -438,8 +492,8 @@ def test_a_commit_is_fenced_by_the_latest_attempt_and_writes_every_key(
     in the recent list at its finish time and the season's entry ``done``."""
     spec = make_spec()
     assert queue.enqueue_match(redis_client, spec)
-    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
-    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2, False)
     result = {**_result(), "finished_ms": 1234.0, "attempt": 2}
     record = {"steps": [{"seq": 1}], "attempt": 2}
     assert not commit(redis_client, spec, 1, _result(), {"attempt": 1})
@@ -554,7 +608,7 @@ def test_a_commit_loses_the_race_to_a_newer_attempt_starting_meanwhile(
     match that already has a result)."""
     spec = make_spec()
     assert queue.enqueue_match(redis_client, spec)
-    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
     other = redis.Redis(connection_pool=redis_client.connection_pool, decode_responses=True)
 
     class _Client:
@@ -578,10 +632,10 @@ def test_a_commit_after_a_failed_attempt_clears_the_error_and_counts_the_match(
     timeouts per season and bot (docs/metrics.md)."""
     spec = make_spec()
     assert queue.enqueue_match(redis_client, spec)
-    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1)
+    assert start_attempt(redis_client, "m1", "host-1") == (spec, 1, False)
     _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed")
     assert queue.match_status(redis_client, "m1")["error"] == "RuntimeError: attempt 1 crashed"
-    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2)
+    assert start_attempt(redis_client, "m1", "host-2") == (spec, 2, False)
     seat = {"bot": "a", "timeouts": 2, "invalid_actions": 0, "illegal_passes": 0}
     result = {**_result(), "stats": [{**seat, "autopilot": False, "decisions": 3}]}
     assert commit(redis_client, spec, 2, result, {})  # type: ignore[arg-type]
