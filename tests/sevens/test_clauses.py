@@ -1090,3 +1090,78 @@ def test_sv11_runs_of_one_length_from_a_starter_are_ordered_by_their_cards() -> 
     r = rules("sevens", starter_rank="K", ace="high", multi_card_turn=True, opening="any_seven")
     match = stacked(r, ["KC QC AC 5S", "2S 3S 4S 6S", "7S 8S 9S TS"], dealer=2)
     assert match.legal_actions() == ["KC", "KC+AC", "KC+QC"]
+
+
+def test_sv19_sv23_turns_pass_over_seats_out_and_seats_skipped_as_the_reference_does() -> None:
+    """SV-19 (lose a turn) and SV-23 (out of the deal) with D-21's turn order: the next seat
+    clockwise that is neither out nor losing its turn acts, each lost turn a ``skipped``
+    pass, however many such seats stand in a row. Compared with the naive reference
+    (tests/sevens/reference.py) on 40 seeded deals of ``shichi-narabe`` (several seats out
+    side by side) and of ``cinquillo`` (a lost turn next to another or to a seat out). Found by
+    ``make mutate``: the slow differential test caught ``continue`` -> ``break`` in the
+    turn loop and the special-turn flag reset to ``None`` or with ``and``; no fast test did."""
+    from tests.sevens.test_differential import _run_deals
+
+    for preset in ("shichi-narabe", "cinquillo"):
+        _run_deals(preset, PRESETS[preset], 40)
+
+
+def test_sv13_after_the_opening_card_a_refusal_names_the_row_not_the_opening() -> None:
+    """SV-13: once the opening 7D lies on the table, a card that is not playable is refused
+    for its row, not for an opening card still awaited (found by ``make mutate``: the
+    engine kept saying "7D must be played first" after it was played)."""
+    deck = [str(c) for c in make_deck("french52")]
+    table = [c for c in deck if c[1] != "D"]
+    hands = [["7D", "9D", "2D"], ["8D", "TD", "JD", "QD", "KD"], ["6D", "5D", "4D", "3D", "AD"]]
+    match = SevensMatch(rules("sevens"), 3, 1, table=table, hands=hands)
+    holder = match.to_act()
+    assert hands[holder][0] == "7D"
+    match.apply("7D")
+    seat = match.to_act()
+    assert seat != holder
+    blocked = next(c for c in hands[seat] if c not in ("6D", "8D"))
+    assert match.check(blocked) == (
+        f"{blocked} is not playable: the diamonds row runs 7D; playable diamonds are 6D and 8D"
+    )
+
+
+def test_sv12_a_refusal_lists_the_lowest_playable_card_of_a_row_other_than_clubs() -> None:
+    """The not-playable sentence lists every playable card of the card's row, the row's
+    lowest cards included (found by ``make mutate``: the row's mask shifted by 14 bits a
+    suit dropped 2H here and still passed the other sentences)."""
+    deck = [str(c) for c in make_deck("french52")]
+    table = [c for c in deck if c[1] != "H"] + ["3H", "4H", "5H", "6H", "7H"]
+    match = SevensMatch(
+        rules("sevens", opening="any_seven"),
+        3,
+        1,
+        table=table,
+        hands=[["KH", "2H"], ["AH", "8H", "9H"], ["TH", "JH", "QH"]],
+    )
+    assert match.to_act() == 1
+    assert match.check("9H") == (
+        "9H is not playable: the hearts row runs 3H-7H; playable hearts are 2H and 8H"
+    )
+
+
+def test_sv21_a_text_of_more_than_52_cards_is_malformed() -> None:
+    """SV-21: an action text naming more cards than a deck holds is refused as malformed,
+    whatever it names (the engine splits it into at most 53 parts: without the bound, a
+    text of 60 cards was refused for naming a card twice)."""
+    match = stacked(rules("sevens", opening="any_seven", multi_card_turn=True), CHAIN, dealer=2)
+    deck = [str(c) for c in make_deck("french52")]
+    text = "+".join((deck * 2)[:60])
+    events = match.apply(text)
+    assert events[0].kind == EventKind.INVALID_ACTION and events[0].reason == "malformed"
+
+
+def test_sv21_an_action_that_is_not_text_plays_no_card() -> None:
+    """SV-21: an answer that is not even a string (a record must replay whatever came, so
+    ``apply`` takes it) is refused as malformed, never read as a card: here the 2C, the
+    card at index 1, is playable for the seat (found by ``make mutate``: an unhashable
+    answer played it)."""
+    match = stacked(rules("sevens", opening="any_seven"), ["2C 9S", "KD", "QD"], dealer=2)
+    assert match.to_act() == 0 and "2C" in match.legal_actions()
+    events = match.apply(["2C"])  # type: ignore[arg-type]
+    assert events[0].kind == EventKind.INVALID_ACTION and events[0].reason == "malformed"
+    assert "2C" in match.observation(0)["hand"]
