@@ -168,7 +168,10 @@ def test_every_dashboard_query_returns_data_from_a_real_season(
             preset="sevens",
             bots=BOT_NAMES,
             table_size=3,
-            deals_per_match=3,
+            # long enough to span several scrapes: a histogram's rate over the panels'
+            # 4 s window needs two scrapes that saw it grow (a season over within one
+            # scrape interval left the quantile panels without data)
+            deals_per_match=6,
             seed=20261129,
             options=SeasonOptions(rounds=2, window=2),
         )

@@ -41,13 +41,15 @@ BOTS = {
 }
 CARD = re.compile(r"\b(?:[2-9TJQKA])[CDHS]\b")
 
+# 6 deals a match: the season plays for a few seconds, so the live feed (one read a
+# second, referee/web/live.py) shows matches in flight (with 2 it could end between reads)
 SEASON_TOML = """
 name = "live"
 game = "sevens"
 preset = "fan-tan"
 bots = ["hold-1", "rand-1", "first-1", "hold-2", "rand-2"]
 table_size = 4
-deals_per_match = 2
+deals_per_match = 6
 seed = 77
 
 [time_control]
