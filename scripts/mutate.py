@@ -91,6 +91,7 @@ AREAS: dict[str, Area] = {
         (
             "tests/workers/test_match_loop.py",
             "tests/workers/test_runner_pins.py",
+            "tests/workers/test_begin_retry.py",  # start_attempt through an outage
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
             "tests/games/test_seeds.py",  # the seed derivations of workers/spec.py

@@ -27,7 +27,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
@@ -262,10 +262,6 @@ class Host(Protocol):
     router: Router
     metrics: metrics.HostMetrics
 
-    def in_thread(self, fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
-        """Run a sync Redis call (``fn(conn, *args)``) off the event loop."""
-        ...
-
 
 @dataclass(slots=True)
 class Reply:
@@ -300,12 +296,11 @@ class MatchRun:
     def __init__(self, host: Host, spec: MatchSpec, attempt: int, redeal: bool | None = None):
         """``redeal``: whether an earlier attempt showed the bots its deals (``Started``);
         None assumes so for any attempt after the first."""
-        self.host = host
         self.router = host.router
         self.original = spec
-        self.spec = (
-            spec.for_attempt(attempt) if (attempt > 1 if redeal is None else redeal) else spec
-        )
+        if redeal is None:
+            redeal = attempt > 1
+        self.spec = spec.for_attempt(attempt) if redeal else spec
         self.attempt = attempt
         self.n = len(spec.seats)
         game = get_game(spec.game)
