@@ -147,6 +147,7 @@ HOST_DECISIONS = tuple(
     for name in (
         "tick",
         "_play",
+        "_reveal",
         "_commit",
         "_finish",
         "_hand_back",

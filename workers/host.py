@@ -317,10 +317,13 @@ class MatchHost:
         try:
             run = running.run = MatchRun(self, spec, attempt, started.redeal)
             # before the first message to a bot: a later attempt then knows to re-deal
-            if not await self.in_thread(reveal, mid, attempt):
+            revealed = await self._reveal(mid, attempt)
+            if revealed is False:
                 raise Superseded("a newer attempt started before this one showed anything")
-            await run.play()
-            committed = await self._commit(run)
+            committed = None
+            if revealed:
+                await run.play()
+                committed = await self._commit(run)
             if committed is None:
                 outcome = "left"  # Redis stayed away; the janitor re-runs it
             elif committed:
@@ -350,6 +353,21 @@ class MatchHost:
     def _done(self, match_id: str) -> None:
         self.runs.pop(match_id, None)
         self._slot_free.set()
+
+    async def _reveal(self, match_id: str, attempt: int) -> bool | None:
+        """``runner.reveal`` off the loop; None if Redis stayed away through its patience
+        (nothing was shown: the janitor re-runs the match on its scheduled deals)."""
+        try:
+            shown: bool = await self.in_thread(reveal, match_id, attempt)
+            return shown
+        except redis.RedisError as exc:
+            log.error(
+                "match %s attempt %d: Redis away before its first message: %s",
+                match_id,
+                attempt,
+                exc,
+            )
+            return None
 
     async def _commit(self, run: MatchRun) -> bool | None:
         """The fenced commit; retried while Redis is away (None: given up)."""

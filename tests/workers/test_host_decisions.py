@@ -473,3 +473,30 @@ def test_a_job_a_dead_host_dequeued_but_never_started_is_queued_again(
     assert host._unstarted_seen == {started[0].id: 100.0}
     host._give_back_unstarted_jobs()
     assert host.queue.count == 2  # pushed back once
+
+
+def test_an_attempt_that_cannot_record_its_reveal_is_left_to_the_janitor(
+    host: MatchHost,  # noqa: F811
+    jobs: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_reveal``: Redis away through ``reveal``'s patience before the first message
+    (the attempt began, then the outage came) leaves the match as ``left``: nothing played,
+    nothing committed, not marked failed (a failed match is never run again; this one
+    showed nothing, so the janitor's re-run plays its scheduled deals)."""
+
+    def away(conn: Any, match_id: str, attempt: int) -> bool:
+        raise redis.ConnectionError("Error 113 connecting to 198.18.17.2:6379.")
+
+    monkeypatch.setattr(host_module, "MatchRun", _Run)
+    monkeypatch.setattr(host_module, "reveal", away)
+    monkeypatch.setattr(host_module, "mark_failed", lambda *a: pytest.fail("marked failed"))
+    monkeypatch.setattr(host, "_commit", lambda run: pytest.fail("committed"))
+    running = _running()
+    host.runs["m1"] = running
+    host._slot_free.clear()
+    asyncio.run(host._play(running, Started(make_spec(), 1, False)))
+    run = running.run
+    assert isinstance(run, _Run) and not run.played
+    assert jobs == [("ok", "left")]
+    assert "m1" not in host.runs and host._slot_free.is_set()
