@@ -2,7 +2,9 @@
 host (workers/host.py; docs/workers.md "The life of a match").
 
 Read top to bottom: :func:`start_attempt` loads the spec and takes a new attempt number,
-:class:`MatchRun` plays the match (each decision goes to the bot's referee over the
+:func:`reveal` records that the attempt is about to show the bots its deals (fenced: a
+superseded attempt shows nothing), :class:`MatchRun` plays the match (each decision goes
+to the bot's referee over the
 internal stream, :mod:`workers.link`; nothing per decision touches Redis), and
 :func:`commit` writes the result once, atomically, fenced by the attempt number.
 
