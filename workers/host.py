@@ -81,6 +81,12 @@ OUTAGE_SLACK_S: Final = 10.0
 """After a Redis outage this host's janitor judges no heartbeat for ``stale_s`` plus this
 long: every host saw the same outage, and some take a while to reconnect (a connect or
 socket timeout) before their heartbeats flow again."""
+OUT_OF_TOUCH_S: Final = 3.0
+"""A host whose own successful beats come further apart than this (its tick held up by a
+stalled call, its loop or its machine, with no error to say so) waits as after an outage
+before it judges anyone's heartbeat: what kept it out of touch may have kept the others
+too (seen in tests/multihost: a host whose tick never failed through a 10 s Redis cut ran
+its janitor the moment Redis came back and re-ran every match)."""
 REDIS_SOCKET_TIMEOUT_S: Final = 4.0
 """Socket timeout of the host's Redis client: above the 1 s blocking dequeue (a socket timeout
 below a blocking call's own wait turns every idle dequeue into a TimeoutError),
@@ -163,6 +169,7 @@ class MatchHost:
         self._unstarted_seen: dict[str, float] = {}
         self._judge_after_ms = 0.0  # the janitor waits after a Redis outage
         self._outage = False
+        self._last_beat_ms = 0.0  # when the last tick's writes got through (0: none yet)
         self._listed = False  # in keys.METRICS_HOSTS
         self._totals_dirty = False  # totals changed since the last write of the hash
 
@@ -489,11 +496,16 @@ class MatchHost:
             for mid in ids:
                 pipe.hset(keys.match_state(mid), "heartbeat_ms", f"{now:.0f}")
         replies = pipe.execute()
+        done = now_ms()
         if written:
             self._listed, self._totals_dirty = True, False
-        if self._outage:  # the first beat after an outage: give every host time to beat
+        # The first beat after an outage, or after this host was out of touch: give every
+        # host time to beat again before judging them.
+        gap = done - self._last_beat_ms if self._last_beat_ms else 0.0
+        if self._outage or gap > OUT_OF_TOUCH_S * 1000.0:
             self._outage = False
-            self._judge_after_ms = now + (self.stale_s + OUTAGE_SLACK_S) * 1000.0
+            self._judge_after_ms = done + (self.stale_s + OUTAGE_SLACK_S) * 1000.0
+        self._last_beat_ms = done
         superseded = []
         if ids:
             for mid, latest in zip(ids, replies[-1 - (len(ids) if rq_beat else 0)], strict=True):
@@ -504,7 +516,7 @@ class MatchHost:
             self._rq_heartbeats(list(runs.values()))
         if self._ticks % GIVE_BACK_EVERY == 1:
             self._give_back_unstarted_jobs()
-        if now >= self._judge_after_ms:
+        if done >= self._judge_after_ms:
             queue.janitor_pass(conn, self.stale_s)
         if self._ticks % CLEAN_EVERY == 1:
             clean_registries(self.queue)

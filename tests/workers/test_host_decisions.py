@@ -384,9 +384,15 @@ def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
     host._outage = True  # a dequeue or a tick failed on Redis
     chores.clear()
     host.tick(host.conn, runs, HostMetrics())
-    assert host._judge_after_ms == clock[0] + (host.stale_s + host_module.OUTAGE_SLACK_S) * 1000
+    judge_after = clock[0] + (host.stale_s + host_module.OUTAGE_SLACK_S) * 1000
+    assert host._judge_after_ms == judge_after
     assert ("jan", 0) not in chores and not host._outage
-    clock[0] = host._judge_after_ms - 1.0
+    while clock[0] + 1000.0 < judge_after:  # a tick a second, none judging
+        clock[0] += 1000.0
+        chores.clear()
+        host.tick(host.conn, runs, HostMetrics())
+        assert ("jan", 0) not in chores
+    clock[0] = judge_after - 1.0
     chores.clear()
     host.tick(host.conn, runs, HostMetrics())
     assert ("jan", 0) not in chores
@@ -394,6 +400,39 @@ def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
     chores.clear()
     host.tick(host.conn, runs, HostMetrics())
     assert ("jan", 0) in chores
+    assert host._judge_after_ms == judge_after  # ticks a second apart never re-arm it
+
+
+def test_a_host_whose_own_beats_stalled_waits_before_judging_as_after_an_outage(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``OUT_OF_TOUCH_S``: a tick whose writes get through more than 3 s after the
+    previous ones (no Redis error: a call, the loop or the machine held it up) judges no
+    heartbeat until ``stale_s`` + ``OUTAGE_SLACK_S`` later, like the first tick after an
+    outage (found in tests/multihost's 10 s Redis cut: a host whose tick never failed re-ran
+    every match the moment Redis came back, their heartbeats all stale through the cut).
+    Ticks at most 3 s apart, and the first tick of a host, judge as usual."""
+    janitor: list[float] = []
+    clock = [1_000_000.0]
+    monkeypatch.setattr(host, "_rq_heartbeats", lambda r: None)
+    monkeypatch.setattr(host, "_give_back_unstarted_jobs", lambda: None)
+    monkeypatch.setattr(host_module, "clean_registries", lambda q: None)
+    monkeypatch.setattr(queue, "janitor_pass", lambda conn, stale: janitor.append(clock[0]))
+    monkeypatch.setattr(host_module, "now_ms", lambda: clock[0])
+    host.tick(host.conn, {}, HostMetrics())  # the first tick: nothing to compare with
+    assert janitor == [clock[0]]
+    clock[0] += host_module.OUT_OF_TOUCH_S * 1000.0  # 3 s late: still in touch
+    host.tick(host.conn, {}, HostMetrics())
+    assert janitor[-1] == clock[0]
+    stalled_at = clock[0] = clock[0] + host_module.OUT_OF_TOUCH_S * 1000.0 + 1.0
+    host.tick(host.conn, {}, HostMetrics())
+    assert janitor[-1] != stalled_at
+    wait = (host.stale_s + host_module.OUTAGE_SLACK_S) * 1000.0
+    assert host._judge_after_ms == stalled_at + wait
+    clock[0] = stalled_at + 1000.0
+    host.tick(host.conn, {}, HostMetrics())
+    assert janitor[-1] != clock[0]
 
 
 def test_a_dequeued_match_starts_its_attempt_or_ends_its_job_at_once(
