@@ -17,8 +17,9 @@ A retried match is re-dealt from fresh seeds derived from its seed and the attem
 (``MatchSpec.for_attempt``, recorded in the match record) when an earlier attempt showed
 the bots anything (:func:`reveal`, fenced, before an attempt's first message to a bot):
 replaying those deals would hand a bot that remembers them its opponents' cards. An
-earlier attempt that showed nothing (its INCR reply lost in a Redis outage, its host gone
-before the first message) leaves the scheduled deals to the next one.
+earlier attempt that showed nothing (its host gone before the first message, or superseded
+before it) leaves the scheduled deals to the next one. A start is one script named by a
+token, so a try retried through a Redis outage never takes two numbers.
 """
 
 from __future__ import annotations
@@ -119,45 +120,74 @@ def _patiently(call: Callable[[], _T], match_id: str) -> _T:
 
 def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> Started | None:
     """Load the spec, take a new attempt number and mark the match running; None if the
-    match already has a result. Raises ``LookupError`` without a spec. Waits out a Redis
-    outage of up to ``BEGIN_PATIENCE_S`` (a retry after a lost INCR reply skips a number:
-    attempts stay unique, and the skipped one showed nothing, so it costs no re-deal)."""
-    return _patiently(lambda: _start_attempt(conn, match_id, worker), match_id)
+    match already has a result or its season was cancelled. Raises ``LookupError`` without
+    a spec. Waits out a Redis outage of up to ``BEGIN_PATIENCE_S``: every try names the
+    same start (a random token), so a try whose reply was lost, or whose request the
+    network delivers late, after a later try went through, takes no second number."""
+    token = os.urandom(8).hex()
+    return _patiently(lambda: _start_attempt(conn, match_id, worker, token), match_id)
 
 
-def _start_attempt(conn: redis.Redis, match_id: str, worker: str) -> Started | None:
+_START: Final = """
+local field = 'start:' .. ARGV[1]
+local done = redis.call('HGET', KEYS[2], field)
+if done then
+  local attempt, redeal = string.match(done, '^(%d+):(%d)$')
+  return {tonumber(attempt), tonumber(redeal)}
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if ARGV[5] == '1' and redis.call('HGET', KEYS[5], ARGV[4]) == ARGV[6] then return -1 end
+local attempt = redis.call('INCR', KEYS[1])
+local redeal = redis.call('HEXISTS', KEYS[2], ARGV[8])
+redis.call('HSET', KEYS[2], field, attempt .. ':' .. redeal, 'state', ARGV[7],
+  'attempt', attempt, 'worker', ARGV[2], 'started_ms', ARGV[3], 'heartbeat_ms', ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
+if ARGV[5] == '1' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[7]) end
+return {attempt, redeal}
+"""
+"""One start, atomic and idempotent per token: the attempt number (INCR), state ``running``
+with its first heartbeat, the season's entry, and whether an earlier attempt revealed (read
+after the INCR: an older attempt's reveal either came first or is refused, ``reveal``)."""
+
+
+def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) -> Started | None:
     raw = conn.get(keys.match_spec(match_id))
     if raw is None:
         raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
     spec = MatchSpec.from_json(raw)
-    if conn.exists(keys.match_result(match_id)):
+    season = keys.season_matches(spec.season) if spec.season else keys.match_state(match_id)
+    now = f"{now_ms():.0f}"
+    got = conn.eval(
+        _START,
+        5,
+        keys.match_attempt(match_id),
+        keys.match_state(match_id),
+        keys.match_result(match_id),
+        RunningMatches.key,
+        season,
+        token,
+        worker or worker_name(),
+        now,
+        match_id,
+        "1" if spec.season else "0",
+        str(MatchState.CANCELLED),
+        str(MatchState.RUNNING),
+        REVEALED,
+    )
+    if got == 0:
         log.info("match %s is already committed; nothing to do", match_id)
         return None
-    if spec.season and conn.hget(keys.season_matches(spec.season), match_id) in (
-        MatchState.CANCELLED,
-        MatchState.CANCELLED.encode(),
-    ):  # referee.seasons.store.cancel_season: a match not running then never starts
+    if got == -1:  # referee.seasons.store.cancel_season: a match not running then never starts
         log.info("match %s: season %s was cancelled; not played", match_id, spec.season)
         return None
-    attempt = int(conn.incr(keys.match_attempt(match_id)))
-    pipe = conn.pipeline(transaction=False)
-    # read after the INCR: an older attempt's reveal either came first (seen here) or is
-    # refused, its attempt no longer the latest (``reveal``)
-    pipe.hget(keys.match_state(match_id), REVEALED)
-    _queue_running(pipe, spec, attempt, worker)
-    revealed = pipe.execute()[0]
-    return Started(spec, attempt, revealed is not None)
+    attempt, redeal = got
+    return Started(spec, int(attempt), bool(int(redeal)))
 
 
 def mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str = "") -> None:
     """State ``running`` for ``attempt``, its first heartbeat in the running set."""
-    pipe = conn.pipeline(transaction=False)
-    _queue_running(pipe, spec, attempt, worker)
-    pipe.execute()
-
-
-def _queue_running(pipe: Any, spec: MatchSpec, attempt: int, worker: str) -> None:
     now = now_ms()
+    pipe = conn.pipeline(transaction=False)
     pipe.hset(
         keys.match_state(spec.match_id),
         mapping={
@@ -170,6 +200,7 @@ def _queue_running(pipe: Any, spec: MatchSpec, attempt: int, worker: str) -> Non
     )
     RunningMatches(pipe).beat({spec.match_id: now})
     season_state(pipe, spec.season, spec.match_id, MatchState.RUNNING)
+    pipe.execute()
 
 
 _REVEAL: Final = """

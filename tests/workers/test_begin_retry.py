@@ -63,36 +63,62 @@ def test_an_outage_longer_than_the_patience_still_raises(
     assert redis_client.hget(keys.match_state("br-1"), "state") == "queued"
 
 
-class LostIncrReply:
-    """The real client, except that its first INCR is carried out by Redis and its reply
-    lost, as when the network drops between Redis and the host at that moment."""
+class LostStartReply:
+    """The real client, except that its first EVAL (the start of an attempt) is carried
+    out by Redis and its reply lost, or (``delivered=False``) held back by the network and
+    delivered late, as when the network drops between Redis and the host at that moment."""
 
-    def __init__(self, conn: redis.Redis) -> None:
+    def __init__(self, conn: redis.Redis, delivered: bool = True) -> None:
         self.conn = conn
+        self.delivered = delivered
+        self.held: tuple[Any, ...] | None = None
         self.lost = False
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.conn, name)
-        if name != "incr" or self.lost:
+        if name != "eval" or self.lost:
             return attr
 
-        def incr(*args: Any, **kw: Any) -> Any:
-            attr(*args, **kw)
+        def first_eval(*args: Any) -> Any:
+            if self.delivered:
+                attr(*args)
+            else:
+                self.held = args
             self.lost = True
             raise redis.TimeoutError("Timeout reading from 198.18.17.2:6379")
 
-        return incr
+        return first_eval
 
 
-def test_a_lost_incr_reply_skips_a_number_and_costs_no_re_deal(redis_client: redis.Redis) -> None:
-    """A Redis outage that swallows the INCR's reply (found by tests/multihost's Redis cut:
-    the match came out re-dealt, unlike the undisturbed run): the retry takes attempt 2,
-    attempt 1 never existed for any bot, so attempt 2 plays the scheduled deals."""
+def test_a_lost_start_reply_takes_no_second_attempt(redis_client: redis.Redis) -> None:
+    """A Redis outage that swallows the reply of the start (found by tests/multihost's
+    Redis cut: the match came out re-dealt, unlike the undisturbed run): the retry names
+    the same start, so it finds attempt 1 instead of taking attempt 2; attempt 1 plays the
+    scheduled deals."""
     assert queue.enqueue_match(redis_client, spec())
-    flaky = LostIncrReply(redis_client)
+    flaky = LostStartReply(redis_client)
     begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
     assert flaky.lost and begun is not None
-    assert (begun.attempt, begun.redeal) == (2, False)
-    assert redis_client.hget(keys.match_state("br-1"), "attempt") == "2"
-    run = runner.MatchRun(SimpleNamespace(router=None, metrics=None), begun.spec, 2, begun.redeal)
+    assert (begun.attempt, begun.redeal) == (1, False)
+    assert redis_client.get(keys.match_attempt("br-1")) == "1"
+    assert redis_client.hget(keys.match_state("br-1"), "attempt") == "1"
+    run = runner.MatchRun(SimpleNamespace(router=None, metrics=None), begun.spec, 1, begun.redeal)
     assert run.spec is run.original and run.spec.deals == (DealSpec(3),)  # not re-dealt
+
+
+def test_a_start_the_network_delivers_late_changes_nothing(redis_client: redis.Redis) -> None:
+    """The other half of a cut: the first try's request held back by the network (TCP sends
+    it again once the link is back) and carried out after the retry went through. Before
+    the start was one idempotent script it took a second attempt number, and the tick then
+    stopped the real attempt 1 as superseded by an attempt nobody ran (seen in
+    tests/multihost: the match was re-run by the janitor, re-dealt). Now the late copy finds
+    its start done: the attempt stays 1 and the state is not written again."""
+    assert queue.enqueue_match(redis_client, spec())
+    flaky = LostStartReply(redis_client, delivered=False)
+    begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
+    assert begun is not None and (begun.attempt, begun.redeal) == (1, False)
+    assert flaky.held is not None
+    redis_client.hset(keys.match_state("br-1"), "state", "done")  # the match went on
+    assert redis_client.eval(*flaky.held) == [1, 0]  # the late copy arrives
+    assert redis_client.get(keys.match_attempt("br-1")) == "1"
+    assert redis_client.hget(keys.match_state("br-1"), "state") == "done"

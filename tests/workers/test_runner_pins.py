@@ -660,7 +660,7 @@ def _outage(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[float | None
         sleeps.append(delay)
         clock[0] += 1.0
 
-    def flaky(conn: Any, match_id: str, worker: str) -> Any:
+    def flaky(conn: Any, match_id: str, worker: str, token: str) -> Any:
         if len(sleeps) < failures:
             raise redis.ConnectionError("Error 113 connecting to 198.18.17.2:6379.")
         return ("spec", 1)
