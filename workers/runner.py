@@ -184,25 +184,6 @@ def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) ->
     return Started(spec, int(attempt), bool(int(redeal)))
 
 
-def mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str = "") -> None:
-    """State ``running`` for ``attempt``, its first heartbeat in the running set."""
-    now = now_ms()
-    pipe = conn.pipeline(transaction=False)
-    pipe.hset(
-        keys.match_state(spec.match_id),
-        mapping={
-            "state": MatchState.RUNNING,
-            "attempt": attempt,
-            "worker": worker or worker_name(),
-            "started_ms": f"{now:.0f}",
-            "heartbeat_ms": f"{now:.0f}",
-        },
-    )
-    RunningMatches(pipe).beat({spec.match_id: now})
-    season_state(pipe, spec.season, spec.match_id, MatchState.RUNNING)
-    pipe.execute()
-
-
 _REVEAL: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[1])

@@ -43,7 +43,6 @@ from workers.runner import (
     worker_name,
 )
 from workers.runner import mark_failed as _mark_failed
-from workers.runner import mark_running as _mark_running
 from workers.spec import MatchSpec, TimeControl, redeal_seed
 
 
@@ -67,6 +66,23 @@ class _Router:
 
     def excused(self, bot: str, within_ms: float) -> bool:
         return False
+
+
+def _mark_running(conn: redis.Redis, spec: MatchSpec, attempt: int, worker: str = "") -> None:
+    """State ``running`` under ``attempt`` with a heartbeat, as a start leaves it (a test's
+    set-up: the start itself is ``start_attempt``'s script)."""
+    now = time.time() * 1000.0
+    conn.hset(
+        keys.match_state(spec.match_id),
+        mapping={
+            "state": "running",
+            "attempt": attempt,
+            "worker": worker or worker_name(),
+            "started_ms": f"{now:.0f}",
+            "heartbeat_ms": f"{now:.0f}",
+        },
+    )
+    conn.zadd(keys.MATCHES_RUNNING, {spec.match_id: now})
 
 
 def _host(*links: Any) -> Any:
@@ -445,6 +461,20 @@ def test_an_older_attempt_may_not_reveal_once_a_newer_one_started(
     assert not reveal(redis_client, "m2", 1)  # no attempt at all: refused too
     assert reveal(redis_client, "m1", 2)
     assert redis_client.hget(keys.match_state("m1"), REVEALED) == "2"
+
+
+def test_a_one_off_match_starts_with_no_season_entry(redis_client: redis.Redis) -> None:
+    """Pins the start's season flag: a match of no season (``arena match run``) writes its
+    state and heartbeat only, nothing for a season (the script's season key is then the
+    state itself: a flag wrongly set wrote a stray field into it)."""
+    spec = replace(make_spec(), season="")
+    assert queue.enqueue_match(redis_client, spec)
+    begun = start_attempt(redis_client, "m1", "host-1")
+    assert begun == (spec, 1, False)
+    state = {str(k): str(v) for k, v in redis_client.hgetall(keys.match_state("m1")).items()}
+    assert "m1" not in state
+    assert {k for k in state if not k.startswith("start:")} >= {"state", "attempt", "worker"}
+    assert [k for k in state if k.startswith("start:")] and state["state"] == "running"
 
 
 def test_no_attempt_starts_for_a_committed_match_or_a_cancelled_season(
