@@ -109,6 +109,16 @@ def register(commands: Commands) -> None:
     p.add_argument("season")
     p.add_argument("--json", action="store_true")
     add_redis_options(p)
+    p = commands.add(
+        "collusion",
+        _collusion,
+        group="season",
+        help="pairs of bots whose play helped each other (operators only: it sees every hand)",
+    )
+    p.add_argument("season")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="list every pair, not only the flagged")
+    add_redis_options(p)
     p = commands.add("watch", _watch, group="season", help="live progress and the top of the table")
     p.add_argument("season")
     p.add_argument("--top", type=int, default=8, help="rows of the table shown (8)")
@@ -469,6 +479,44 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"  problem: {problem}")
         print("verified" if report.ok else "NOT verified")
     return 0 if report.ok else 1
+
+
+def _collusion(args: argparse.Namespace) -> int:
+    from referee.seasons.collusion import season_collusion
+
+    with _conn(args) as conn:
+        report = season_collusion(conn, args.season)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+        return 0
+    limits = report.thresholds
+    print(
+        f"season {args.season}: {report.matches} matches, {report.decisions} decisions "
+        f"with a choice, {limits.pairs if limits else 0} ordered pairs tested"
+    )
+    if limits is not None:
+        print(
+            f"thresholds (one-sided, corrected for the pairs): screen z >= {limits.screen:.2f} "
+            f"(3 sigma), act z >= {limits.act:.2f} (5 sigma)"
+        )
+    shown = report.pairs if args.all else report.flagged
+    if not shown:
+        print("no pair reaches the screening threshold")
+    for pair in shown:
+        level = {"act": "ACT ON THIS", "screen": "screen"}.get(pair.level, "-")
+        print(
+            f"{pair.helper} -> {pair.helped}: z {pair.z:.1f} ({level}), "
+            f"moved {pair.total:+.1f} over {pair.decisions} decisions in {pair.deals} deals"
+        )
+        if pair.level:
+            for e in pair.evidence:
+                print(
+                    f"    {e.match_id} deal {e.deal + 1}: played {e.action}, moved {e.moved:+.2f}"
+                )
+    for problem in report.problems:
+        print(f"  problem: {problem}")
+    print("flags are evidence for people to weigh, never a verdict (docs/SECURITY.md, Fair play)")
+    return 0
 
 
 # --- watch --------------------------------------------------------------------------------

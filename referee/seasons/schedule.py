@@ -78,6 +78,19 @@ class ScheduledMatch:
             "boards": None if self.boards is None else list(self.boards),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScheduledMatch:
+        """The inverse of :meth:`to_dict` (a stored schedule's entry)."""
+        deals, boards = data.get("deals"), data.get("boards")
+        return cls(
+            index=int(data["index"]),
+            match_id=str(data["match_id"]),
+            seats=tuple(data["seats"]),
+            seed=int(data["seed"]),
+            deals=None if deals is None else tuple(DealSpec.from_dict(d) for d in deals),
+            boards=None if boards is None else tuple(boards),
+        )
+
 
 def match_id(season: str, index: int) -> str:
     return f"{season}-m{index:04d}"

@@ -107,6 +107,23 @@ def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     return report
 
 
+def dealt_match(new_match: Any, rules: Any, m: ScheduledMatch, record: dict[str, Any]) -> Match:
+    """A fresh match on the deals the season seed gives ``m`` (re-dealt as the record's
+    ``redealt`` says: a retry after an attempt that showed the bots its deals is re-dealt
+    from seeds derived from the scheduled ones, never from the record's own)."""
+    seed, deals = m.seed, m.deals
+    redealt = record.get("redealt")
+    if redealt:
+        attempt = int(redealt["attempt"])
+        seed = redeal_seed(m.seed, attempt)
+        if deals is not None:
+            deals = tuple(
+                replace(d, seed=redeal_seed(d.seed, attempt, i)) for i, d in enumerate(deals)
+            )
+    match: Match = new_match(rules, len(m.seats), seed, deals)
+    return match
+
+
 def _check_match(
     new_match: Any,
     rules: Any,
@@ -117,16 +134,7 @@ def _check_match(
 ) -> int:
     if list(record.get("spec", {}).get("seats", [])) != list(m.seats):
         report.problems.append(f"{m.match_id}: seats {record['spec']['seats']} != {list(m.seats)}")
-    seed, deals = m.seed, m.deals
-    redealt = record.get("redealt")
-    if redealt:  # a retry after an attempt that showed the bots its deals is re-dealt
-        attempt = int(redealt["attempt"])  # from seeds derived from the scheduled ones
-        seed = redeal_seed(m.seed, attempt)
-        if deals is not None:
-            deals = tuple(
-                replace(d, seed=redeal_seed(d.seed, attempt, i)) for i, d in enumerate(deals)
-            )
-    match: Match = new_match(rules, len(m.seats), seed, deals)
+    match = dealt_match(new_match, rules, m, record)
     try:
         _replay(match, record.get("steps", []))
     except Exception as exc:  # a record the fresh deal cannot replay is a finding

@@ -341,6 +341,15 @@ class SevensMatch(Match):
     def deal_index(self) -> int:
         return self._deal
 
+    @property
+    def sevens_rules(self) -> SevensRules:
+        return self._rules
+
+    def held_masks(self) -> tuple[int, tuple[int, ...]]:
+        """The cards on the table and each seat's hand as masks (bit ``Card.index``): the
+        whole deal, for analysis of full records (``referee.games.collusion``)."""
+        return self._table, tuple(self._hands)
+
     def _scheduled_deals(self) -> int:
         return 0 if self._rules.until_broke and self._specs is None else self._scheduled
 
