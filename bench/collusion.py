@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(
         "family  kind     deals/bot  seasons  pair screened  pair act  honest pairs "
-        "screened  (act)  median pair z  max honest z  s/season"
+        "screened  (act)  seasons with an honest flag  median pair z  max honest z  s/season"
     )
     for family in args.family:
         for kind in args.kinds:
@@ -154,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{sum(o.colluders_acted for o in outcomes) / n:8.0%}  "
                     f"{sum(o.honest_screened for o in outcomes) / honest:21.2%}  "
                     f"{sum(o.honest_acted for o in outcomes) / honest:5.2%}  "
+                    f"{sum(o.honest_screened > 0 for o in outcomes) / n:27.0%}  "
                     f"{zs[n // 2]:13.1f}  {max(o.top_honest_z for o in outcomes):12.1f}  "
                     f"{took:8.1f}",
                     flush=True,
