@@ -22,6 +22,147 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class CollusionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEASON_FIELD_NUMBER: _builtins.int
+    ALL_PAIRS_FIELD_NUMBER: _builtins.int
+    season: _builtins.str
+    all_pairs: _builtins.bool
+    """Every ordered pair tested, not only those over the screening threshold."""
+    def __init__(
+        self,
+        *,
+        season: _builtins.str = ...,
+        all_pairs: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_pairs", b"all_pairs", "season", b"season"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollusionRequest: _TypeAlias = CollusionRequest  # noqa: Y015
+
+@_typing.final
+class CollusionEvidence(_message.Message):
+    """One decision behind a flag: it moved `moved` (cards let out in the Sevens family, card
+    points in Sedma, beyond the average alternative and the other opponents) to the pair.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    DEAL_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    MOVED_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    deal: _builtins.int
+    """0-based"""
+    action: _builtins.str
+    moved: _builtins.float
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        deal: _builtins.int = ...,
+        action: _builtins.str = ...,
+        moved: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "deal", b"deal", "match_id", b"match_id", "moved", b"moved"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollusionEvidence: _TypeAlias = CollusionEvidence  # noqa: Y015
+
+@_typing.final
+class CollusionPair(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HELPER_FIELD_NUMBER: _builtins.int
+    HELPED_FIELD_NUMBER: _builtins.int
+    Z_FIELD_NUMBER: _builtins.int
+    LEVEL_FIELD_NUMBER: _builtins.int
+    DEALS_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
+    MOVED_FIELD_NUMBER: _builtins.int
+    EVIDENCE_FIELD_NUMBER: _builtins.int
+    helper: _builtins.str
+    helped: _builtins.str
+    z: _builtins.float
+    level: _builtins.str
+    """"" (below the screening threshold), "screen" or "act"."""
+    deals: _builtins.int
+    decisions: _builtins.int
+    moved: _builtins.float
+    @_builtins.property
+    def evidence(self) -> _containers.RepeatedCompositeFieldContainer[Global___CollusionEvidence]: ...
+    def __init__(
+        self,
+        *,
+        helper: _builtins.str = ...,
+        helped: _builtins.str = ...,
+        z: _builtins.float = ...,
+        level: _builtins.str = ...,
+        deals: _builtins.int = ...,
+        decisions: _builtins.int = ...,
+        moved: _builtins.float = ...,
+        evidence: _abc.Iterable[Global___CollusionEvidence] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "decisions", b"decisions", "evidence", b"evidence", "helped", b"helped", "helper", b"helper", "level", b"level", "moved", b"moved", "z", b"z"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollusionPair: _TypeAlias = CollusionPair  # noqa: Y015
+
+@_typing.final
+class CollusionReport(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEASON_FIELD_NUMBER: _builtins.int
+    MATCHES_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
+    PAIRS_TESTED_FIELD_NUMBER: _builtins.int
+    SCREEN_Z_FIELD_NUMBER: _builtins.int
+    ACT_Z_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    PROBLEMS_FIELD_NUMBER: _builtins.int
+    season: _builtins.str
+    matches: _builtins.int
+    decisions: _builtins.int
+    pairs_tested: _builtins.int
+    screen_z: _builtins.float
+    """The one-sided z thresholds, corrected for the pairs tested (3 and 5 sigma)."""
+    act_z: _builtins.float
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___CollusionPair]: ...
+    @_builtins.property
+    def problems(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        season: _builtins.str = ...,
+        matches: _builtins.int = ...,
+        decisions: _builtins.int = ...,
+        pairs_tested: _builtins.int = ...,
+        screen_z: _builtins.float = ...,
+        act_z: _builtins.float = ...,
+        pairs: _abc.Iterable[Global___CollusionPair] | None = ...,
+        problems: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["act_z", b"act_z", "decisions", b"decisions", "matches", b"matches", "pairs", b"pairs", "pairs_tested", b"pairs_tested", "problems", b"problems", "screen_z", b"screen_z", "season", b"season"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollusionReport: _TypeAlias = CollusionReport  # noqa: Y015
+
+@_typing.final
 class RegisterBotRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -114,6 +114,11 @@ class LeagueStub:
                 request_serializer=arena_dot_v1_dot_league__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=arena_dot_v1_dot_league__pb2.LeagueEvent.FromString,
                 _registered_method=True)
+        self.GetCollusion = channel.unary_unary(
+                '/arena.v1.League/GetCollusion',
+                request_serializer=arena_dot_v1_dot_league__pb2.CollusionRequest.SerializeToString,
+                response_deserializer=arena_dot_v1_dot_league__pb2.CollusionReport.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -220,6 +225,13 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCollusion(self, request, context):
+        """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -302,6 +314,11 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=arena_dot_v1_dot_league__pb2.WatchEventsRequest.FromString,
                     response_serializer=arena_dot_v1_dot_league__pb2.LeagueEvent.SerializeToString,
+            ),
+            'GetCollusion': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCollusion,
+                    request_deserializer=arena_dot_v1_dot_league__pb2.CollusionRequest.FromString,
+                    response_serializer=arena_dot_v1_dot_league__pb2.CollusionReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -736,6 +753,33 @@ class League:
             '/arena.v1.League/WatchEvents',
             arena_dot_v1_dot_league__pb2.WatchEventsRequest.SerializeToString,
             arena_dot_v1_dot_league__pb2.LeagueEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCollusion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arena.v1.League/GetCollusion',
+            arena_dot_v1_dot_league__pb2.CollusionRequest.SerializeToString,
+            arena_dot_v1_dot_league__pb2.CollusionReport.FromString,
             options,
             channel_credentials,
             insecure,

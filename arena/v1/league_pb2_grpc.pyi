@@ -55,6 +55,8 @@ class LeagueStub:
     GetReplay: _grpc.UnaryUnaryMultiCallable[_league_pb2.MatchRef, _league_pb2.Replay]
     WatchEvents: _grpc.UnaryStreamMultiCallable[_league_pb2.WatchEventsRequest, _league_pb2.LeagueEvent]
     """Spectator feed: season and match events as they happen (best effort, live only)."""
+    GetCollusion: _grpc.UnaryUnaryMultiCallable[_league_pb2.CollusionRequest, _league_pb2.CollusionReport]
+    """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
 
 @_typing.type_check_only
 class LeagueAsyncStub(LeagueStub):
@@ -80,6 +82,8 @@ class LeagueAsyncStub(LeagueStub):
     GetReplay: _aio.UnaryUnaryMultiCallable[_league_pb2.MatchRef, _league_pb2.Replay]  # type: ignore[assignment]
     WatchEvents: _aio.UnaryStreamMultiCallable[_league_pb2.WatchEventsRequest, _league_pb2.LeagueEvent]  # type: ignore[assignment]
     """Spectator feed: season and match events as they happen (best effort, live only)."""
+    GetCollusion: _aio.UnaryUnaryMultiCallable[_league_pb2.CollusionRequest, _league_pb2.CollusionReport]  # type: ignore[assignment]
+    """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
 
 class LeagueServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -198,5 +202,13 @@ class LeagueServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_league_pb2.LeagueEvent], _abc.AsyncIterator[_league_pb2.LeagueEvent]]:
         """Spectator feed: season and match events as they happen (best effort, live only)."""
+
+    @_abc_1.abstractmethod
+    def GetCollusion(
+        self,
+        request: _league_pb2.CollusionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_pb2.CollusionReport, _abc.Awaitable[_league_pb2.CollusionReport]]:
+        """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
 
 def add_LeagueServicer_to_server(servicer: LeagueServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

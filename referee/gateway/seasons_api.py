@@ -324,3 +324,41 @@ class SeasonsServicerMixin:
 
         text = await self._run(context, get)
         return league_pb2.Replay(match_id=request.match_id, text=text)
+
+    async def GetCollusion(
+        self, request: league_pb2.CollusionRequest, context: Context
+    ) -> league_pb2.CollusionReport:
+        """Admin only: the season's collusion report (it judges with every hand seen)."""
+        await self.require_admin(context)
+        from referee.seasons.collusion import season_collusion
+
+        report = await self._run(context, lambda c: season_collusion(c, request.season))
+        limits = report.thresholds
+        shown = report.pairs if request.all_pairs else report.flagged
+        return league_pb2.CollusionReport(
+            season=request.season,
+            matches=report.matches,
+            decisions=report.decisions,
+            pairs_tested=limits.pairs if limits else 0,
+            screen_z=limits.screen if limits else 0.0,
+            act_z=limits.act if limits else 0.0,
+            pairs=[
+                league_pb2.CollusionPair(
+                    helper=p.helper,
+                    helped=p.helped,
+                    z=p.z,
+                    level=p.level,
+                    deals=p.deals,
+                    decisions=p.decisions,
+                    moved=p.total,
+                    evidence=[
+                        league_pb2.CollusionEvidence(
+                            match_id=e.match_id, deal=e.deal, action=e.action, moved=e.moved
+                        )
+                        for e in p.evidence
+                    ],
+                )
+                for p in shown
+            ],
+            problems=report.problems,
+        )

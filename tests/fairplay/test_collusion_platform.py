@@ -18,8 +18,10 @@ import subprocess
 import threading
 import time
 
+import grpc  # type: ignore[import-untyped]
 import pytest
 
+from arena.v1 import league_pb2, league_pb2_grpc
 from referee.games.cards import Card
 from referee.games.ladder import heuristic_policy
 from referee.games.sevens import SevensRules
@@ -100,8 +102,14 @@ def _opens(obs: dict[str, object], action: str) -> set[str]:
     return {str(Card.from_index(i)) for i in range(52) if (opened >> i) & 1}
 
 
-def test_the_report_names_the_colluding_pair_and_no_other(embedded_redis: object) -> None:
+ADMIN = "collusion-admin-token"
+
+
+def test_the_report_names_the_colluding_pair_and_no_other(
+    embedded_redis: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = embedded_redis.url  # type: ignore[attr-defined]
+    monkeypatch.setenv("ARENA_ADMIN_TOKEN", ADMIN)
     channel = SideChannel()
     named: dict[str, Bot] = {name: Honest(noise=0.05 + 0.05 * i) for i, name in enumerate(HONEST)}
     named[PAIR[0]] = Colluder(PAIR[1], channel)
@@ -139,7 +147,18 @@ def test_the_report_names_the_colluding_pair_and_no_other(embedded_redis: object
             timeout=120,
             check=True,
         ).stdout
+        with grpc.insecure_channel(platform.server) as channel:
+            stub = league_pb2_grpc.LeagueStub(channel)
+            ask = league_pb2.CollusionRequest(season=season)
+            with pytest.raises(grpc.RpcError) as anonymous:
+                stub.GetCollusion(ask)
+            assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            answer = stub.GetCollusion(ask, metadata=[("authorization", f"Bearer {ADMIN}")])
     report = json.loads(out.stdout)
+    assert {(p.helper, p.helped) for p in answer.pairs} == {
+        (p["helper"], p["helped"]) for p in report["flagged"]
+    }
+    assert answer.pairs_tested == report["pairs_tested"] == 56
     assert report["matches"] == 70 and not report["problems"], report
     flagged = {(p["helper"], p["helped"]) for p in report["flagged"]}
     assert flagged, [p for p in report["pairs"][:4]]
