@@ -8,7 +8,6 @@ import random
 
 import pytest
 
-from bench.collusion import judge, play_season
 from referee.games.collusion import (
     Decision,
     PlayedMatch,
@@ -16,6 +15,7 @@ from referee.games.collusion import (
     pair_statistics,
     thresholds,
 )
+from referee.games.collusion_sim import judge, play_season
 from referee.games.registry import get_game
 from referee.games.sedma import rules as sedma_rules
 from tests.sevens.helpers import rules, stacked
