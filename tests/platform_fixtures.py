@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -35,6 +35,7 @@ def running_platform(
     *worker_args: str,
     workers: int = 2,
     on_line: Callable[[str], None] | None = None,
+    referee_args: Sequence[str] = (),
 ) -> Iterator[Platform]:
     """Empty the Redis at ``url``, start a referee (any free ports; each of its output lines
     to ``on_line``) and ``arena worker -n workers --redis-url url *worker_args``; stop both
@@ -43,7 +44,7 @@ def running_platform(
         conn = redis.Redis.from_url(url, decode_responses=True)
         stack.callback(conn.close)
         conn.flushall()
-        referee, server = start_referee(url, on_line=on_line)
+        referee, server = start_referee(url, *referee_args, on_line=on_line)
         stack.callback(stop_process, referee, 15)
         pool = subprocess.Popen(
             arena_command("worker", "-n", str(workers), "--redis-url", url, *worker_args),

@@ -408,6 +408,7 @@ class RefereeServer:
                     if self.config.tls_cert
                     else f"{_loopback(self.config.host)}:{self.port}",
                     human_move_s=self.config.human_move_s,
+                    admin_token=self.config.admin_token,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}

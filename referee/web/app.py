@@ -50,6 +50,7 @@ from prometheus_client.registry import CollectorRegistry
 from referee import keys
 from referee.metrics import make_registry
 from referee.web import league
+from referee.web.admin import AdminRoutes
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
@@ -134,6 +135,8 @@ class WebConfig:
     human_bank_s: float = 300.0
     readiness: Readiness | None = None
     """The referee's checks for ``/readyz`` besides Redis (None: Redis alone)."""
+    admin_token: str | None = None
+    """The League API's admin token, which the admin pages ask for (None: no admin pages)."""
 
 
 @web.middleware
@@ -193,6 +196,7 @@ class ArenaWeb:
         self.live = LiveFeed(self.conn, self)
         self.pages = Pages(self)
         self.play = PlayRoutes(self)
+        self.admin = AdminRoutes(self)
         self.app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY_BYTES)
         self._routes()
 
@@ -222,6 +226,7 @@ class ArenaWeb:
         r.add_get("/api/replay/{match_id}", self.pages.api_replay)
         r.add_static("/static/", STATIC_DIR, append_version=False)
         self.play.add_routes(r)
+        self.admin.add_routes(r)
 
     async def close(self) -> None:
         await self.live.close()
@@ -349,6 +354,7 @@ async def serve_http(
     human_move_s: float = WebConfig.human_move_s,
     human_bank_s: float = WebConfig.human_bank_s,
     readiness: Readiness | None = None,
+    admin_token: str | None = None,
 ) -> None:
     """Serve the referee's HTTP routes until ``stop_event`` is set.
 
@@ -363,6 +369,7 @@ async def serve_http(
         human_move_s=human_move_s,
         human_bank_s=human_bank_s,
         readiness=readiness,
+        admin_token=admin_token,
     )
     server = await HttpServer.start(config, host, port)
     log.info("HTTP on http://%s:%d/ (metrics at /metrics)", host, server.port)

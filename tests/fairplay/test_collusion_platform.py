@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import socket
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import grpc  # type: ignore[import-untyped]
 import pytest
@@ -105,6 +108,12 @@ def _opens(obs: dict[str, object], action: str) -> set[str]:
 ADMIN = "collusion-admin-token"
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def test_the_report_names_the_colluding_pair_and_no_other(
     embedded_redis: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +124,10 @@ def test_the_report_names_the_colluding_pair_and_no_other(
     named[PAIR[0]] = Colluder(PAIR[1], channel)
     named[PAIR[1]] = Colluder(PAIR[0], channel)
     with contextlib.ExitStack() as stack:
-        platform = stack.enter_context(running_platform(url))
+        http_port = _free_port()
+        platform = stack.enter_context(
+            running_platform(url, referee_args=("--http-port", str(http_port)))
+        )
         stack.enter_context(bots_in_threads(platform, named))
         spec = SeasonSpec(
             name="pals",
@@ -154,6 +166,14 @@ def test_the_report_names_the_colluding_pair_and_no_other(
                 stub.GetCollusion(ask)
             assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
             answer = stub.GetCollusion(ask, metadata=[("authorization", f"Bearer {ADMIN}")])
+        page = f"http://127.0.0.1:{http_port}/admin/collusion/{season}"
+        for headers, code in (({}, 401), ({"Authorization": "Bearer wrong"}, 403)):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(urllib.request.Request(page, headers=headers), timeout=60)
+            assert refused.value.code == code
+        request = urllib.request.Request(page, headers={"Authorization": f"Bearer {ADMIN}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            html = response.read().decode()
     report = json.loads(out.stdout)
     assert {(p.helper, p.helped) for p in answer.pairs} == {
         (p["helper"], p["helped"]) for p in report["flagged"]
@@ -167,3 +187,5 @@ def test_the_report_names_the_colluding_pair_and_no_other(
     assert top["evidence"] and top["evidence"][0]["match"].startswith(season)
     assert f"{top['helper']} -> {top['helped']}" in text and "pal" in text
     assert not any(name in text for name in HONEST), text
+    assert all(name in html for name in PAIR) and ("act on this" in html or "screen" in html)
+    assert not any(name in html for name in HONEST), html
