@@ -20,6 +20,9 @@ from referee.games.collusion import (
 )
 from referee.games.ladder import heuristic_policy
 from referee.games.registry import get_game
+from referee.games.sevens import heuristic as sevens_heuristic
+from referee.games.sevens.match import SevensMatch
+from referee.games.sevens.tables import tables_for
 
 FAMILIES = {"sevens": ("sevens", "sevens", 4), "sedma": ("sedma", "sedma-3", 3)}
 KINDS = {"none": 0.0, "soft": 1.0, "soft-30": 0.3}
@@ -42,6 +45,19 @@ def _collusive(match: Match, legal: Sequence[str], partner: int, rng: random.Ran
         return legal[rng.randrange(len(legal))]
     best = max(helps[a][partner] for a in legal)
     return next(a for a in legal if helps[a][partner] == best)
+
+
+def _honest(match: Match, seat: int, legal: Sequence[str], rng: random.Random) -> str:
+    """The reference heuristic's choice; straight from the deal's masks where its passes
+    and free passes cannot matter (must-play rules without free passes: a pass is then
+    never a choice), as ``heuristic_policy`` would make it from the observation."""
+    if isinstance(match, SevensMatch):
+        rules = match.sevens_rules
+        if rules.must_play and rules.free_passes == 0:
+            table, hands = match.held_masks()
+            t = tables_for(rules)
+            return sevens_heuristic.choose(rules, t, hands[seat], table, legal, 0, 0, rng)
+    return heuristic_policy(match.observation(seat), legal, rng)
 
 
 def play_season(
@@ -72,7 +88,7 @@ def play_season(
             elif rng.random() < noise[me]:
                 action = legal[rng.randrange(len(legal))]
             else:
-                action = heuristic_policy(match.observation(seat), legal, rng)
+                action = _honest(match, seat, legal, rng)
             decision = decision_help(match, action)
             if decision is not None:
                 decisions.append(decision)

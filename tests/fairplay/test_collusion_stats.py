@@ -114,3 +114,22 @@ def test_a_soft_playing_pair_is_flagged_and_no_honest_pair() -> None:
 def test_an_honest_field_flags_no_pair() -> None:
     outcome = judge(play_season("sevens", bots=8, deals=150, strength=0.0, seed=4))
     assert not outcome.colluders_screened and outcome.honest_screened == 0, outcome
+
+
+def test_the_simulations_honest_bots_choose_as_the_reference_heuristic() -> None:
+    from referee.games.collusion_sim import _honest
+    from referee.games.ladder import heuristic_policy
+
+    game = get_game("sevens")
+    compared = 0
+    for seed in range(6):
+        match = game.new_match(game.preset("sevens"), 4, seed, None)
+        while not match.is_over():
+            legal, seat = match.legal_actions(), match.to_act()
+            if len(legal) > 1:
+                obs = match.observation(seat)
+                expected = heuristic_policy(obs, legal, random.Random(compared))
+                assert _honest(match, seat, legal, random.Random(compared)) == expected
+                compared += 1
+            match.apply(legal[-1])
+    assert compared > 100
