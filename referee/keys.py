@@ -105,6 +105,11 @@ def season_counted(season_id: str) -> str:
     return f"{PREFIX}season:{season_id}:counted"
 
 
+def season_cancelled(season_id: str) -> str:
+    """Set: match ids the season's cancel stopped; a result of theirs is never counted."""
+    return f"{PREFIX}season:{season_id}:cancelled"
+
+
 def season_failed(season_id: str) -> str:
     """Set: match ids the season has counted as failed."""
     return f"{PREFIX}season:{season_id}:failed"

@@ -207,25 +207,34 @@ def reveal(conn: redis.Redis, match_id: str, attempt: int) -> bool:
 
 
 def mark_failed(conn: redis.Redis, spec: MatchSpec, attempt: int, error: str) -> None:
-    """Keep the error in the match state, unless a newer attempt or a result exists."""
+    """Keep the error in the match state, unless a newer attempt or a result exists (a
+    ``WatchError``, which a dropped connection raises too, checks again: ``commit``)."""
     key = keys.match_state(spec.match_id)
-    with conn.pipeline() as pipe:
+    while True:
         try:
-            pipe.watch(key, keys.match_result(spec.match_id))  # type: ignore[no-untyped-call]
-            current = pipe.hget(key, "attempt")
-            if pipe.exists(keys.match_result(spec.match_id)) or int(current or 0) != attempt:
-                return
-            pipe.multi()
-            pipe.hset(
-                key,
-                mapping={"state": MatchState.FAILED, "error": error, "failed_ms": int(now_ms())},
-            )
-            RunningMatches(pipe).remove(spec.match_id)
-            season_state(pipe, spec.season, spec.match_id, MatchState.FAILED)
-            metrics.match_counter(pipe, spec.game, "failed")
-            pipe.execute()
-        except redis.WatchError:
+            _mark_failed_once(conn, spec, attempt, error, key)
             return
+        except redis.WatchError:
+            continue
+
+
+def _mark_failed_once(
+    conn: redis.Redis, spec: MatchSpec, attempt: int, error: str, key: str
+) -> None:
+    with conn.pipeline() as pipe:
+        pipe.watch(key, keys.match_result(spec.match_id))  # type: ignore[no-untyped-call]
+        current = pipe.hget(key, "attempt")
+        if pipe.exists(keys.match_result(spec.match_id)) or int(current or 0) != attempt:
+            return
+        pipe.multi()
+        pipe.hset(
+            key,
+            mapping={"state": MatchState.FAILED, "error": error, "failed_ms": int(now_ms())},
+        )
+        RunningMatches(pipe).remove(spec.match_id)
+        season_state(pipe, spec.season, spec.match_id, MatchState.FAILED)
+        metrics.match_counter(pipe, spec.game, "failed")
+        pipe.execute()
     log.error("match %s attempt %d failed: %s", spec.match_id, attempt, error)
 
 
@@ -237,37 +246,69 @@ def commit(
     record: dict[str, Any],
 ) -> bool:
     """Commit ``result`` atomically if ``attempt`` is still the match's latest and no
-    result exists yet; True if this did it."""
+    result exists yet; True if this did it.
+
+    A ``WatchError`` is not taken for a newer attempt: redis-py raises it too when the
+    connection drops while it watches (a Redis restart, a network cut), whether or not
+    EXEC reached Redis. So the commit reads the fencing state again and tries again: False
+    only when another attempt or another commit's result is there, True when the result
+    stored is this call's (``COMMITTED_BY``: an EXEC whose reply was lost). A Redis still
+    away raises ``ConnectionError`` from WATCH, which the caller retries (``workers.host``)."""
+    token = os.urandom(8).hex()
+    while True:
+        try:
+            return _commit_once(conn, spec, attempt, result, record, token)
+        except redis.WatchError:
+            log.info(
+                "match %s attempt %d: commit interrupted; checking again", spec.match_id, attempt
+            )
+
+
+COMMITTED_BY: Final = "commit"
+"""Field of ``keys.match_state``: the random token of the commit call that wrote the result
+(so a retry knows its own EXEC went through when only its reply was lost)."""
+
+
+def _commit_once(
+    conn: redis.Redis,
+    spec: MatchSpec,
+    attempt: int,
+    result: CommittedResult,
+    record: dict[str, Any],
+    token: str,
+) -> bool:
     mid = spec.match_id
     with conn.pipeline() as pipe:
-        try:
-            pipe.watch(keys.match_result(mid), keys.match_attempt(mid))  # type: ignore[no-untyped-call]
-            if pipe.exists(keys.match_result(mid)):
-                return False
-            latest = pipe.get(keys.match_attempt(mid))
-            if latest is not None and int(latest) != attempt:
-                return False
-            pipe.multi()
-            pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
-            pipe.set(keys.match_record(mid), json.dumps(record, separators=(",", ":")))
-            pipe.xadd(keys.RESULTS_STREAM, {"match_id": mid, "season": spec.season})
-            pipe.hset(
-                keys.match_state(mid),
-                mapping={
-                    "state": MatchState.DONE,
-                    "attempt": attempt,
-                    "error": "",
-                    "finished_ms": f"{result['finished_ms']:.0f}",
-                },
-            )
-            RunningMatches(pipe).remove(mid)
-            pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
-            season_state(pipe, spec.season, mid, MatchState.DONE)
-            metrics.commit_counters(pipe, spec.season, spec.game, result["stats"])
-            pipe.execute()
-        except redis.WatchError:
+        pipe.watch(keys.match_result(mid), keys.match_attempt(mid))  # type: ignore[no-untyped-call]
+        if pipe.exists(keys.match_result(mid)):
+            return _str(pipe.hget(keys.match_state(mid), COMMITTED_BY)) == token
+        latest = pipe.get(keys.match_attempt(mid))
+        if latest is not None and int(latest) != attempt:
             return False
+        pipe.multi()
+        pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
+        pipe.set(keys.match_record(mid), json.dumps(record, separators=(",", ":")))
+        pipe.xadd(keys.RESULTS_STREAM, {"match_id": mid, "season": spec.season})
+        pipe.hset(
+            keys.match_state(mid),
+            mapping={
+                "state": MatchState.DONE,
+                "attempt": attempt,
+                "error": "",
+                "finished_ms": f"{result['finished_ms']:.0f}",
+                COMMITTED_BY: token,
+            },
+        )
+        RunningMatches(pipe).remove(mid)
+        pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
+        season_state(pipe, spec.season, mid, MatchState.DONE)
+        metrics.commit_counters(pipe, spec.season, spec.game, result["stats"])
+        pipe.execute()
     return True
+
+
+def _str(value: Any) -> str | None:
+    return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
 
 
 class Host(Protocol):

@@ -96,7 +96,9 @@ def gauntlet_spec(
         table_size=4,
         deals_per_match=deals,
         seed=seed,
-        options=SeasonOptions(duplicate=True, rounds=rounds),
+        # the reference bots share one owner (the platform) and pool nothing: owners
+        # apart would leave no table of four
+        options=SeasonOptions(duplicate=True, rounds=rounds, separate_owners=False),
     )
 
 

@@ -74,6 +74,12 @@ def register(commands: Commands) -> None:
         "--link-tls-ca)",
     )
     parser.add_argument(
+        "--link-insecure",
+        action="store_true",
+        help="let the internal port serve plaintext on a non-loopback address (hosts send the "
+        "cluster secret on it: only on a network you trust; refused without this)",
+    )
+    parser.add_argument(
         "--matches",
         type=int,
         default=0,
@@ -139,11 +145,15 @@ def _run(args: argparse.Namespace) -> int:
         link_port=args.link_port,
         link_advertise=args.link_advertise,
         link_tls=args.link_tls,
+        link_insecure=args.link_insecure,
         matches=args.matches,
         match_stale_s=args.stale_s,
         match_grace_s=args.grace_s,
         link_tls_ca=args.link_tls_ca,
     )
+    problem = config.link_plaintext_problem()
+    if problem:
+        raise ConfigError(problem)
     try:
         asyncio.run(run_referee(config))
     except OSError as exc:  # the port is taken, a TLS file is missing...

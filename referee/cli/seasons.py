@@ -62,7 +62,13 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--strikes", type=int)
     p.add_argument("--autoplay-forced", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--separate-owners", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument(
+        "--separate-owners",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep two bots of one owner off one table and one flight (default on; "
+        "--no-separate-owners warns)",
+    )
     p.add_argument("--max-subsets", type=int, help="all k-subsets up to this many tables")
     p.add_argument("--rounds", type=int)
     p.add_argument("--format", choices=FORMATS)
@@ -238,6 +244,9 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
 
 def _create(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    warning = spec.options.owners_warning()
+    if warning:
+        print(f"arena: warning: {warning}", file=sys.stderr)
     with _conn(args) as conn:
         info = store.create_season(conn, spec, words=words_from_args(args))
         if args.start:

@@ -98,6 +98,8 @@ def up(args: argparse.Namespace) -> int:
                 url,
                 "--host",
                 args.host,
+                # the match hosts run on this machine: the internal port stays on loopback
+                *("--link-host", "127.0.0.1"),
                 "--port",
                 str(args.port),
                 "--http-port",

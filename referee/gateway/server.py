@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import signal
@@ -61,6 +62,7 @@ from grpc_reflection.v1alpha import reflection
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee import cluster, web
 from referee.aio import stop_tasks
+from referee.errors import ConfigError
 from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
@@ -148,6 +150,7 @@ class RefereeConfig:
     link_port: int = 0  # 0 = any free port
     link_advertise: str = ""  # HOST:PORT hosts dial ("" = link_host:the bound port)
     link_tls: bool = False  # serve the internal port with tls_cert/tls_key too
+    link_insecure: bool = False  # allow a plaintext internal port on a non-loopback address
     matches: int = 0  # co-hosted matches at once (a match host in this process; 0 = none)
     match_stale_s: float = DEFAULT_STALE_S  # the co-hosted host's janitor (workers.host)
     match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
@@ -156,8 +159,31 @@ class RefereeConfig:
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
 
+    def link_plaintext_problem(self) -> str:
+        """Why the internal port may not listen as configured ("" if it may): match hosts
+        send the cluster secret on it, so plaintext is for loopback only unless asked."""
+        host = self.resolved_link_host()
+        if (self.link_tls and self.tls_cert) or self.link_insecure or is_loopback(host):
+            return ""
+        return (
+            f"the internal port for match hosts would serve plaintext on {host} (not "
+            "loopback), and hosts send the cluster secret on it: serve it with TLS "
+            "(--link-tls, with --tls-cert/--tls-key; hosts then need --link-tls-ca), keep it "
+            "on this machine (--link-host 127.0.0.1), or pass --link-insecure to accept "
+            "plaintext on a network you trust"
+        )
+
     def resolved_referee_id(self) -> str:
         return self.referee_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) listens on this machine only."""
+    if host.lower() == "localhost":
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    return False
 
 
 def _loopback(host: str) -> str:
@@ -348,6 +374,15 @@ class RefereeServer:
     async def _start_link_server(self) -> None:
         """The internal port: ``MatchRelay.Link`` for match hosts, authenticated by the
         cluster secret; its address goes into every bot-streams directory entry."""
+        problem = self.config.link_plaintext_problem()
+        if problem:
+            raise ConfigError(problem)
+        if self.config.link_insecure and not self.config.link_tls:
+            log.warning(
+                "--link-insecure: the internal port serves plaintext on %s; match hosts send "
+                "the cluster secret in the clear",
+                self.config.resolved_link_host(),
+            )
         secret = self.config.cluster_secret or cluster.resolve_secret()  # else $ARENA_...
         self.secret = secret
         server = grpc.aio.server(options=cluster.link_server_options())

@@ -6,11 +6,13 @@ playing it, what every hand holds. So (docs/SECURITY.md, "Spectators and sealed 
 
 * A match's cards and moves (its record: the web replay and text replay, the League API's
   ``GetMatch`` record and ``GetReplay``, ``arena replay``, ``arena season export``, the
-  penalties listed on a bot's page) are **sealed** while its season is neither finished
-  nor cancelled and some match that shares a board with it (its flight, itself included)
-  is not ``done`` or ``cancelled``.
+  penalties listed on a bot's page) are **sealed** while its season is not finished and
+  some match that shares a board with it (its flight, itself included) may still play:
+  in a running or paused season, one not ``done`` or ``cancelled``; in a cancelled
+  season, one still ``queued`` or ``running`` (a cancel lets running tables finish, and
+  they must not see their boards' replays meanwhile).
 * When the last of them is settled, the driver publishes ``replays_opened`` naming them
-  (:func:`opened_by`); at the season's end everything opens.
+  (:func:`opened_by`); when the season finishes everything opens.
 * Counters stay public while sealed: standings, match totals and winners, decisions,
   penalty counts. A match total is the sum of a whole match's deals; it says how a seat did,
   not what anybody held.
@@ -34,8 +36,21 @@ from referee import keys
 SETTLED = frozenset({"done", "cancelled"})
 """Match states (``keys.season_matches``) after which a match will never play again."""
 
-ENDED = frozenset({"finished", "cancelled"})
-"""Season states after which nothing of the season is sealed."""
+FINISHED = "finished"
+"""The season state after which nothing of the season is sealed."""
+
+CANCELLED = "cancelled"
+"""A cancelled season: its matches queued or running may still play (:data:`PLAYING`)."""
+
+PLAYING = frozenset({"queued", "running"})
+"""Match states in which a match of a cancelled season may still play its boards."""
+
+
+def may_play(match_state: str | None, season_state: str | None) -> bool:
+    """Whether a match in ``match_state`` may still play (its boards are not over)."""
+    if season_state == CANCELLED:
+        return match_state in PLAYING
+    return match_state not in SETTLED
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +61,7 @@ class Seal:
     season: str = ""
     waiting: tuple[str, ...] = ()
     """The matches sharing a board with it that have not finished yet (sealed if any)."""
+    season_state: str = "running"
 
     @property
     def sealed(self) -> bool:
@@ -54,7 +70,8 @@ class Seal:
     def message(self) -> str:
         shown = ", ".join(self.waiting[:4]) + (" …" if len(self.waiting) > 4 else "")
         return (
-            f"match {self.match_id} is sealed: season {self.season} is running and its boards "
+            f"match {self.match_id} is sealed: season {self.season} is {self.season_state} and "
+            "its boards "
             f"are still being played at another table ({shown}); its cards and moves are shown "
             "when every table has finished those boards, or when the season ends"
         )
@@ -82,10 +99,10 @@ def board_groups(schedule: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[s
 def waiting_for(
     group: Iterable[str], states: Mapping[str, str | None], season_state: str | None
 ) -> tuple[str, ...]:
-    """The matches of ``group`` not settled yet (empty once the season has ended)."""
-    if season_state is None or season_state in ENDED:
+    """The matches of ``group`` that may still play (empty once the season has finished)."""
+    if season_state is None or season_state == FINISHED:
         return ()
-    return tuple(sorted(m for m in group if states.get(m) not in SETTLED))
+    return tuple(sorted(m for m in group if may_play(states.get(m), season_state)))
 
 
 class _Groups:
@@ -134,7 +151,7 @@ def seal_of(conn: redis.Redis, match_id: str, season: str) -> Seal:
     if not season:
         return Seal(match_id)
     state, version = _season(conn, season)
-    if state is None or state in ENDED:
+    if state is None or state == FINISHED:
         return Seal(match_id, season)
     group = _GROUPS.get(conn, season, version).get(match_id)
     if not group:
@@ -142,9 +159,9 @@ def seal_of(conn: redis.Redis, match_id: str, season: str) -> Seal:
     members = sorted(group)
     states = _states(conn, season, members)
     waiting = tuple(m for m in waiting_for(members, states, state) if m != match_id)
-    if states.get(match_id) not in SETTLED:
+    if may_play(states.get(match_id), state):
         waiting = (match_id, *waiting)
-    return Seal(match_id, season, waiting)
+    return Seal(match_id, season, waiting, state)
 
 
 def season_of(conn: redis.Redis, match_id: str) -> str:
@@ -162,6 +179,6 @@ def opened_by(conn: redis.Redis, season: str, match_id: str) -> list[str]:
     if not group:
         return []
     members = sorted(group)
-    if any(v not in SETTLED for v in _states(conn, season, members).values()):
+    if any(may_play(v, state) for v in _states(conn, season, members).values()):
         return []
     return members

@@ -19,7 +19,7 @@ import secrets
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from referee.errors import ConfigError
 from referee.games.base import derive_seed as derive_seed
@@ -100,6 +100,11 @@ def random_seed() -> int:
     return secrets.randbits(63)
 
 
+STORED_DEFAULTS: Final[Mapping[str, Any]] = {"separate_owners": False}
+"""Options whose default changed since records were first stored, with the old default: a
+stored season without the field was created (and scheduled) with it."""
+
+
 @dataclass(frozen=True, slots=True)
 class SeasonOptions:
     """Format options of a season.
@@ -111,7 +116,10 @@ class SeasonOptions:
       its opponents' cards (only for trusted bots). See :data:`DUPLICATE_MODES`.
     * ``strikes``: consecutive failures before the autopilot takes a seat (docs/workers.md).
     * ``autoplay_forced``: play single-option decisions without asking the bot.
-    * ``separate_owners``: never seat two bots of one owner at one table.
+    * ``separate_owners`` (default on): never seat two bots of one owner at one table,
+      nor at two tables of one flight (they could pool what they hold of a board). Off
+      only when asked (``arena season create`` warns); seasons stored without the field
+      read it as off, its default when they were created (:data:`STORED_DEFAULTS`).
     * ``max_subsets``: play every k-subset of the bots when there are at most this many,
       otherwise a balanced design (every pair shares a table equally often, +-1).
     * ``rounds``: how many times the whole schedule is played.
@@ -124,7 +132,7 @@ class SeasonOptions:
     """One of :data:`DUPLICATE_MODES` (``True``/``False`` are read as field/off)."""
     strikes: int = 3
     autoplay_forced: bool = False
-    separate_owners: bool = False
+    separate_owners: bool = True
     max_subsets: int = 200
     rounds: int = 1
     format: str = FORMAT_AUTO
@@ -146,7 +154,11 @@ class SeasonOptions:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SeasonOptions:
+    def from_dict(cls, data: Mapping[str, Any], *, stored: bool = False) -> SeasonOptions:
+        """Options from TOML-shaped data; ``stored``: a season's record, whose missing
+        fields take the defaults of when it was written (:data:`STORED_DEFAULTS`)."""
+        if stored:
+            data = {**STORED_DEFAULTS, **data}
         known = set(cls().to_dict())
         unknown = sorted(set(data) - known)
         if unknown:
@@ -167,6 +179,16 @@ class SeasonOptions:
         )
         options.validate()
         return options
+
+    def owners_warning(self) -> str:
+        """What an operator is told on creating a season with owners not kept apart."""
+        if self.separate_owners:
+            return ""
+        return (
+            "separate_owners = false: two bots of one owner may sit at one table or play "
+            "one board at two tables of a flight, and pool what they hold; keep it on "
+            "(the default) for a competition"
+        )
 
     def validate(self) -> None:
         if self.strikes < 1:
@@ -237,11 +259,13 @@ class SeasonSpec:
 
     @classmethod
     def from_json(cls, text: str) -> SeasonSpec:
-        return cls.from_dict(json.loads(text))
+        """A stored season's spec (its record, ``to_json``)."""
+        return cls.from_dict(json.loads(text), stored=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SeasonSpec:
-        """Build a spec from TOML-shaped data; the error says which field is wrong."""
+    def from_dict(cls, data: Mapping[str, Any], *, stored: bool = False) -> SeasonSpec:
+        """Build a spec from TOML-shaped data; the error says which field is wrong.
+        ``stored``: a season's record (see :meth:`SeasonOptions.from_dict`)."""
         known = {
             "name",
             "game",
@@ -293,7 +317,7 @@ class SeasonSpec:
             deals_per_match=_int(data, "deals_per_match", 0),
             time_control=time_control,
             seed=seed,
-            options=SeasonOptions.from_dict(options),
+            options=SeasonOptions.from_dict(options, stored=stored),
         )
 
     @classmethod

@@ -86,6 +86,7 @@ return {err = 'state ' .. state}
 """
 
 _COUNT_DONE = """
+if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'matches_done', 1)
   redis.call('HINCRBY', KEYS[1], 'decisions', ARGV[2])
@@ -409,6 +410,7 @@ for i = 1, #entries, 2 do
   local st = entries[i + 1]
   if st == 'scheduled' or st == 'queued' or st == 'failed' then
     redis.call('HSET', KEYS[2], entries[i], 'cancelled')
+    redis.call('SADD', KEYS[3], entries[i])
     stopped = stopped + 1
   end
 end
@@ -453,7 +455,14 @@ def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     already running are let finish and count. The seed is revealed only when none of the
     season's matches can play any more (:func:`reveal_if_settled`, run by the driver)."""
     try:
-        conn.eval(_CANCEL, 2, keys.season(season_id), keys.season_matches(season_id), now_ms())
+        conn.eval(
+            _CANCEL,
+            3,
+            keys.season(season_id),
+            keys.season_matches(season_id),
+            keys.season_cancelled(season_id),
+            now_ms(),
+        )
     except redis.ResponseError as exc:
         if "no such season" in str(exc):
             raise NotFoundError(
@@ -646,14 +655,17 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
 
 
 def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int) -> bool:
-    """Count a committed result once (True the first time)."""
+    """Count a committed result once (True the first time); never the result of a match
+    the season's cancel stopped (an attempt that commits after it, e.g. one whose host was
+    judged lost before the cancel and played on)."""
     return bool(
         conn.eval(
             _COUNT_DONE,
-            3,
+            4,
             keys.season(season_id),
             counted_key(season_id),
             failed_key(season_id),
+            keys.season_cancelled(season_id),
             match_id,
             str(decisions),
         )

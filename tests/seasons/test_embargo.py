@@ -39,12 +39,15 @@ def test_board_groups_join_the_tables_of_a_flight_only() -> None:
 
 
 def test_waiting_for_lists_unsettled_members_until_the_season_ends() -> None:
-    states = {"a": "done", "b": "running", "c": "cancelled", "d": "failed"}
+    states = {"a": "done", "b": "running", "c": "cancelled", "d": "failed", "e": "queued"}
     assert embargo.waiting_for("abcd", states, "running") == ("b", "d")
     assert embargo.waiting_for("abcd", states, "paused") == ("b", "d")
     assert embargo.waiting_for("ac", states, "running") == ()
-    for ended in ("finished", "cancelled"):
-        assert embargo.waiting_for("abcd", states, ended) == ()
+    assert embargo.waiting_for("abcde", states, "finished") == ()
+    # a cancelled season: what may still play (running, queued again) keeps its boards
+    # sealed; a failed match never plays again there
+    assert embargo.waiting_for("abcde", states, "cancelled") == ("b", "e")
+    assert embargo.waiting_for("acd", states, "cancelled") == ()
 
 
 def test_a_match_is_sealed_until_its_flight_has_finished(redis_client: redis.Redis) -> None:

@@ -303,7 +303,7 @@ def test_field_duplicate_keeps_owners_out_of_one_flight() -> None:
 def test_a_field_too_small_turns_duplicate_off_and_says_why() -> None:
     spec = SeasonSpec(
         name="small", game="sevens", bots=tuple(f"b{i}" for i in range(7)), table_size=4,
-        deals_per_match=4,
+        deals_per_match=4, options=SeasonOptions(separate_owners=False),  # counted in bots
     )  # fmt: skip
     plan = duplicate_plan(spec)
     assert plan.tables_per_board == 0
@@ -418,7 +418,8 @@ def test_owners_change_nothing_unless_separate_owners_is_on() -> None:
     it off, the schedule (tables, flights, seats, deals) is the one without owners
     (mutmut: flights kept owners apart whatever the option)."""
     owners = {"b0": "ann", "b1": "ann", "b2": "bo", "b3": "bo"}
-    for n, k, options in ((9, 3, {}), (9, 3, {"max_subsets": 0}), (10, 3, {})):
+    off = {"separate_owners": False}  # explicitly: owners apart is the default
+    for n, k, options in ((9, 3, off), (9, 3, {**off, "max_subsets": 0}), (10, 3, off)):
         spec = SeasonSpec(
             name="g", game="sevens", bots=tuple(f"b{i}" for i in range(n)), table_size=k,
             deals_per_match=2, options=SeasonOptions.from_dict(options),

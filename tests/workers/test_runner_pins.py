@@ -166,12 +166,17 @@ class _BarrierPipeline:
 
 
 class _BarrierClient:
+    """Holds a racer's first pipeline at the barrier (the commit checks again after its
+    EXEC lost to a WATCH, on a pipeline of its own, which the barrier leaves alone)."""
+
     def __init__(self, client: redis.Redis, barrier: threading.Barrier) -> None:
         self._client = client
-        self._barrier = barrier
+        self._barrier: threading.Barrier | None = barrier
 
-    def pipeline(self, *args: Any, **kwargs: Any) -> _BarrierPipeline:
-        return _BarrierPipeline(self._client.pipeline(*args, **kwargs), self._barrier)
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        pipe = self._client.pipeline(*args, **kwargs)
+        barrier, self._barrier = self._barrier, None
+        return pipe if barrier is None else _BarrierPipeline(pipe, barrier)
 
 
 def test_commit_is_exactly_once_when_every_racer_checked_before_any_commits(
@@ -642,9 +647,15 @@ def test_a_commit_loses_the_race_to_a_newer_attempt_starting_meanwhile(
     other = redis.Redis(connection_pool=redis_client.connection_pool, decode_responses=True)
 
     class _Client:
-        def pipeline(self, *args: Any, **kwargs: Any) -> _RacedGetPipeline:
+        raced = False
+
+        def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+            pipe = redis_client.pipeline(*args, **kwargs)
+            if self.raced:  # the commit checking again after its EXEC lost to the WATCH
+                return pipe
+            self.raced = True
             race = lambda: start_attempt(other, "m1", "host-2")  # noqa: E731
-            return _RacedGetPipeline(redis_client.pipeline(*args, **kwargs), race)
+            return _RacedGetPipeline(pipe, race)
 
     assert not commit(cast(redis.Redis, _Client()), spec, 1, _result(), {})
     assert redis_client.get(keys.match_result("m1")) is None
