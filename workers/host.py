@@ -306,9 +306,10 @@ class MatchHost:
             self.runs[started.spec.match_id] = running
             running.task = asyncio.ensure_future(self._play(running, started))
 
-    def _dequeue(self, queues: list[Queue]) -> tuple[Running, Started | None] | None:
-        """(thread) Take a job of ``queues`` if one comes within ``DEQUEUE_WAIT_S``; open its
-        execution and a new attempt of its match."""
+    def _dequeue(self, queues: list[Queue] | None = None) -> tuple[Running, Started | None] | None:
+        """(thread) Take a job of ``queues`` (default: both) if one comes within
+        ``DEQUEUE_WAIT_S``; open its execution and a new attempt of its match."""
+        queues = [self.queue, self.casual_queue] if queues is None else queues
         try:
             result = Queue.dequeue_any(queues, DEQUEUE_WAIT_S, connection=self.rq_conn)
         except DequeueTimeout:

@@ -318,7 +318,7 @@ class PlayRoutes:
         if len(self.sessions) >= MAX_SESSIONS:
             return 503, f"all {MAX_SESSIONS} seats of this server are taken; try again later"
         if join:
-            mine = [s for s in self.sessions.values() if s.join and s.client == client]
+            mine = [s for s in self.sessions.values() if s.join and s.active and s.client == client]
             if len(mine) >= MAX_JOINS_PER_CLIENT:
                 return 429, (
                     f"you hold {len(mine)} seats already (at most {MAX_JOINS_PER_CLIENT} "

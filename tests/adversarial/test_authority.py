@@ -149,7 +149,7 @@ def test_casual_matches_are_bounded_and_never_hold_season_slots(
         casual_id = ""
         while not casual_id:
             assert time.monotonic() < deadline, "the casual match never started"
-            for mid in conn.zrange(keys.MATCHES_INDEX, 0, -1):
+            for mid in map(str, conn.zrange(keys.MATCHES_INDEX, 0, -1)):
                 if mid.startswith(queue.CASUAL_PREFIX) and (
                     queue.match_status(conn, mid)["state"] == "running"
                 ):

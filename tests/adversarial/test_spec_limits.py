@@ -50,7 +50,7 @@ def test_the_league_api_refuses_sizes_out_of_range(
         f'name = "huge-clock"\ngame = "sevens"\npreset = "fan-tan"\nbots = {json.dumps(BOTS)}\n'
         "deals_per_match = 4\n[time_control]\nmove_ms = 5000000000\n"
     )
-    fields = {"game": "sevens", "preset": "fan-tan", "bots": BOTS, "table_size": 4}
+    fields: dict[str, Any] = {"game": "sevens", "preset": "fan-tan", "bots": BOTS, "table_size": 4}
 
     async def scenario() -> None:
         async with (
