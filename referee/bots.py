@@ -14,6 +14,7 @@ gateway calls per stream, on a ``redis.asyncio.Redis``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -136,9 +137,14 @@ def count_streams(entries: dict[str, str], now_ms: float) -> int:
     return live
 
 
-def list_bots(client: redis.Redis) -> list[BotRecord]:
-    """Every registered bot, sorted by name, with its open streams right now."""
+def list_bots(client: redis.Redis, after: str = "", limit: int | None = None) -> list[BotRecord]:
+    """The registered bots, sorted by name, with their open streams right now: every one,
+    or the first ``limit`` whose names sort after ``after`` (one page)."""
     names = sorted(_text(n) for n in client.smembers(keys.BOTS))
+    if after:
+        names = names[bisect.bisect_right(names, after) :]
+    if limit is not None:
+        names = names[:limit]
     now = time.time() * 1000.0
     records = []
     for name in names:

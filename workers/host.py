@@ -72,6 +72,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("workers.host")
 
 DEFAULT_MATCHES: Final = 64
+DEFAULT_CASUAL_MATCHES: Final = 2
+"""Slots of a host for casual matches (``queue.CASUAL_QUEUE_NAME``), besides ``max_matches``."""
 DEFAULT_STALE_S: Final = 5.0
 """A running match whose host has not heartbeaten for this long is re-run (the host beats
 every ``TICK_S``)."""
@@ -123,6 +125,10 @@ class Running:
     run: MatchRun | None = None
     task: asyncio.Task[None] | None = None
 
+    @property
+    def casual(self) -> bool:
+        return bool(self.job.origin == queue.CASUAL_QUEUE_NAME)
+
 
 class MatchHost:
     """One host process; :meth:`run` until :meth:`request_stop` (or SIGTERM)."""
@@ -134,6 +140,7 @@ class MatchHost:
         secret: str,
         *,
         max_matches: int = DEFAULT_MATCHES,
+        casual_matches: int = DEFAULT_CASUAL_MATCHES,
         stale_s: float = DEFAULT_STALE_S,
         grace_s: float = DEFAULT_GRACE_S,
         root_certificates: bytes | None = None,
@@ -142,6 +149,7 @@ class MatchHost:
         self.name = name
         self.embedded = hub is not None  # runs inside that referee's process
         self.max_matches = max_matches
+        self.casual_matches = casual_matches
         self.stale_s = stale_s
         self.grace_s = grace_s
         self.conn = redis.Redis.from_url(
@@ -153,7 +161,8 @@ class MatchHost:
         )
         self.rq_conn = queue.rq_connection(self.conn)
         self.queue = Queue(queue.QUEUE_NAME, connection=self.rq_conn)
-        self.worker = Worker([self.queue], connection=self.rq_conn, name=name)
+        self.casual_queue = Queue(queue.CASUAL_QUEUE_NAME, connection=self.rq_conn)
+        self.worker = Worker([self.queue, self.casual_queue], connection=self.rq_conn, name=name)
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-redis")
         # The heartbeat and the blocking dequeue have threads of their own: a busy pool
         # (directory reads, commits) must never delay a heartbeat into looking dead.
@@ -200,7 +209,12 @@ class MatchHost:
             for pool in (self.executor, self.beat_executor, self.dequeue_executor):
                 pool.shutdown(wait=False)
             raise
-        log.info("match host %s: up to %d matches at once", self.name, self.max_matches)
+        log.info(
+            "match host %s: up to %d matches at once (and %d casual)",
+            self.name,
+            self.max_matches,
+            self.casual_matches,
+        )
         ticker = asyncio.ensure_future(self._tick_loop())
         try:
             await self._dequeue_loop()
@@ -250,15 +264,30 @@ class MatchHost:
         pipe.srem(keys.METRICS_HOSTS, self.name)
         pipe.execute()
 
+    def _queue_of(self, job: Job) -> Queue:
+        return self.casual_queue if job.origin == queue.CASUAL_QUEUE_NAME else self.queue
+
+    def _open_queues(self) -> list[Queue]:
+        """The queues this host has a free slot for (casual matches have slots of their
+        own, so they never take the seasons' ones)."""
+        casual = sum(1 for r in self.runs.values() if r.casual)
+        out = []
+        if len(self.runs) - casual < self.max_matches:
+            out.append(self.queue)
+        if casual < self.casual_matches:
+            out.append(self.casual_queue)
+        return out
+
     async def _dequeue_loop(self) -> None:
         while not self.stopping.is_set():
-            if len(self.runs) >= self.max_matches:
+            queues = self._open_queues()
+            if not queues:
                 self._slot_free.clear()
                 await self._slot_free.wait()
                 continue
             try:
                 got = await asyncio.get_running_loop().run_in_executor(
-                    self.dequeue_executor, self._dequeue
+                    self.dequeue_executor, self._dequeue, queues
                 )
             except redis.RedisError as exc:
                 log.warning("dequeue failed (%s); retrying in 1 s", exc)
@@ -277,11 +306,12 @@ class MatchHost:
             self.runs[started.spec.match_id] = running
             running.task = asyncio.ensure_future(self._play(running, started))
 
-    def _dequeue(self) -> tuple[Running, Started | None] | None:
-        """(thread) Take a job if one comes within ``DEQUEUE_WAIT_S``; open its execution
-        and a new attempt of its match."""
+    def _dequeue(self, queues: list[Queue] | None = None) -> tuple[Running, Started | None] | None:
+        """(thread) Take a job of ``queues`` (default: both) if one comes within
+        ``DEQUEUE_WAIT_S``; open its execution and a new attempt of its match."""
+        queues = [self.queue, self.casual_queue] if queues is None else queues
         try:
-            result = Queue.dequeue_any([self.queue], DEQUEUE_WAIT_S, connection=self.rq_conn)
+            result = Queue.dequeue_any(queues, DEQUEUE_WAIT_S, connection=self.rq_conn)
         except DequeueTimeout:
             return None
         if result is None:
@@ -396,18 +426,18 @@ class MatchHost:
         job = running.job
         job.ended_at = rq_now()
         job._result = outcome
-        self.worker.handle_job_success(
-            job, self.queue, self.queue.started_job_registry, running.execution
-        )
+        origin = self._queue_of(job)
+        self.worker.handle_job_success(job, origin, origin.started_job_registry, running.execution)
         self._idle_if_empty()
 
     def _fail_job(self, running: Running, text: str) -> None:
         job = running.job
         job.ended_at = rq_now()
+        origin = self._queue_of(job)
         self.worker.handle_job_failure(
             job,
-            self.queue,
-            started_job_registry=self.queue.started_job_registry,
+            origin,
+            started_job_registry=origin.started_job_registry,
             exc_string=text,
             execution=running.execution,
         )
@@ -520,6 +550,7 @@ class MatchHost:
             queue.janitor_pass(conn, self.stale_s)
         if self._ticks % CLEAN_EVERY == 1:
             clean_registries(self.queue)
+            clean_registries(self.casual_queue)
         return superseded
 
     def _give_back_unstarted_jobs(self) -> None:
@@ -533,19 +564,23 @@ class MatchHost:
         for ``stale_s`` is pushed back to the front of the queue by whichever host removes it
         first (LREM is atomic); a second run of it is fenced by its attempt number anyway.
         """
-        intermediate = IntermediateQueue(self.queue.key, connection=self.rq_conn)
         now = time.monotonic()
-        listed = intermediate.get_job_ids()
-        for job_id in listed:
-            first_seen = self._unstarted_seen.setdefault(job_id, now)
-            if now - first_seen < self.stale_s or job_id in self.queue.started_job_registry:
-                continue
-            self._unstarted_seen.pop(job_id, None)
-            if self.rq_conn.lrem(intermediate.key, 1, job_id):
-                self.queue.push_job_id(job_id, at_front=True)
-                log.warning(
-                    "job %s was taken off the queue by a host that died; queued again", job_id
-                )
+        listed: list[str] = []
+        for rq_queue in (self.queue, self.casual_queue):
+            intermediate = IntermediateQueue(rq_queue.key, connection=self.rq_conn)
+            ids = intermediate.get_job_ids()
+            listed += ids
+            for job_id in ids:
+                first_seen = self._unstarted_seen.setdefault(job_id, now)
+                if now - first_seen < self.stale_s or job_id in rq_queue.started_job_registry:
+                    continue
+                self._unstarted_seen.pop(job_id, None)
+                if self.rq_conn.lrem(intermediate.key, 1, job_id):
+                    rq_queue.push_job_id(job_id, at_front=True)
+                    log.warning(
+                        "job %s was taken off the queue by a host that died; queued again",
+                        job_id,
+                    )
         for job_id in set(self._unstarted_seen) - set(listed):
             del self._unstarted_seen[job_id]
 
@@ -555,7 +590,8 @@ class MatchHost:
             self.worker.heartbeat(ttl_base, pipeline=pipe)
             for running in runs:
                 ttl = int(self.worker.get_heartbeat_ttl(running.job))
-                running.execution.heartbeat(self.queue.started_job_registry, ttl, pipeline=pipe)
+                registry = self._queue_of(running.job).started_job_registry
+                running.execution.heartbeat(registry, ttl, pipeline=pipe)
                 running.job.heartbeat(rq_now(), ttl, pipeline=pipe, xx=True)
             pipe.execute()
 
@@ -566,6 +602,7 @@ def run_host(
     secret: str,
     *,
     max_matches: int = DEFAULT_MATCHES,
+    casual_matches: int = DEFAULT_CASUAL_MATCHES,
     stale_s: float = DEFAULT_STALE_S,
     grace_s: float = DEFAULT_GRACE_S,
     root_certificates: bytes | None = None,
@@ -576,6 +613,7 @@ def run_host(
         name,
         secret,
         max_matches=max_matches,
+        casual_matches=casual_matches,
         stale_s=stale_s,
         grace_s=grace_s,
         root_certificates=root_certificates,

@@ -29,13 +29,25 @@ import redis
 
 from referee import keys
 from referee.procs import die_with_parent
-from workers.host import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, run_host
+from workers.host import (
+    DEFAULT_CASUAL_MATCHES,
+    DEFAULT_GRACE_S,
+    DEFAULT_MATCHES,
+    DEFAULT_STALE_S,
+    run_host,
+)
 
 log = logging.getLogger("workers.pool")
 
 SHUTDOWN_SLACK_S: Final = 10.0
 
-__all__ = ["DEFAULT_GRACE_S", "DEFAULT_MATCHES", "DEFAULT_STALE_S", "WorkerPool"]
+__all__ = [
+    "DEFAULT_CASUAL_MATCHES",
+    "DEFAULT_GRACE_S",
+    "DEFAULT_MATCHES",
+    "DEFAULT_STALE_S",
+    "WorkerPool",
+]
 
 
 def _host_main(
@@ -47,6 +59,7 @@ def _host_main(
     stale_s: float,
     grace_s: float,
     link_tls_ca: str | None,
+    casual_matches: int = DEFAULT_CASUAL_MATCHES,
 ) -> None:
     """Body of one host child process."""
     die_with_parent(signal.SIGTERM)
@@ -59,6 +72,7 @@ def _host_main(
         name,
         secret,
         max_matches=matches,
+        casual_matches=casual_matches,
         stale_s=stale_s,
         grace_s=grace_s,
         root_certificates=Path(link_tls_ca).read_bytes() if link_tls_ca else None,
@@ -75,6 +89,7 @@ class WorkerPool:
         *,
         secret: str,
         matches: int = DEFAULT_MATCHES,
+        casual_matches: int = DEFAULT_CASUAL_MATCHES,
         stale_s: float = DEFAULT_STALE_S,
         grace_s: float = DEFAULT_GRACE_S,
         interval_s: float = 1.0,
@@ -87,6 +102,7 @@ class WorkerPool:
         self.num_workers = num_workers
         self.secret = secret
         self.matches = matches
+        self.casual_matches = casual_matches
         self.stale_s = stale_s
         self.grace_s = grace_s
         self.interval_s = interval_s
@@ -113,6 +129,7 @@ class WorkerPool:
                 self.stale_s,
                 self.grace_s,
                 self.link_tls_ca,
+                self.casual_matches,
             ),
             name=name,
             daemon=False,

@@ -32,6 +32,12 @@ from workers.spec import MatchState as MatchState  # its home; re-exported for t
 log = logging.getLogger(__name__)
 
 QUEUE_NAME: Final = "arena"
+CASUAL_QUEUE_NAME: Final = "arena-casual"
+"""The queue of casual matches (a person against bots, from ``/play`` or ``arena play``):
+hosts run them on slots of their own (``--casual-matches``), never on the slots of
+seasons' matches, so strangers' games cannot hold the seasons' slots."""
+CASUAL_PREFIX: Final = "casual-"
+"""Match ids of casual matches start so; their jobs go to :data:`CASUAL_QUEUE_NAME`."""
 JOB_FUNC: Final = "workers.host.match_job"
 RESULT_TTL_S: Final = 24 * 3600
 """RQ keeps a finished job's return value this long (the result itself lives in our key)."""
@@ -141,14 +147,19 @@ def rq_connection(conn: redis.Redis) -> redis.Redis:
     return twin
 
 
-def get_queue(conn: redis.Redis) -> Queue:
-    """The "arena" RQ queue on ``conn``'s server."""
-    return Queue(QUEUE_NAME, connection=rq_connection(conn))
+def queue_name(match_id: str) -> str:
+    """The RQ queue of a match: casual matches have their own (:data:`CASUAL_QUEUE_NAME`)."""
+    return CASUAL_QUEUE_NAME if match_id.startswith(CASUAL_PREFIX) else QUEUE_NAME
+
+
+def get_queue(conn: redis.Redis, name: str = QUEUE_NAME) -> Queue:
+    """The RQ queue ``name`` ("arena" by default) on ``conn``'s server."""
+    return Queue(name, connection=rq_connection(conn))
 
 
 def _enqueue_job(conn: redis.Redis, spec: MatchSpec, retry: int) -> bool:
     """Create the RQ job of ``spec`` (id from ``job_id``); False if it already exists."""
-    queue = get_queue(conn)
+    queue = get_queue(conn, queue_name(spec.match_id))
     jid = job_id(spec.match_id, retry)
     for _ in range(2):
         try:

@@ -26,6 +26,7 @@ from referee.cli.common import (
     program_of,
     read_secret,
     redacted_url,
+    terminal_safe,
 )
 from referee.errors import ArenaError, ConfigError
 
@@ -72,7 +73,8 @@ def _list(args: argparse.Namespace) -> int:
     for r in records:
         when = dt.datetime.fromtimestamp(r.created_at, dt.UTC).strftime("%Y-%m-%d %H:%M")
         state = "revoked" if r.revoked else "active"
-        print(f"{r.name:<24} {r.owner:<16} {state:<8} {r.connected_streams:>7}  {when}")
+        owner = terminal_safe(r.owner)
+        print(f"{r.name:<24} {owner:<16} {state:<8} {r.connected_streams:>7}  {when}")
     return 0
 
 

@@ -13,12 +13,14 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import redis
+from rich.text import Text
 
 from referee.embedded_redis import EmbeddedRedis, write_private
 from referee.embedded_redis import redacted_url as redacted_url  # re-exported
@@ -288,12 +290,33 @@ def comma_list(text: str | None) -> list[str]:
     return [word.strip() for word in (text or "").split(",") if word.strip()]
 
 
+# --- text someone else wrote -----------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: object) -> str:
+    """``text`` fit for a terminal: every control character (escape sequences, carriage
+    returns, bidi overrides) shown as its ``\\xNN``/``\\uNNNN`` escape, newlines and tabs
+    kept. The one helper for printing what a bot or a user wrote (a bot's ``Hello.games``, a
+    description, an error that quotes them)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def cell(text: object) -> Text:
+    """``text`` for a rich table or console: :func:`terminal_safe`, and never read as rich
+    markup (``[bold]`` stays text)."""
+    return Text(terminal_safe(text))
+
+
 # --- errors: the one place that prints them ------------------------------------------------
 
 
 def fail(message: str, code: int = 1) -> int:
-    """Print an error for a person (one line) and return the exit code."""
-    line = " ".join(str(message).split()) if "\n" not in str(message) else str(message)
+    """Print an error for a person (one line, :func:`terminal_safe`) and return the exit
+    code."""
+    text = terminal_safe(message)
+    line = " ".join(text.split()) if "\n" not in text else text
     print(f"arena: error: {line}", file=sys.stderr)
     return code
 

@@ -25,6 +25,7 @@ from rich.console import Console
 from referee.cli.common import (
     REDIS_URL_FILE,
     Commands,
+    cell,
     default_data_dir,
     redacted_url,
     write_redis_url,
@@ -137,7 +138,7 @@ def run_demo(
                 )
             )
             for problem in report.problems:
-                console.print(f"  problem: {problem}")
+                console.print(cell(f"  problem: {problem}"))
         console.print(f"demo took {time.monotonic() - started:.1f}s")
         if keep_running:
             _serve_until_interrupted(platform, url, name, console)

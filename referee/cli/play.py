@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from arena_sdk.sdk import BotRefused
 from referee import keys
-from referee.cli.common import Commands, add_redis_options, connect, fail
+from referee.cli.common import Commands, add_redis_options, connect, fail, terminal_safe
 from referee.errors import ArenaError
 from referee.games.errors import InvalidRulesError
 from referee.web import human
@@ -134,7 +134,8 @@ def play(
                     break
                 print(f"  choose 1-{len(legal)} or one of: {', '.join(legal)}", file=out)
         elif kind == "result" and payload["status"] != "accepted":
-            print(f"  your answer was {payload['status']}: {payload['message']}", file=out)
+            said = terminal_safe(payload["message"])
+            print(f"  your answer was {payload['status']}: {said}", file=out)
         elif kind == "deal_end":
             print(
                 f"deal {payload['deal_index'] + 1} over: changes {payload['deltas']}, "
@@ -155,7 +156,9 @@ def play(
             seat.stop.set()
             return 0
         elif kind in ("notice", "stopped"):
-            print(f"referee: {payload.get('message', payload)}", file=out, flush=True)
+            print(
+                f"referee: {terminal_safe(payload.get('message', payload))}", file=out, flush=True
+            )
             if kind == "stopped":
                 return 1
 

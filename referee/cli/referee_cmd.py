@@ -18,9 +18,10 @@ from referee.cli.common import (
     read_secret,
     resolve_redis_url,
 )
+from referee.cli.workers_cmd import check_casual_matches
 from referee.errors import ConfigError
 from referee.gateway.server import RefereeConfig, run_referee
-from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S
+from workers.host import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
 
 
 def register(commands: Commands) -> None:
@@ -87,6 +88,21 @@ def register(commands: Commands) -> None:
         "bots' decisions skip the internal stream; 0 = none, run `arena worker` hosts)",
     )
     parser.add_argument(
+        "--casual-matches",
+        type=int,
+        default=None,
+        help="casual matches (a person against bots: /play, `arena play`) this process runs "
+        "at once on slots of their own, never the seasons' (default: "
+        f"{DEFAULT_CASUAL_MATCHES} with --matches, else 0)",
+    )
+    parser.add_argument(
+        "--no-casual-play",
+        dest="casual_play",
+        action="store_false",
+        help="refuse casual matches started from the web's /play page (people still join "
+        "their seasons' seats there); for public deployments",
+    )
+    parser.add_argument(
         "--stale-s",
         type=float,
         default=DEFAULT_STALE_S,
@@ -118,6 +134,10 @@ def _run(args: argparse.Namespace) -> int:
     url = resolve_redis_url(args)
     if args.matches < 0:
         raise ConfigError("--matches must be 0 (no co-hosted matches) or more")
+    casual = args.casual_matches
+    if casual is None:
+        casual = DEFAULT_CASUAL_MATCHES if args.matches else 0
+    check_casual_matches(casual)
     if args.max_streams_per_bot < 1:
         raise ConfigError("--max-streams-per-bot must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -140,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
         referee_id=args.referee_id,
         drain_grace_s=args.drain_grace,
         human_move_s=args.human_move_s,
+        casual_play=args.casual_play,
         cluster_secret=secret,
         link_host=args.link_host,
         link_port=args.link_port,
@@ -147,6 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         link_tls=args.link_tls,
         link_insecure=args.link_insecure,
         matches=args.matches,
+        casual_matches=casual,
         match_stale_s=args.stale_s,
         match_grace_s=args.grace_s,
         link_tls_ca=args.link_tls_ca,

@@ -25,7 +25,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from referee.cli.common import Commands, add_redis_options, connect
+from referee.cli.common import Commands, add_redis_options, cell, connect, terminal_safe
 from referee.errors import ConfigError
 from referee.seasons import embargo, store
 from referee.seasons.model import FORMATS, SeasonSpec, time_control_from_dict
@@ -302,7 +302,10 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     spec = SeasonSpec.from_json(info["spec"])
     print(f"season     {args.season} ({info['state']})")
-    print(f"game       {info['game']} / {info['preset']}, tables of {spec.table_size}")
+    print(
+        f"game       {terminal_safe(info['game'])} / {terminal_safe(info['preset'])}, "
+        f"tables of {spec.table_size}"
+    )
     print(f"bots       {', '.join(spec.bots)}")
     print(
         f"matches    {info['matches_done']} done, {info['matches_failed']} failed, "
@@ -328,12 +331,10 @@ def _list(args: argparse.Namespace) -> int:
         table.add_column(col)
     for s in seasons:
         table.add_row(
-            s["season"],
-            s.get("game", ""),
-            s.get("preset", ""),
-            s.get("state", ""),
-            s.get("matches_done", ""),
-            s.get("matches_total", ""),
+            *(
+                cell(s.get(key, ""))
+                for key in ("season", "game", "preset", "state", "matches_done", "matches_total")
+            )
         )
     console().print(table)
     return 0
@@ -346,7 +347,7 @@ def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Tab
         f"{standings.get('season', '')} ({standings.get('game', '')}): "
         f"{standings.get('matches_done', 0)}/{standings.get('matches_total', 0)} matches"
     )
-    table = Table(title=title, caption=_CAPTION, caption_justify="left")
+    table = Table(title=cell(title), caption=_CAPTION, caption_justify="left")
     columns = [
         ("#", "right"),
         ("bot", "left"),
@@ -370,7 +371,7 @@ def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Tab
     for r in rows[:top] if top else rows:
         table.add_row(
             str(r["rank"]),
-            r["bot"],
+            cell(r["bot"]),
             f"{r['elo']:.0f}",
             f"{r['elo_low']:.0f}-{r['elo_high']:.0f}",
             f"{r['live_elo']:.0f}",
@@ -485,7 +486,7 @@ def _verify(args: argparse.Namespace) -> int:
             f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt"
         )
         for problem in report.problems:
-            print(f"  problem: {problem}")
+            print(f"  problem: {terminal_safe(problem)}")
         print("verified" if report.ok else "NOT verified")
     return 0 if report.ok else 1
 

@@ -57,6 +57,13 @@ def register(commands: Commands) -> None:
     add_secret_file_option(
         p, "admin-token", ADMIN_TOKEN_ENV, "League admin token (none: a new one, printed)"
     )
+    p.add_argument(
+        "--no-casual-play",
+        dest="casual_play",
+        action="store_false",
+        help="refuse casual matches started from the web's /play page (people still join "
+        "their seasons' seats there); for public deployments",
+    )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
 
@@ -85,6 +92,7 @@ def up(args: argparse.Namespace) -> int:
         raise ConfigError("-n must be 0 (the referee runs the matches alone) or more")
     if args.matches < 1:
         raise ConfigError("--matches must be at least 1")
+    workers_cmd.check_casual_matches(args.casual_matches)
     token = read_secret(args, "admin-token", ADMIN_TOKEN_ENV) or secrets.token_urlsafe(24)
     # The referee and the hosts share the internal stream's secret: the given one, or a new
     # one for this run (the referee gets it in its environment).
@@ -107,6 +115,8 @@ def up(args: argparse.Namespace) -> int:
                 "--log-level",
                 level,
                 *("--matches", str(args.matches), "--stale-s", str(args.stale_s)),
+                *("--casual-matches", str(args.casual_matches)),
+                *(() if args.casual_play else ("--no-casual-play",)),
                 *("--grace-s", str(args.grace_s)),
                 *(("--link-tls-ca", args.link_tls_ca) if args.link_tls_ca else ()),
                 timeout=REFEREE_START_S,

@@ -23,13 +23,20 @@ from referee.cli.common import (
     fail,
     redacted_url,
     running_or_embedded_redis,
+    terminal_safe,
 )
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from workers import queue
 from workers.health import HealthServer
-from workers.pool import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, WorkerPool
+from workers.pool import (
+    DEFAULT_CASUAL_MATCHES,
+    DEFAULT_GRACE_S,
+    DEFAULT_MATCHES,
+    DEFAULT_STALE_S,
+    WorkerPool,
+)
 from workers.replay import ReplayMismatch, render_replay, verify_record
 from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
@@ -117,6 +124,13 @@ def add_host_options(p: argparse.ArgumentParser, processes: int) -> None:
         help=f"matches each process runs at once ({DEFAULT_MATCHES})",
     )
     p.add_argument(
+        "--casual-matches",
+        type=int,
+        default=DEFAULT_CASUAL_MATCHES,
+        help="casual matches (a person against bots: /play, `arena play`) each process runs "
+        f"at once on slots of their own, never the seasons' ({DEFAULT_CASUAL_MATCHES})",
+    )
+    p.add_argument(
         "--stale-s",
         type=float,
         default=DEFAULT_STALE_S,
@@ -136,17 +150,26 @@ def add_host_options(p: argparse.ArgumentParser, processes: int) -> None:
     add_cluster_secret_option(p)
 
 
+def check_casual_matches(value: int) -> None:
+    if value < 0:
+        raise ConfigError(
+            f"--casual-matches {value}: use 0 (this host runs no casual match) or more"
+        )
+
+
 def make_pool(args: argparse.Namespace, url: str, secret: str) -> WorkerPool:
     """The match-host pool of ``arena worker``/``arena up`` from their options."""
     if args.num_workers < 1:
         raise ConfigError("-n must be at least 1")
     if args.matches < 1:
         raise ConfigError("--matches must be at least 1")
+    check_casual_matches(args.casual_matches)
     return WorkerPool(
         url,
         args.num_workers,
         secret=secret,
         matches=args.matches,
+        casual_matches=args.casual_matches,
         stale_s=args.stale_s,
         grace_s=args.grace_s,
         level=str(args.log_level).upper(),
@@ -269,7 +292,7 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
 def queue_position(conn: redis.Redis, match_id: str) -> tuple[int, int] | None:
     """``(place, length)`` of the match's job in the work queue (1 = next), or ``None``
     when it is not waiting there."""
-    ids = queue.get_queue(conn).get_job_ids()
+    ids = queue.get_queue(conn, queue.queue_name(match_id)).get_job_ids()
     first = queue.job_id(match_id)
     for place, job in enumerate(ids, 1):
         if job == first or job.startswith(f"{first}-retry"):
@@ -319,7 +342,7 @@ def _match_status(args: argparse.Namespace) -> int:
     conn = connect(args)
     status = queue.match_status(conn, args.match_id)
     for key in sorted(status):
-        print(f"{key}: {status[key]}")
+        print(f"{key}: {terminal_safe(status[key])}")
     _print_result(conn, args.match_id)
     return 0 if status["state"] != "unknown" else 1
 

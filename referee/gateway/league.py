@@ -29,6 +29,14 @@ from referee.gateway.seasons_api import SeasonsServicerMixin
 
 log = logging.getLogger(__name__)
 
+LIST_PAGE_MAX = 200
+"""Bots per ``ListBots`` page at most (its ``page_size`` default)."""
+LIST_PAGE_BYTES = 48 * 1024
+"""A ``ListBots`` page ends before this many bytes: every answer fits the gateway's
+message cap (``server.MAX_MESSAGE_BYTES``), however many bots are registered."""
+LIST_TEXT_MAX = 1000
+"""Owner and description are cut to this many characters in a listing."""
+
 Context: TypeAlias = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs)
 T = TypeVar("T")
 
@@ -94,20 +102,28 @@ class LeagueCore:
     async def ListBots(
         self, request: league_pb2.ListBotsRequest, context: Context
     ) -> league_pb2.ListBotsResponse:
-        records = await self._call(context, lambda: bots.list_bots(self._sync))
-        return league_pb2.ListBotsResponse(
-            bots=[
-                league_pb2.BotInfo(
-                    name=r.name,
-                    owner=r.owner,
-                    description=r.description,
-                    revoked=r.revoked,
-                    connected_streams=r.connected_streams,
-                    created_at=r.created_at,
-                )
-                for r in records
-            ]
+        size = min(request.page_size or LIST_PAGE_MAX, LIST_PAGE_MAX)
+        records = await self._call(
+            context, lambda: bots.list_bots(self._sync, request.page_token, size + 1)
         )
+        answer = league_pb2.ListBotsResponse()
+        used = 0
+        for r in records[:size]:
+            info = league_pb2.BotInfo(
+                name=r.name,
+                owner=r.owner[:LIST_TEXT_MAX],
+                description=r.description[:LIST_TEXT_MAX],
+                revoked=r.revoked,
+                connected_streams=r.connected_streams,
+                created_at=r.created_at,
+            )
+            used += info.ByteSize() + 8
+            if used > LIST_PAGE_BYTES and answer.bots:
+                break
+            answer.bots.append(info)
+        if len(answer.bots) < len(records):
+            answer.next_page_token = answer.bots[-1].name
+        return answer
 
     async def RevokeBot(
         self, request: league_pb2.RevokeBotRequest, context: Context

@@ -61,6 +61,15 @@ def fit_text(text: str, match_id: str) -> str:
     )
 
 
+_U32_MAX = 2**32 - 1
+
+
+def _u32(value: int) -> int:
+    """``value`` within a uint32 field: a season stored before its fields were bounded
+    (a ``move_ms`` of 5e9) must not make every listing fail."""
+    return min(max(0, int(value)), _U32_MAX)
+
+
 def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
     """A season hash as a ``SeasonInfo`` message."""
     spec = SeasonSpec.from_json(info["spec"]) if info.get("spec") else None
@@ -72,16 +81,16 @@ def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
         preset=info.get("preset", ""),
         state=info.get("state", ""),
         bots=list(spec.bots) if spec else [],
-        table_size=spec.table_size if spec else 0,
-        deals_per_match=spec.deals_per_match if spec else 0,
-        matches_total=int(info.get("matches_total") or 0),
-        matches_done=int(info.get("matches_done") or 0),
-        matches_failed=int(info.get("matches_failed") or 0),
+        table_size=_u32(spec.table_size) if spec else 0,
+        deals_per_match=_u32(spec.deals_per_match) if spec else 0,
+        matches_total=_u32(int(info.get("matches_total") or 0)),
+        matches_done=_u32(int(info.get("matches_done") or 0)),
+        matches_failed=_u32(int(info.get("matches_failed") or 0)),
         seed_sha256=info.get("seed_sha256", ""),
         seed=int(seed) if seed else 0,
         seed_revealed=bool(seed),
         time_control=league_pb2.TimeControl(
-            move_ms=tc.move_ms, bank_ms=tc.bank_ms, grace_ms=tc.grace_ms
+            move_ms=_u32(tc.move_ms), bank_ms=_u32(tc.bank_ms), grace_ms=_u32(tc.grace_ms)
         )
         if tc
         else None,

@@ -145,6 +145,7 @@ class RefereeConfig:
     write_timeout_s: float = WRITE_TIMEOUT_S  # one write to a bot
     hooks: bool = True  # run referee.web (HTTP) and referee.seasons.driver (seasons)
     human_move_s: float = 60.0  # a person's clock per decision in /play matches (0 = off)
+    casual_play: bool = True  # visitors may start casual matches on /play (joins stay on)
     cluster_secret: str = ""  # authenticates match hosts (never argv; "" = $ARENA_CLUSTER_SECRET)
     link_host: str = ""  # internal port's listen address ("" = the same as host)
     link_port: int = 0  # 0 = any free port
@@ -152,6 +153,7 @@ class RefereeConfig:
     link_tls: bool = False  # serve the internal port with tls_cert/tls_key too
     link_insecure: bool = False  # allow a plaintext internal port on a non-loopback address
     matches: int = 0  # co-hosted matches at once (a match host in this process; 0 = none)
+    casual_matches: int = 0  # co-hosted casual matches at once, on slots of their own
     match_stale_s: float = DEFAULT_STALE_S  # the co-hosted host's janitor (workers.host)
     match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
     link_tls_ca: str | None = None  # CA of other referees' TLS internal ports (co-hosted)
@@ -322,7 +324,7 @@ class RefereeServer:
         self._watcher = asyncio.ensure_future(self.token_watch.run(self._watch_redis))
         if self.config.hooks:
             await self._start_hooks()
-        if self.config.matches > 0:
+        if self.config.matches > 0 or self.config.casual_matches > 0:
             self._matches = asyncio.ensure_future(self._host_matches())
         return self.port
 
@@ -341,6 +343,7 @@ class RefereeServer:
                 name,
                 self.secret,
                 max_matches=self.config.matches,
+                casual_matches=self.config.casual_matches,
                 stale_s=self.config.match_stale_s,
                 grace_s=self.config.match_grace_s,
                 root_certificates=roots,
@@ -444,6 +447,7 @@ class RefereeServer:
                     else f"{_loopback(self.config.host)}:{self.port}",
                     human_move_s=self.config.human_move_s,
                     admin_token=self.config.admin_token,
+                    casual_play=self.config.casual_play,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}

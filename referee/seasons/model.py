@@ -49,8 +49,42 @@ Words = Mapping[str, str]
 (``--deals``, ``--no-duplicate``) when the user gave flags, so every message speaks the
 interface the user used."""
 
-TIME_CONTROL_MIN = {"move_ms": 1, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1, "absent_ms": 0}
+TIME_CONTROL_RANGE: Final[dict[str, tuple[int, int]]] = {
+    "move_ms": (1, 600_000),
+    "bank_ms": (0, 3_600_000),
+    "grace_ms": (0, 60_000),
+    "queue_ms": (1, 3_600_000),
+    "absent_ms": (0, 600_000),
+}
+"""The ``[time_control]`` fields and their allowed values (milliseconds, both ends in):
+a clock longer than these holds a slot for hours and overflows the API's 32-bit fields."""
+TIME_CONTROL_MIN = {key: low for key, (low, _high) in TIME_CONTROL_RANGE.items()}
 """The ``[time_control]`` fields and their smallest allowed values."""
+SPEC_RANGE: Final[dict[str, tuple[int, int]]] = {
+    "table_size": (2, 16),
+    "deals_per_match": (0, 100),
+    "strikes": (1, 100),
+    "max_subsets": (0, 1000),
+    "rounds": (1, 100),
+    "window": (1, 1000),
+}
+"""Allowed values of a season's sizes (both ends in), checked wherever a spec is made (the
+TOML, ``arena season create``, the League API): a season's schedule and every match's
+deal list are built in the referee, so their sizes are bounded (docs/seasons.md)."""
+MAX_SEASON_MATCHES: Final = 5000
+"""At most this many matches in a season (its tables x ``rounds``): seating a schedule
+costs the square of its length."""
+MAX_SEASON_BOTS: Final = 500
+"""At most this many bots in one season."""
+
+
+def out_of_range(name: str, value: int, low: int, high: int, unit: str = "") -> str | None:
+    """The one-line problem of ``name = value`` outside ``low..high``, or None."""
+    if value < low:
+        return f"{name} = {value}: use {low} or more (at most {high}{unit})"
+    if value > high:
+        return f"{name} = {value}: use at most {high}{unit} (the range is {low} .. {high})"
+    return None
 
 
 def _w(words: Words | None, key: str) -> str:
@@ -65,9 +99,13 @@ def problems_error(problems: list[str]) -> ConfigError:
     return ConfigError(f"{len(problems)} problems with this season:\n{listed}")
 
 
-def time_control_from_dict(data: Mapping[str, Any], words: Words | None = None) -> TimeControl:
-    """``[time_control]``, checked: known fields only, whole numbers at or above their
-    minimum (a ``move_ms = "fast"`` or ``-5`` is refused, with every problem at once)."""
+def time_control_from_dict(
+    data: Mapping[str, Any], words: Words | None = None, *, bounded: bool = True
+) -> TimeControl:
+    """``[time_control]``, checked: known fields only, whole numbers within
+    :data:`TIME_CONTROL_RANGE` (a ``move_ms = "fast"``, ``-5`` or ``5000000000`` is
+    refused, with every problem at once). ``bounded=False`` reads a stored season: only
+    the minimums hold (a season stored before the maximums existed still lists)."""
     problems = []
     unknown = sorted(set(data) - set(TIME_CONTROL_MIN))
     if unknown:
@@ -77,13 +115,16 @@ def time_control_from_dict(data: Mapping[str, Any], words: Words | None = None) 
         )
     default = TimeControl().to_dict()
     values: dict[str, int] = {}
-    for key, low in TIME_CONTROL_MIN.items():
+    for key in TIME_CONTROL_RANGE:
         value = data.get(key, default[key])
         name = _w(words, f"time_control.{key}")
         if isinstance(value, bool) or not isinstance(value, int):
             problems.append(f"{name} must be a whole number of milliseconds, not {value!r}")
-        elif value < low:
-            problems.append(f"{name} = {value}: use {low} or more (milliseconds)")
+            continue
+        low, high = TIME_CONTROL_RANGE[key]
+        bad = out_of_range(name, value, low, high if bounded else max(high, value), " ms")
+        if bad is not None:
+            problems.append(bad)
         else:
             values[key] = value
     if problems:
@@ -156,7 +197,9 @@ class SeasonOptions:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, stored: bool = False) -> SeasonOptions:
         """Options from TOML-shaped data; ``stored``: a season's record, whose missing
-        fields take the defaults of when it was written (:data:`STORED_DEFAULTS`)."""
+        fields take the defaults of when it was written (:data:`STORED_DEFAULTS`) and whose
+        values need only the minimums of :data:`SPEC_RANGE` (what was stored before the
+        maximums existed still reads)."""
         if stored:
             data = {**STORED_DEFAULTS, **data}
         known = set(cls().to_dict())
@@ -177,7 +220,7 @@ class SeasonOptions:
             format=str(data.get("format", default.format)),
             window=_int(data, "window", default.window),
         )
-        options.validate()
+        options.validate(bounded=not stored)
         return options
 
     def owners_warning(self) -> str:
@@ -190,15 +233,14 @@ class SeasonOptions:
             "(the default) for a competition"
         )
 
-    def validate(self) -> None:
-        if self.strikes < 1:
-            raise ConfigError(f"strikes = {self.strikes}: use 1 or more")
-        if self.max_subsets < 0:
-            raise ConfigError(f"max_subsets = {self.max_subsets}: use 0 or more")
-        if self.rounds < 1:
-            raise ConfigError(f"rounds = {self.rounds}: use 1 or more")
-        if self.window < 1:
-            raise ConfigError(f"window = {self.window}: use 1 or more")
+    def validate(self, *, bounded: bool = True) -> None:
+        """Every option within :data:`SPEC_RANGE` (``bounded=False``: its minimum only)."""
+        for key in ("strikes", "max_subsets", "rounds", "window"):
+            value = getattr(self, key)
+            low, high = SPEC_RANGE[key]
+            bad = out_of_range(key, value, low, high if bounded else max(high, value))
+            if bad is not None:
+                raise ConfigError(bad)
         if self.format not in FORMATS:
             raise ConfigError(f"format = {self.format!r}: use one of {', '.join(FORMATS)}")
 
@@ -265,7 +307,8 @@ class SeasonSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, stored: bool = False) -> SeasonSpec:
         """Build a spec from TOML-shaped data; the error says which field is wrong.
-        ``stored``: a season's record (see :meth:`SeasonOptions.from_dict`)."""
+        ``stored``: a season's record (see :meth:`SeasonOptions.from_dict`): it skips the
+        maximums of :data:`SPEC_RANGE` and :data:`TIME_CONTROL_RANGE`."""
         known = {
             "name",
             "game",
@@ -302,7 +345,7 @@ class SeasonSpec:
         tc = data.get("time_control", {})
         if not isinstance(tc, Mapping):
             raise ConfigError("time_control must be a table: [time_control] move_ms = 1000 ...")
-        time_control = time_control_from_dict(tc)
+        time_control = time_control_from_dict(tc, bounded=not stored)
         options = data.get("options", {})
         if not isinstance(options, Mapping):
             raise ConfigError("options must be a table: [options] duplicate = true ...")
@@ -342,11 +385,18 @@ class SeasonSpec:
                 f"season name {self.name!r} ({_w(words, 'name')}): use 1-64 letters, digits, "
                 "'-', '_' or '.', starting with a letter or digit"
             )
+        if len(self.bots) > MAX_SEASON_BOTS:
+            out.append(
+                f"{len(self.bots)} bots in {_w(words, 'bots')} is out of range: use 2 .. "
+                f"{MAX_SEASON_BOTS}"
+            )
         if len(set(self.bots)) != len(self.bots):
             dupes = sorted({b for b in self.bots if self.bots.count(b) > 1})
             out.append(f"bots listed twice in {_w(words, 'bots')}: {', '.join(dupes)}")
-        if self.table_size < 2:
-            out.append(f"{_w(words, 'table_size')} = {self.table_size}: use 2 or more")
+        for key in ("table_size", "deals_per_match"):
+            bad = out_of_range(_w(words, key), getattr(self, key), *SPEC_RANGE[key])
+            if bad is not None:
+                out.append(bad)
         if len(self.bots) < self.players_per_match:
             out.append(
                 f"{len(self.bots)} bot(s) in {_w(words, 'bots')} for tables of "
@@ -358,7 +408,7 @@ class SeasonSpec:
         deals = _w(words, "deals_per_match")
         no_duplicate = _w(words, "options.duplicate = false")
         if self.deals_per_match < 0:
-            out.append(f"{deals} = {self.deals_per_match}: use 0 or more")
+            pass  # out of range, said above
         elif self.options.duplicate != DUPLICATE_OFF:
             step = self.duplicate_rotations
             if self.deals_per_match == 0:

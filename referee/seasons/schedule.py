@@ -44,6 +44,7 @@ from referee.games.base import DealSpec
 from referee.seasons.model import (
     DUPLICATE_FIELD,
     DUPLICATE_SAME_TABLE,
+    MAX_SEASON_MATCHES,
     SeasonSpec,
     derive_seed,
 )
@@ -645,6 +646,11 @@ def build_schedule(
             rng.shuffle(round_tables)
             rounds.append(round_tables)
         tables = [t for r in rounds for t in r]
+    if len(tables) > MAX_SEASON_MATCHES:
+        raise ConfigError(
+            f"this season would play {len(tables)} matches: at most {MAX_SEASON_MATCHES} "
+            "(lower options.rounds or options.max_subsets, or list fewer bots)"
+        )
     seatings = assign_seats(tables, rng)
     matches: list[ScheduledMatch] = []
     for index, seating in enumerate(seatings):

@@ -133,6 +133,12 @@ class WebConfig:
     human_move_s: float = 60.0
     """A person's time per decision in casual matches (the operator sets it)."""
     human_bank_s: float = 300.0
+    casual_play: bool = True
+    person_idle_s: float = 30 * 24 * 3600.0
+    """A person identity made by ``/play`` that nobody used this long, holding no stream and
+    named by no season, is deleted (``referee.web.human.forget_idle_people``)."""
+    """Visitors may start casual matches against bots on ``/play`` (``--no-casual-play``
+    turns it off; joining a season's seat stays on)."""
     readiness: Readiness | None = None
     """The referee's checks for ``/readyz`` besides Redis (None: Redis alone)."""
     admin_token: str | None = None
@@ -353,6 +359,8 @@ async def serve_http(
     grpc_target: str | None = None,
     human_move_s: float = WebConfig.human_move_s,
     human_bank_s: float = WebConfig.human_bank_s,
+    casual_play: bool = WebConfig.casual_play,
+    person_idle_s: float = WebConfig.person_idle_s,
     readiness: Readiness | None = None,
     admin_token: str | None = None,
 ) -> None:
@@ -361,13 +369,17 @@ async def serve_http(
     ``on_ready(port)`` is called once listening (useful with ``port=0``); ``grpc_target``
     is the referee's own gRPC address, needed for people to play (``/play``), with
     ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off);
-    ``readiness`` the referee's checks for ``/readyz``.
+    ``casual_play`` False refuses casual matches on ``/play`` (joins stay); ``person_idle_s``
+    how long an unused person identity lives; ``readiness`` the referee's checks for
+    ``/readyz``.
     """
     config = WebConfig(
         redis_url,
         grpc_target=grpc_target,
         human_move_s=human_move_s,
         human_bank_s=human_bank_s,
+        casual_play=casual_play,
+        person_idle_s=person_idle_s,
         readiness=readiness,
         admin_token=admin_token,
     )

@@ -8,13 +8,21 @@ turn to a person (the browser page of :mod:`referee.web.play`, or the terminal o
 what the protocol delivered to this seat (:func:`turn_payload`, the notifications): they
 see exactly what a bot in that seat would.
 
-:func:`human_identity` registers (or re-keys) the person's bot identity, always named
-``human-<name>`` and owned by :data:`OWNER`, so the web can never take over a real bot's
-identity; :func:`casual_match` enqueues a match that belongs to no season.
+:func:`claim_identity` gives the web's visitor the person identity ``human-<name>`` only
+if it is new or theirs: each identity keeps the SHA-256 of its person's key (a secret the
+web hands their browser as an HttpOnly cookie), so a name is never enough to act for
+someone. :func:`human_identity` is the operator's (``arena play``, with Redis access):
+it re-keys the identity of that name. Identities are always named ``human-<name>`` and
+owned by :data:`OWNER`, so no person can take over a real bot's identity;
+:func:`forget_idle_people` deletes identities nobody used for long and no season names;
+:func:`casual_match` enqueues a match that belongs to no season.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import queue
 import secrets
 import threading
@@ -29,6 +37,7 @@ from referee import bots, keys
 from referee.errors import ConflictError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.messages import now_ms
 from workers import queue as match_queue
 from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
@@ -129,18 +138,130 @@ class HumanSeat(Bot):
         self.listener("notice", {"code": code, "message": message})
 
 
-def human_identity(conn: redis.Redis, name: str) -> tuple[str, str]:
-    """``(bot name, token)`` of the person called ``name``: ``human-<name>``, registered
-    now or given a new token if it was made for a person before. A bot of that name that
-    is not a person's is refused (ConflictError)."""
+MAX_CASUAL_DEALS = 20
+"""Deals of a casual match at most (``arena play --deals`` and the web's ``deals``)."""
+KEY_FIELD = "person_key_sha256"
+"""Field of a person identity's bot hash: the SHA-256 of its person's key."""
+SEEN_FIELD = "person_seen_ms"
+"""Field of a person identity's bot hash: when its person last took a seat."""
+
+
+def bot_name(name: str) -> str:
+    """``human-<name>`` (checked)."""
     bot = name if name.startswith(PREFIX) else PREFIX + name
     bots.validate_name(bot)
+    return bot
+
+
+def new_person_key() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def human_identity(conn: redis.Redis, name: str) -> tuple[str, str]:
+    """(The operator's, with Redis access: ``arena play``.) ``(bot name, token)`` of the
+    person called ``name``: ``human-<name>``, registered now or given a new token if it
+    was made for a person before. A bot of that name that is not a person's is refused
+    (ConflictError)."""
+    bot = bot_name(name)
     owner = conn.hget(keys.bot(bot), "owner")
     if owner is None:
         return bot, bots.register(conn, bot, owner=OWNER, description="a person at the table")
-    if (owner.decode() if isinstance(owner, bytes) else str(owner)) != OWNER:
+    if _text(owner) != OWNER:
         raise ConflictError(f"{bot!r} is a bot's name, not a person's: choose another name")
     return bot, bots.rotate_token(conn, bot)
+
+
+def claim_identity(conn: redis.Redis, name: str, key: str) -> tuple[str, str, bool]:
+    """``(bot name, token, new)`` for the web's visitor holding the person key ``key``:
+    ``human-<name>`` registered now (its key: ``key``), or re-keyed when ``key`` is the
+    one it was made with. Anyone else's identity is refused (ConflictError) and keeps its
+    token: a name alone never acts for its person."""
+    bot = bot_name(name)
+    owner = conn.hget(keys.bot(bot), "owner")
+    if owner is None:
+        try:
+            token = bots.register(conn, bot, owner=OWNER, description="a person at the table")
+        except ConflictError:
+            owner = OWNER  # made just now by someone else: theirs, not this visitor's
+        else:
+            conn.hset(keys.bot(bot), mapping={KEY_FIELD: _digest(key), SEEN_FIELD: now_ms()})
+            return bot, token, True
+    if _text(owner) != OWNER:
+        raise ConflictError(f"{bot!r} is a bot's name, not a person's: choose another name")
+    stored = _text(conn.hget(keys.bot(bot), KEY_FIELD) or "")
+    if not stored or not hmac.compare_digest(stored, _digest(key)):
+        raise ConflictError(
+            f"the name {name!r} is taken by another person: choose another name (only the "
+            f"browser that first joined as {name!r} can sit as {bot})"
+        )
+    token = bots.rotate_token(conn, bot)
+    conn.hset(keys.bot(bot), SEEN_FIELD, now_ms())
+    return bot, token, False
+
+
+def seen(conn: redis.Redis, bot: str) -> None:
+    """The person of ``bot`` is at the table now (keeps the identity from expiring)."""
+    conn.hset(keys.bot(bot), SEEN_FIELD, now_ms())
+
+
+def people_count(conn: redis.Redis) -> int:
+    """Person identities made by the web (those with a person key)."""
+    return len(_people(conn))
+
+
+def _people(conn: redis.Redis) -> list[str]:
+    names = [_text(n) for n in conn.smembers(keys.BOTS)]
+    names = [n for n in names if n.startswith(PREFIX)]
+    with conn.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.hget(keys.bot(name), KEY_FIELD)
+        stored = pipe.execute() if names else []
+    return [n for n, k in zip(names, stored, strict=True) if k]
+
+
+def _season_bots(conn: redis.Redis) -> set[str]:
+    """Every bot any stored season names (its standings keep the name)."""
+    out: set[str] = set()
+    for season in conn.zrange(keys.SEASONS, 0, -1):
+        raw = conn.hget(keys.season(_text(season)), "spec")
+        if raw:
+            try:
+                out.update(str(b) for b in json.loads(raw).get("bots", []))
+            except (ValueError, AttributeError):
+                continue
+    return out
+
+
+def forget_idle_people(conn: redis.Redis, idle_s: float) -> list[str]:
+    """Delete the web's person identities unused for ``idle_s`` seconds that hold no
+    stream and that no season names (a season's standings keep its people's names, so
+    those names stay theirs). Returns the names deleted."""
+    cutoff = now_ms() - idle_s * 1000.0
+    named = _season_bots(conn)
+    gone = []
+    for name in _people(conn):
+        if name in named or conn.hlen(keys.bot_streams(name)):
+            continue
+        data = {_text(k): _text(v) for k, v in conn.hgetall(keys.bot(name)).items()}
+        if float(data.get(SEEN_FIELD) or 0) > cutoff or data.get("owner") != OWNER:
+            continue
+        pipe = conn.pipeline(transaction=True)
+        if data.get("token_sha256"):
+            pipe.hdel(keys.TOKEN_INDEX, data["token_sha256"])
+        pipe.delete(keys.bot(name), keys.bot_streams(name), keys.bot_pending_notices(name))
+        pipe.srem(keys.BOTS, name)
+        pipe.publish(keys.TOKEN_EVENTS, name)
+        pipe.execute()
+        gone.append(name)
+    return gone
 
 
 def casual_match(
@@ -169,12 +290,17 @@ def casual_match(
             f"{game} {preset} is played by {', '.join(map(str, counts))} players, "
             f"not {len(players)}: name {counts[0] - 1} or more opponents"
         )
+    if deals is not None and not 1 <= deals <= MAX_CASUAL_DEALS:
+        raise ValueError(
+            f"deals = {deals} is out of range: a casual match plays 1 .. {MAX_CASUAL_DEALS} "
+            "deals (or leave it empty for the rules' own length)"
+        )
     seed = secrets.randbits(48) if seed is None else seed
     deal_specs = None
     if deals is not None:
         deal_specs = tuple(DealSpec(seed=match_deal_seed(seed, i)) for i in range(deals))
     spec = MatchSpec(
-        match_id=f"casual-{secrets.token_hex(5)}",
+        match_id=f"{match_queue.CASUAL_PREFIX}{secrets.token_hex(5)}",
         game=game,
         rules=rules.to_dict(),
         seats=tuple(players),

@@ -1,12 +1,23 @@
 """``/play``: a person plays a casual match against bots from the browser.
 
-``POST /play`` makes (or re-keys) the person's bot identity (:func:`human.human_identity`),
-connects a :class:`human.HumanSeat` to the referee's own gRPC address over the public bot
-protocol, enqueues a casual match (no season) and redirects to ``/play/<session>``. That
-page follows ``/play/<session>/events`` (server-sent events: exactly what the protocol
-delivered to the seat, plus the session's own status) and posts the person's choices to
-``/play/<session>/action``. The session id is the capability: only who started the game
-has it. The clock per decision is the operator's (``WebConfig.human_move_s``).
+``POST /play`` makes (or re-keys) the person's bot identity (:func:`human.claim_identity`):
+a name is the person's who first took it, proven by the key their browser holds in the
+HttpOnly cookie :data:`KEY_COOKIE`; a visitor without that key is refused the name and
+nothing of its identity changes. It connects a :class:`human.HumanSeat` to the referee's own
+gRPC address over the public bot protocol, enqueues a casual match (no season) and redirects
+to ``/play/<session>``. That page follows ``/play/<session>/events`` (server-sent events:
+exactly what the protocol delivered to the seat, plus the session's own status) and posts
+the person's choices to ``/play/<session>/action``. The session id is the capability: only
+who started the game has it. The clock per decision is the operator's
+(``WebConfig.human_move_s``).
+
+Limits (docs/SECURITY.md "Anonymous surfaces and their limits"): casual matches play at most
+``human.MAX_CASUAL_DEALS`` deals, :data:`MAX_CASUAL_PER_CLIENT` per client address and
+:data:`MAX_CASUAL` in all at once, and run on the hosts' casual slots
+(``workers.queue.CASUAL_QUEUE_NAME``); ``WebConfig.casual_play`` False refuses them.
+Join sessions are :data:`MAX_JOINS_PER_CLIENT` per client address; a client makes at most
+:data:`NEW_PEOPLE_PER_CLIENT` new identities an hour, :data:`MAX_PEOPLE` exist at once, and
+an identity idle for ``WebConfig.person_idle_s`` that no season names is deleted.
 """
 
 from __future__ import annotations
@@ -15,8 +26,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import secrets
 import time
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +37,7 @@ from aiohttp import web
 
 from arena_sdk.sdk import BotRefused
 from referee import keys
-from referee.errors import ArenaError
+from referee.errors import ArenaError, ConflictError
 from referee.games.errors import InvalidRulesError
 from referee.games.registry import GAMES
 from referee.web import human, league
@@ -37,6 +50,21 @@ log = logging.getLogger(__name__)
 
 SESSION_TTL_S = 3 * 3600.0
 MAX_SESSIONS = 64
+MAX_CASUAL = 8
+"""Casual matches started from the web that may be queued or playing at once."""
+MAX_CASUAL_PER_CLIENT = 1
+"""... of which one client address may have this many."""
+MAX_JOINS_PER_CLIENT = 3
+"""Join sessions (a seat for a season's matches) one client address may hold at once."""
+NEW_PEOPLE_PER_CLIENT = 5
+"""New person identities one client address may make per hour."""
+MAX_PEOPLE = 1000
+"""Person identities made by the web that may exist at once (idle ones expire)."""
+PRUNE_EVERY_S = 60.0
+KEY_COOKIE = "arena_person"
+"""The HttpOnly cookie holding the visitor's person key (see :func:`human.claim_identity`)."""
+KEY_COOKIE_MAX_AGE_S = 365 * 24 * 3600
+_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
 CONNECT_WAIT_S = 10.0
 HEARTBEAT_S = 15.0
 
@@ -56,6 +84,12 @@ class PlaySession:
     over: bool = False
     join: bool = False
     """Seated for any match (a season's, or one an operator starts), not one casual match."""
+    client: str = ""
+    """The address of the client that opened it (the per-client budgets count these)."""
+
+    @property
+    def active(self) -> bool:
+        return not self.over and not (self.task is not None and self.task.done())
 
     def push(self, kind: str, payload: dict[str, Any]) -> None:
         """Append an event (on the loop's thread) and wake the page's stream."""
@@ -80,10 +114,20 @@ def cross_site(request: web.Request) -> web.Response | None:
     return None
 
 
+class _Refused(Exception):
+    """A seat refused with an HTTP status and a sentence for the person."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class PlayRoutes:
     def __init__(self, web_app: ArenaWeb) -> None:
         self.web = web_app
         self.sessions: dict[str, PlaySession] = {}
+        self._made: defaultdict[str, deque[float]] = defaultdict(deque)
+        self._pruned = 0.0
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/play", self.form)
@@ -135,6 +179,8 @@ class PlayRoutes:
             games=games,
             opponents=await self._opponents(),
             move_s=self.web.config.human_move_s,
+            casual_play=self.web.config.casual_play,
+            max_deals=human.MAX_CASUAL_DEALS,
             problem=problem,
             form=dict(request.query),
         )
@@ -146,9 +192,18 @@ class PlayRoutes:
         if not self.enabled:
             return await self.form(request, self._why_disabled(), status=503)
         data = await request.post()
-        name = str(data.get("name", "") or "guest").strip()
+        name = str(data.get("name", "") or "").strip()
+        if not name or name == "guest":  # everyone's default: a guest name of one's own
+            name = f"guest-{secrets.token_hex(3)}"
         if str(data.get("join", "")) == "1":
             return await self._join(request, name)
+        if not self.web.config.casual_play:
+            return await self.form(
+                request,
+                "casual matches are turned off on this server (--no-casual-play); "
+                "take your seat in a season instead",
+                status=503,
+            )
         game = str(data.get("game", "sevens"))
         preset = str(data.get("preset", "") or "")
         against = [a.strip() for a in str(data.get("against", "")).split(",") if a.strip()]
@@ -169,12 +224,23 @@ class PlayRoutes:
             return await self.form(
                 request, f"unknown game {game!r}: use one of {', '.join(GAMES)}", status=400
             )
+        if deals is not None and not 1 <= deals <= human.MAX_CASUAL_DEALS:
+            return await self.form(
+                request,
+                f"deals = {deals} is out of range: a casual match plays 1 .. "
+                f"{human.MAX_CASUAL_DEALS} deals (or leave it empty for the rules' length)",
+                status=400,
+            )
         preset = preset or next(iter(GAMES[game].presets()))
         self._expire()
-        if len(self.sessions) >= MAX_SESSIONS:
-            return await self.form(request, "too many games in progress; try later", status=503)
+        over = self._over_budget(request, join=False)
+        if over is not None:
+            return await self.form(request, over[1], status=over[0])
+        key = self._key(request)
         try:
-            session = await self._open(name)
+            session = await self._open(request, name, key)
+        except _Refused as exc:
+            return await self.form(request, str(exc), status=exc.status)
         except (ArenaError, ValueError) as exc:
             return await self.form(request, str(exc), status=400)
         config = self.web.config
@@ -199,23 +265,120 @@ class PlayRoutes:
             "session",
             {"state": "queued", "match_id": spec.match_id, "bot": session.bot},
         )
-        raise web.HTTPSeeOther(f"/play/{session.sid}")
+        raise self._seated(request, session, key)
 
     async def _join(self, request: web.Request, name: str) -> web.Response:
         """Seat the person for whatever match their identity is in (a season's too)."""
         self._expire()
+        over = self._over_budget(request, join=True)
+        if over is not None:
+            return await self.form(request, over[1], status=over[0])
+        key = self._key(request)
         try:
-            session = await self._open(name)
+            session = await self._open(request, name, key)
+        except _Refused as exc:
+            return await self.form(request, str(exc), status=exc.status)
         except (ArenaError, ValueError) as exc:
             return await self.form(request, str(exc), status=400)
         session.join = True
         session.push("session", {"state": "joined", "bot": session.bot})
-        raise web.HTTPSeeOther(f"/play/{session.sid}")
+        raise self._seated(request, session, key)
 
-    async def _open(self, name: str) -> PlaySession:
-        bot, token = await asyncio.to_thread(human.human_identity, self.web.sync_conn, name)
+    # --- who may sit, and how many ----------------------------------------------------------
+
+    @staticmethod
+    def _client(request: web.Request) -> str:
+        return request.remote or ""
+
+    @staticmethod
+    def _key(request: web.Request) -> str:
+        """The visitor's person key: their cookie's, or a new one."""
+        given = request.cookies.get(KEY_COOKIE, "")
+        return given if _KEY_RE.match(given) else human.new_person_key()
+
+    @staticmethod
+    def _seated(request: web.Request, session: PlaySession, key: str) -> web.HTTPSeeOther:
+        """The redirect to the table, carrying the person's key (theirs alone: HttpOnly,
+        same-site only, sent only to /play)."""
+        redirect = web.HTTPSeeOther(f"/play/{session.sid}")
+        redirect.set_cookie(
+            KEY_COOKIE,
+            key,
+            max_age=KEY_COOKIE_MAX_AGE_S,
+            path="/play",
+            httponly=True,
+            samesite="Strict",
+            secure=request.secure,
+        )
+        return redirect
+
+    def _over_budget(self, request: web.Request, *, join: bool) -> tuple[int, str] | None:
+        """``(status, why)`` when this client or everyone holds all the sessions of its kind."""
+        client = self._client(request)
+        if len(self.sessions) >= MAX_SESSIONS:
+            return 503, f"all {MAX_SESSIONS} seats of this server are taken; try again later"
+        if join:
+            mine = [s for s in self.sessions.values() if s.join and s.active and s.client == client]
+            if len(mine) >= MAX_JOINS_PER_CLIENT:
+                return 429, (
+                    f"you hold {len(mine)} seats already (at most {MAX_JOINS_PER_CLIENT} "
+                    "per client): close one, or wait until it expires"
+                )
+            return None
+        casual = [s for s in self.sessions.values() if not s.join and s.active]
+        mine = [s for s in casual if s.client == client]
+        if len(mine) >= MAX_CASUAL_PER_CLIENT:
+            return 429, (
+                f"you have a casual match in progress already (at most {MAX_CASUAL_PER_CLIENT} "
+                "per client): finish it first"
+            )
+        if len(casual) >= MAX_CASUAL:
+            return 503, f"all {MAX_CASUAL} casual tables are in use; try again in a few minutes"
+        return None
+
+    async def _claim(self, request: web.Request, name: str, key: str) -> tuple[str, str]:
+        """The person identity ``name`` for the holder of ``key`` (see the module docstring)."""
+        conn = self.web.sync_conn
+        client = self._client(request)
+        bot = human.bot_name(name)
+        if not await self.web.conn.exists(keys.bot(bot)):
+            await self._prune()
+            made = self._made[client]
+            now = time.monotonic()
+            while made and now - made[0] > 3600.0:
+                made.popleft()
+            if len(made) >= NEW_PEOPLE_PER_CLIENT:
+                raise _Refused(
+                    429,
+                    f"this client made {len(made)} new names within the hour (at most "
+                    f"{NEW_PEOPLE_PER_CLIENT}): sit down under one of them",
+                )
+            if await asyncio.to_thread(human.people_count, conn) >= MAX_PEOPLE:
+                raise _Refused(503, f"this server holds {MAX_PEOPLE} people already; try later")
+        try:
+            bot, token, new = await asyncio.to_thread(human.claim_identity, conn, name, key)
+        except ConflictError as exc:
+            raise _Refused(409, str(exc)) from None
+        if new:
+            self._made[client].append(time.monotonic())
+        return bot, token
+
+    async def _prune(self) -> None:
+        """Delete idle person identities, at most once per :data:`PRUNE_EVERY_S`."""
+        now = time.monotonic()
+        if now - self._pruned < PRUNE_EVERY_S and self._pruned:
+            return
+        self._pruned = now
+        gone = await asyncio.to_thread(
+            human.forget_idle_people, self.web.sync_conn, self.web.config.person_idle_s
+        )
+        if gone:
+            log.info("forgot %d idle person identities", len(gone))
+
+    async def _open(self, request: web.Request, name: str, key: str) -> PlaySession:
+        bot, token = await self._claim(request, name, key)
         for old in [s for s in self.sessions.values() if s.bot == bot]:
-            await self._drop(old)  # the new token ends the old page's stream anyway
+            await self._drop(old)  # the same person's older page: the new token ends it
         loop = asyncio.get_running_loop()
         holder: list[PlaySession] = []
 
@@ -223,7 +386,7 @@ class PlayRoutes:
             loop.call_soon_threadsafe(holder[0].push, kind, payload)
 
         seat = human.HumanSeat(bot, listener)
-        session = PlaySession(secrets.token_urlsafe(12), bot, seat)
+        session = PlaySession(secrets.token_urlsafe(12), bot, seat, client=self._client(request))
         holder.append(session)
         self.sessions[session.sid] = session
         session.task = asyncio.ensure_future(self._run(session, token))

@@ -182,3 +182,44 @@ def test_a_toml_season_is_told_in_toml_words(tmp_path: Path) -> None:
         spec.validate()
     assert "set deals_per_match (1 or more)" in str(refused.value)
     assert "options.duplicate = false" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            "deals_per_match = 200000",
+            "deals_per_match = 200000: use at most 100 (the range is 0 .. 100)",
+        ),
+        ("table_size = 40", "table_size = 40: use at most 16 (the range is 2 .. 16)"),
+        ("[options]\nrounds = 100000", "rounds = 100000: use at most 100 (the range is 1 .. 100)"),
+        ("[options]\nwindow = 0", "window = 0: use 1 or more (at most 1000)"),
+        (
+            "[time_control]\nmove_ms = 5000000000",
+            "time_control.move_ms = 5000000000: use at most 600000 ms (the range is 1 .. 600000)",
+        ),
+        (
+            "[time_control]\nbank_ms = 3600001",
+            "time_control.bank_ms = 3600001: use at most 3600000 ms (the range is 0 .. 3600000)",
+        ),
+    ],
+)
+def test_sizes_out_of_range_name_the_field_the_value_and_the_range(toml: str, message: str) -> None:
+    """Issue 35 finding 7: every size has a documented range (docs/seasons.md), refused in
+    one line; a stored spec (``from_json``) reads without the maximums."""
+    text = f'name = "x"\ngame = "sevens"\npreset = "fan-tan"\nbots = ["a", "b", "c", "d"]\n{toml}\n'
+    with pytest.raises(ConfigError) as caught:
+        SeasonSpec.from_toml(text).validate()
+    said = str(caught.value)
+    assert said == message or f"  - {message}" in said.splitlines(), said
+
+
+def test_a_stored_spec_beyond_the_ranges_still_reads() -> None:
+    spec = SeasonSpec.from_toml('game = "sevens"\nbots = ["a", "b", "c"]\ndeals_per_match = 4\n')
+    stored = spec.to_dict()
+    stored["time_control"]["move_ms"] = 5_000_000_000
+    stored["options"]["rounds"] = 100_000
+    old = SeasonSpec.from_json(json.dumps(stored))
+    assert old.time_control.move_ms == 5_000_000_000 and old.options.rounds == 100_000
+    with pytest.raises(ConfigError, match="move_ms = 5000000000: use at most"):
+        SeasonSpec.from_dict(stored)

@@ -359,14 +359,16 @@ def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
     """Pins the cadence of ``tick`` (docs/workers.md "Match hosts and RQ"): RQ's heartbeats
     for the running matches every ``RQ_BEAT_EVERY`` (30) ticks from the first, the
     give-back of jobs a dead host dequeued every ``GIVE_BACK_EVERY`` (10), RQ's registry
-    cleanup every ``CLEAN_EVERY`` (30), the janitor every tick; after a Redis outage the
-    janitor waits ``stale_s`` + ``OUTAGE_SLACK_S`` from the first tick that got through
-    (every host saw the outage: their heartbeats need that long to flow again), and runs
-    again from that time on (frozen clock)."""
+    cleanup of both queues (seasons' and casual) every ``CLEAN_EVERY`` (30), the janitor
+    every tick; after a Redis outage the janitor waits ``stale_s`` + ``OUTAGE_SLACK_S``
+    from the first tick that got through (every host saw the outage: their heartbeats need
+    that long to flow again), and runs again from that time on (frozen clock)."""
     chores: list[tuple[str, int]] = []
     monkeypatch.setattr(host, "_rq_heartbeats", lambda r: chores.append(("rq", len(r))))
     monkeypatch.setattr(host, "_give_back_unstarted_jobs", lambda: chores.append(("give", 0)))
-    monkeypatch.setattr(host_module, "clean_registries", lambda q: chores.append(("clean", 0)))
+    monkeypatch.setattr(
+        host_module, "clean_registries", lambda q: chores.append((f"clean {q.name}", 0))
+    )
     monkeypatch.setattr(queue, "janitor_pass", lambda conn, stale: chores.append(("jan", 0)))
     clock = [1_000_000.0]
     monkeypatch.setattr(host_module, "now_ms", lambda: clock[0])
@@ -377,7 +379,8 @@ def test_the_tick_runs_the_janitor_and_rqs_chores_on_their_own_cadence(
         chores.clear()
         host.tick(host.conn, runs, HostMetrics())
         seen[tick] = sorted(chores)
-    assert seen[1] == [("clean", 0), ("give", 0), ("jan", 0), ("rq", 1)]
+    cleans = [("clean arena", 0), ("clean arena-casual", 0)]  # both queues' registries
+    assert seen[1] == [*cleans, ("give", 0), ("jan", 0), ("rq", 1)]
     assert seen[11] == seen[21] == [("give", 0), ("jan", 0)]
     assert seen[31] == seen[1]
     assert all(seen[t] == [("jan", 0)] for t in seen if t not in (1, 11, 21, 31))
