@@ -82,6 +82,8 @@ class EventFeed:
                         self._fan_out(message.get("data"))
             except RedisError as exc:
                 log.warning("the league event feed lost Redis (%s); subscribing again", exc)
+            except Exception:  # never leave the watchers waiting on a dead task
+                log.exception("the league event feed failed; subscribing again")
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
