@@ -106,7 +106,7 @@ def register(commands: Commands) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="change one per-client or total limit (repeatable; 0 turns it off): "
-        + ", ".join(f"{n} ({getattr(Limits(), n):g})" for n in Limits.names())
+        + ", ".join(f"{n} ({getattr(Limits(), n)})" for n in Limits.names())
         + " (docs/SECURITY.md)",
     )
     add_cluster_secret_option(parser)
