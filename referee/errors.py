@@ -11,6 +11,8 @@ Hierarchy, with the gRPC status each answers with (``status``)::
     │                                              are still played at another table
     ├── AuthError                                  UNAUTHENTICATED: bad, missing or revoked token
     │   └── ActingForAnotherBot (gateway)          PERMISSION_DENIED
+    ├── LimitExceeded                              RESOURCE_EXHAUSTED: over a rate or a cap
+    │                                              of ``referee.limits`` (retry_after_s)
     ├── ConflictError                              ALREADY_EXISTS: a name already taken
     │   └── StateConflict                          FAILED_PRECONDITION: a state change that
     │                                              does not apply to the current state
@@ -88,6 +90,17 @@ class StateConflict(ConflictError):
     finished season, pausing one that is not running)."""
 
     status = "FAILED_PRECONDITION"
+
+
+class LimitExceeded(ArenaError):
+    """A client asked for more than its share (a rate, a number of open streams;
+    ``referee.limits``); ``retry_after_s`` says when to try again."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def status_name(exc: BaseException) -> str:

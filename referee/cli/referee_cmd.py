@@ -21,6 +21,7 @@ from referee.cli.common import (
 from referee.cli.workers_cmd import check_casual_matches
 from referee.errors import ConfigError
 from referee.gateway.server import RefereeConfig, run_referee
+from referee.limits import Limits
 from workers.host import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
 
 
@@ -121,6 +122,15 @@ def register(commands: Commands) -> None:
         default=os.environ.get("ARENA_LINK_TLS_CA"),
         help="co-hosted host: CA certificate (PEM) of other referees' TLS internal ports",
     )
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change one per-client or total limit (repeatable; 0 turns it off): "
+        + ", ".join(f"{n} ({getattr(Limits(), n)})" for n in Limits.names())
+        + " (docs/SECURITY.md)",
+    )
     add_cluster_secret_option(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
@@ -146,6 +156,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--link-tls serves the internal port with --tls-cert/--tls-key: give both"
         )
+    limits = Limits().with_settings(args.limit)
     secret = cluster.resolve_secret(args.cluster_secret_file, str(data_dir_of(args)))
     config = RefereeConfig(
         redis_url=url,
@@ -172,6 +183,7 @@ def _run(args: argparse.Namespace) -> int:
         match_stale_s=args.stale_s,
         match_grace_s=args.grace_s,
         link_tls_ca=args.link_tls_ca,
+        limits=limits,
     )
     problem = config.link_plaintext_problem()
     if problem:

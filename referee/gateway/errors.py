@@ -10,6 +10,7 @@ Hierarchy (beside ``referee.errors``)::
         ├── ProtocolError               FAILED_PRECONDITION (order, version)
         ├── TooManyStreams              RESOURCE_EXHAUSTED (ALREADY_EXISTS when the limit is 1)
         ├── SlowReader                  RESOURCE_EXHAUSTED (a write did not complete in time)
+        ├── OutboxFull                  RESOURCE_EXHAUSTED (too much queued for a stream)
         └── Draining                    UNAVAILABLE (so is redis.RedisError: storage down)
 """
 
@@ -51,6 +52,13 @@ class TooManyStreams(GatewayError):
 class SlowReader(GatewayError):
     """A write to the bot did not complete within the write bound: the bot does not read
     its stream (or reads it with a tiny flow-control window). Only its own stream ends."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class OutboxFull(GatewayError):
+    """More is queued for a bot's stream than ``referee.limits.Limits.outbox_bytes`` or
+    ``outbox_messages`` allow: the bot reads slower than it makes the referee write."""
 
     status = "RESOURCE_EXHAUSTED"
 

@@ -20,12 +20,13 @@ import redis
 import redis.asyncio
 
 from arena.v1 import league_pb2
-from referee import bots, keys
-from referee.aio import raise_if_cancelling
-from referee.errors import ArenaError, AuthError
+from referee import bots
+from referee.errors import ArenaError, AuthError, LimitExceeded
 from referee.gateway import status
 from referee.gateway.auth import bearer_token
+from referee.gateway.feed import EventFeed
 from referee.gateway.seasons_api import SeasonsServicerMixin
+from referee.limits import Limits, RateLimiter, RenderCache, Slots, client_of_peer
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,19 @@ Context: TypeAlias = Any  # grpc.aio.ServicerContext (grpcio ships no type stubs
 T = TypeVar("T")
 
 
+ANONYMOUS_READS = (
+    "ListBots",
+    "ListSeasons",
+    "GetSeason",
+    "GetStandings",
+    "ListMatches",
+    "GetMatch",
+    "GetReplay",
+)
+"""The League methods anyone may call; each pays a token of its client's bucket
+(``Limits.reads_per_s``), and so does opening a ``WatchEvents`` stream."""
+
+
 class LeagueCore:
     """Registry methods, the event feed, and what the seasons mixin needs."""
 
@@ -50,15 +64,32 @@ class LeagueCore:
         redis_url: str,
         admin_token: str | None,
         pubsub_client: redis.asyncio.Redis | None = None,
+        limits: Limits | None = None,
     ):
         self.redis = client
-        # Each WatchEvents call holds a connection while it waits: not from the shared pool.
-        self._pubsub_redis = pubsub_client or client
+        self.limits = limits or Limits()
+        # One subscription for every WatchEvents stream, on a connection of its own.
+        self.feed = EventFeed(pubsub_client or client)
+        self.watch_slots = Slots(
+            self.limits.watch_streams_per_client,
+            self.limits.watch_streams,
+            "WatchEvents streams",
+            ("watch_streams_per_client", "watch_streams"),
+        )
+        self.reads = RateLimiter(self.limits.reads_per_s, self.limits.reads_burst)
+        self.replays = RenderCache(self.limits.replay_cache)
         self._sync = redis.Redis.from_url(redis_url, decode_responses=True)
         self._admin_token = admin_token or None
 
     def close(self) -> None:
         self._sync.close()
+
+    async def admit(self, context: Context, method: str) -> None:
+        """Abort with RESOURCE_EXHAUSTED when the caller is over its read rate."""
+        try:
+            self.reads.check(client_of_peer(context.peer()), f"League.{method}")
+        except LimitExceeded as exc:
+            await status.abort(context, exc)
 
     async def require_admin(self, context: Context) -> None:
         """Abort with UNAUTHENTICATED (no token) or PERMISSION_DENIED (not the admin's)."""
@@ -142,37 +173,26 @@ class LeagueCore:
     async def WatchEvents(
         self, request: league_pb2.WatchEventsRequest, context: Context
     ) -> AsyncIterator[league_pb2.LeagueEvent]:
-        """League events from the pub/sub channel, live only (pub/sub delivers at most once)."""
-        pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
-        await pubsub.subscribe(keys.EVENTS_CHANNEL)
-        raise_if_cancelling()
+        """League events, live only (pub/sub delivers at most once), from the referee's one
+        shared subscription (:class:`~referee.gateway.feed.EventFeed`); streams per client
+        and in total are capped (``Limits.watch_streams_per_client``, ``watch_streams``)."""
+        client = client_of_peer(context.peer())
         try:
-            while True:
-                message = await pubsub.get_message(timeout=1.0)
-                raise_if_cancelling()
-                if message is None:
-                    continue
-                event = _event(message.get("data"))
-                if event is None:
-                    continue
-                if request.season and event.season != request.season:
-                    continue
-                yield event
+            self.reads.check(client, "League.WatchEvents")
+            self.watch_slots.acquire(client)
+        except LimitExceeded as exc:
+            await status.abort(context, exc)
+        try:
+            async with self.feed.watch() as queue:
+                while True:
+                    event = _event(await queue.get())
+                    if event is None:
+                        continue
+                    if request.season and event.season != request.season:
+                        continue
+                    yield event
         finally:
-            with _quiet():
-                await pubsub.unsubscribe(keys.EVENTS_CHANNEL)
-            with _quiet():
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
-
-
-class _quiet:
-    """Suppress errors of best-effort cleanup (but never CancelledError)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        return exc_type is not None and issubclass(exc_type, Exception)
+            self.watch_slots.release(client)
 
 
 def _event(data: Any) -> Any:
@@ -196,11 +216,28 @@ class LeagueServicer(SeasonsServicerMixin, LeagueCore):
     """The whole League service: registry and feed (:class:`LeagueCore`), seasons and matches."""
 
 
+def _rate_limited(name: str) -> Any:
+    method = getattr(LeagueServicer, name)
+
+    async def admitted(self: LeagueServicer, request: Any, context: Context) -> Any:
+        await self.admit(context, name)
+        return await method(self, request, context)
+
+    admitted.__doc__ = method.__doc__
+    admitted.__name__ = name
+    return admitted
+
+
+for _name in ANONYMOUS_READS:
+    setattr(LeagueServicer, _name, _rate_limited(_name))
+
+
 def make_league_servicer(
     client: redis.asyncio.Redis,
     redis_url: str,
     admin_token: str | None,
     pubsub_client: redis.asyncio.Redis | None = None,
+    limits: Limits | None = None,
 ) -> LeagueCore:
     """The League servicer for one referee process."""
-    return LeagueServicer(client, redis_url, admin_token, pubsub_client)
+    return LeagueServicer(client, redis_url, admin_token, pubsub_client, limits)

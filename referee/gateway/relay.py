@@ -61,10 +61,12 @@ from referee.gateway.errors import (
     ActingForAnotherBot,
     Draining,
     MalformedMessage,
+    OutboxFull,
     ProtocolError,
     SlowReader,
     TooManyStreams,
 )
+from referee.limits import Limits
 from referee.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -209,6 +211,8 @@ class HubConfig:
     max_message_bytes: int = 64 * 1024
     hello_timeout_s: float = HELLO_TIMEOUT_S
     write_timeout_s: float = WRITE_TIMEOUT_S
+    outbox_bytes: int = Limits.outbox_bytes  # queued for one stream, unwritten (0 = no cap)
+    outbox_messages: int = Limits.outbox_messages
 
 
 class Hub:
@@ -457,6 +461,7 @@ class BotSession:
         self.open: dict[Key, Request] = {}
         self._answered: OrderedDict[Key, None] = OrderedDict()
         self._outbox: deque[Any] = deque()  # bytes, proto messages, or a Request to send
+        self._outbox_bytes = 0  # their sizes (_size_of), bounded by outbox_bytes
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closing_writer = False
@@ -638,6 +643,7 @@ class BotSession:
         if writer is None or writer.done():
             return
         self._outbox.clear()
+        self._outbox_bytes = 0
         self._closing_writer = True
         self._wake.set()
         with contextlib.suppress(TimeoutError):
@@ -691,7 +697,31 @@ class BotSession:
         self.enqueue(message)
 
     def enqueue(self, item: Any) -> None:
+        """Queue ``item`` for the writer. A bot that makes the referee write faster than it
+        reads (its window opened just enough never to stall a write) would grow the queue
+        without end: past ``outbox_bytes`` or ``outbox_messages`` its stream ends with
+        RESOURCE_EXHAUSTED, like a reader that stalls, and what it holds goes back to the
+        hosts (the clock running)."""
+        if self._stopping and self._stop_reason is not None:
+            return  # ending: nothing more will be written
+        size = _size_of(item)
+        config = self.hub.config
+        over_bytes = config.outbox_bytes and self._outbox_bytes + size > config.outbox_bytes
+        over_count = config.outbox_messages and len(self._outbox) >= config.outbox_messages
+        if over_bytes or over_count:
+            error = OutboxFull(
+                f"{len(self._outbox)} message(s), {self._outbox_bytes} bytes, wait to be "
+                f"written to bot {self.bot!r}: the most one stream may have queued is "
+                f"{config.outbox_messages or 'any number of'} messages and "
+                f"{config.outbox_bytes or 'any number of'} bytes. Read every message the "
+                "referee sends as it comes, and send pings and actions no faster than you "
+                "read the answers"
+            )
+            log.warning("ending the stream of %s: %s", self.bot, error)
+            self.request_stop(error)
+            return
         self._outbox.append(item)
+        self._outbox_bytes += size
         self._wake.set()
 
     async def _write_loop(self) -> None:
@@ -702,6 +732,7 @@ class BotSession:
             self._wake.clear()
             while self._outbox and not self._closing_writer:
                 item = self._outbox.popleft()
+                self._outbox_bytes -= _size_of(item)
                 if isinstance(item, Request):
                     if self.open.get(item.key) is not item:
                         continue  # handed back or timed out before its turn came
@@ -843,6 +874,16 @@ class BotSession:
             if revoked == "1":
                 self.request_stop(AuthError(f"bot {self.bot!r} was revoked"))
                 return
+
+
+def _size_of(item: Any) -> int:
+    """Bytes an outbox item will take on the wire (its payload; framing aside)."""
+    if isinstance(item, bytes):
+        return len(item)
+    if isinstance(item, Request):
+        return len(item.payload)
+    size: int = item.ByteSize()
+    return size
 
 
 class BotGatewayServicer:

@@ -21,6 +21,7 @@ from arena.v1 import league_pb2
 from referee.errors import ArenaError, ConfigError, NotFoundError, SealedError
 from referee.games.errors import RulesError
 from referee.gateway import status
+from referee.limits import RenderCache
 from referee.seasons import embargo, store
 from referee.seasons.model import SeasonSpec
 
@@ -227,6 +228,7 @@ class SeasonsServicerMixin:
 
     if TYPE_CHECKING:
         redis: AsyncRedis
+        replays: RenderCache
 
         async def require_admin(self, context: Context) -> None: ...
 
@@ -321,15 +323,24 @@ class SeasonsServicerMixin:
         from workers.queue import get_record
         from workers.replay import render_replay
 
+        match_id = request.match_id
+        key = ("text", match_id)
+
         def get(conn: SyncRedis) -> str:
-            record = get_record(conn, request.match_id)
+            cached = self.replays.get(key)  # a committed record never changes: nor its text
+            if cached is not None:
+                _unsealed(conn, match_id, cached[0])
+                return str(cached[1])
+            record = get_record(conn, match_id)
             if record is None:
                 raise NotFoundError(
-                    f"match {request.match_id!r} has no committed record (unknown, or not "
-                    "finished yet)"
+                    f"match {match_id!r} has no committed record (unknown, or not finished yet)"
                 )
-            _unsealed(conn, request.match_id, str(record.get("spec", {}).get("season") or ""))
-            return fit_text(render_replay(record), request.match_id)
+            season = str(record.get("spec", {}).get("season") or "")
+            _unsealed(conn, match_id, season)
+            text = fit_text(render_replay(record), match_id)
+            self.replays.put(key, season, text)
+            return text
 
         text = await self._run(context, get)
         return league_pb2.Replay(match_id=request.match_id, text=text)

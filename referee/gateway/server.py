@@ -49,7 +49,7 @@ import socket
 import time
 import uuid
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -75,6 +75,7 @@ from referee.gateway.relay import (
     HubConfig,
     MatchRelayServicer,
 )
+from referee.limits import Limits
 from referee.seasons import driver
 from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S, MatchHost
 
@@ -92,8 +93,9 @@ MAX_MESSAGE_BYTES = 64 * 1024
 section 7)."""
 
 COMMAND_CONNECTIONS = 64
-FEED_CONNECTIONS = 20_000
-"""At most this many WatchEvents feeds wait at once (Redis' maxclients is 10k by default)."""
+FEED_CONNECTIONS = 8
+"""Connections that wait on pub/sub: the WatchEvents streams' one shared subscription
+(referee.gateway.feed) and the season notices'."""
 REDIS_SOCKET_TIMEOUT_S = 15.0
 READY_CONNECT_TIMEOUT_S = 1.0
 """How long a readiness check waits for one of the referee's own ports to accept."""
@@ -157,6 +159,7 @@ class RefereeConfig:
     match_stale_s: float = DEFAULT_STALE_S  # the co-hosted host's janitor (workers.host)
     match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
     link_tls_ca: str | None = None  # CA of other referees' TLS internal ports (co-hosted)
+    limits: Limits = field(default_factory=Limits)  # per client and in total (--limit)
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -228,7 +231,7 @@ class RefereeServer:
                 config.redis_url, max_connections=COMMAND_CONNECTIONS, timeout=20, **common
             )
         )
-        # WatchEvents subscriptions wait on their own connections too.
+        # Pub/sub (WatchEvents' shared feed, season notices) waits on its own connections.
         self.pop_redis = redis.asyncio.Redis.from_url(
             config.redis_url, max_connections=FEED_CONNECTIONS, **common
         )
@@ -243,6 +246,8 @@ class RefereeServer:
                 hello_timeout_s=config.hello_timeout_s,
                 write_timeout_s=config.write_timeout_s,
                 keepalive_time_ms=CLIENT_KEEPALIVE_TIME_MS,
+                outbox_bytes=config.limits.outbox_bytes,
+                outbox_messages=config.limits.outbox_messages,
             ),
         )
         self.health = health.aio.HealthServicer()
@@ -281,6 +286,7 @@ class RefereeServer:
             await self.link_server.stop(None)
             self.link_server = None
         if self.league is not None:
+            await self.league.feed.close()
             self.league.close()
         await self.redis.aclose(close_connection_pool=True)  # our own BlockingConnectionPool
         await self.pop_redis.aclose()
@@ -294,7 +300,11 @@ class RefereeServer:
         )
         server.add_generic_rpc_handlers([BotGatewayServicer(self.hub).handler()])
         self.league = make_league_servicer(
-            self.redis, self.config.redis_url, self.config.admin_token, self.pop_redis
+            self.redis,
+            self.config.redis_url,
+            self.config.admin_token,
+            self.pop_redis,
+            self.config.limits,
         )
         league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -448,6 +458,7 @@ class RefereeServer:
                     human_move_s=self.config.human_move_s,
                     admin_token=self.config.admin_token,
                     casual_play=self.config.casual_play,
+                    limits=self.config.limits,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}

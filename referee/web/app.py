@@ -21,11 +21,21 @@ Routes (GET also answers HEAD):
   ``/api/replay/<match_id>``: JSON;
 * ``/static/...``: CSS and JS, cached for a year (URLs carry the file's hash).
 
-Limits are aiohttp's own: request line and header fields at most
-:data:`MAX_LINE_BYTES`, bodies at most :data:`MAX_BODY_BYTES` (only the play forms post),
-idle and half-open connections closed after :data:`IDLE_TIMEOUT_S`. There is no cap that
-turns new connections away: a flood of idle connections costs descriptors until the idle
-timeout closes them, never the health check's answer.
+Limits: aiohttp's own, request line and header fields at most :data:`MAX_LINE_BYTES`,
+bodies at most :data:`MAX_BODY_BYTES` (only the play forms post), idle and half-open
+connections closed after :data:`IDLE_TIMEOUT_S`; and the referee's (``referee.limits``,
+``WebConfig.limits``), in :func:`_limits`:
+
+* every route but ``/healthz``, ``/readyz``, ``/metrics`` and ``/static/`` pays a token of
+  its client's bucket (``reads_per_s``, ``reads_burst``), else ``429`` with ``Retry-After``;
+* at most ``page_redis_connections`` page requests run at once, on a Redis pool of their
+  own; the next ones wait up to ``page_wait_s``, then get ``503`` with ``Retry-After``
+  (never a pool error). ``/healthz`` and ``/readyz`` ping Redis on connections of their
+  own, so page traffic cannot starve them;
+* ``/events`` streams are capped per client and in total (``referee.web.live``).
+
+There is no cap that turns new connections away: a flood of idle connections costs
+descriptors until the idle timeout closes them, never the health check's answer.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +58,15 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from prometheus_client.registry import CollectorRegistry
 
 from referee import keys
+from referee.errors import LimitExceeded
+from referee.limits import Limits, RateLimiter, RenderCache
 from referee.metrics import make_registry
 from referee.web import league
 from referee.web.admin import AdminRoutes
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
-from referee.web.responses import error, json_response
+from referee.web.responses import error, json_response, refused
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +77,13 @@ IDLE_TIMEOUT_S = 15.0
 SHUTDOWN_TIMEOUT_S = 2.0
 HEALTH_TIMEOUT_S = 2.0
 """How long /healthz waits for Redis before it answers 503."""
+HEALTH_CONNECTIONS = 4
+"""Redis connections of /healthz and /readyz alone (page traffic never holds them)."""
+POLLER_CONNECTIONS = 16
+"""Connections the pages' pool keeps beyond ``page_redis_connections``: the live feed's
+pollers (one per watched season) and the event streams' first check use it too."""
+UNLIMITED_PATHS = ("/healthz", "/readyz", "/metrics")
+"""Routes neither rate-limited nor queued: the operator's probes and scrapes."""
 STATIC_MAX_AGE_S = 365 * 24 * 3600
 
 HERE = Path(__file__).parent
@@ -134,15 +153,17 @@ class WebConfig:
     """A person's time per decision in casual matches (the operator sets it)."""
     human_bank_s: float = 300.0
     casual_play: bool = True
+    """Visitors may start casual matches against bots on ``/play`` (``--no-casual-play``
+    turns it off; joining a season's seat stays on)."""
     person_idle_s: float = 30 * 24 * 3600.0
     """A person identity made by ``/play`` that nobody used this long, holding no stream and
     named by no season, is deleted (``referee.web.human.forget_idle_people``)."""
-    """Visitors may start casual matches against bots on ``/play`` (``--no-casual-play``
-    turns it off; joining a season's seat stays on)."""
     readiness: Readiness | None = None
     """The referee's checks for ``/readyz`` besides Redis (None: Redis alone)."""
     admin_token: str | None = None
     """The League API's admin token, which the admin pages ask for (None: no admin pages)."""
+    limits: Limits = field(default_factory=Limits)
+    """Rates and caps per client and in total (``arena referee --limit``)."""
 
 
 @web.middleware
@@ -160,8 +181,18 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException:
         raise
     except redis.RedisError as exc:
-        log.warning("HTTP %s %s: Redis failed: %s", request.method, request.path, exc)
-        response = error(503, f"Redis is not reachable: {exc}")
+        if "No connection available" in str(exc):  # the pages' pool waited page_wait_s
+            response = refused(
+                LimitExceeded(
+                    "the pages are busy: every Redis connection of the pages is taken (--limit "
+                    "page_redis_connections, page_wait_s); try again shortly",
+                    retry_after_s=1.0,
+                ),
+                503,
+            )
+        else:
+            log.warning("HTTP %s %s: Redis failed: %s", request.method, request.path, exc)
+            response = error(503, f"Redis is not reachable: {exc}")
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
@@ -179,13 +210,74 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
+def _is_stream(path: str) -> bool:
+    """Server-sent events: long-lived, capped by count rather than queued."""
+    return path == "/events" or path.endswith("/events")
+
+
+@web.middleware
+async def _limits(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The client's read rate, then a bounded wait for one of the pages' slots."""
+    path = request.path
+    if path in UNLIMITED_PATHS or path.startswith("/static/"):
+        return await handler(request)
+    web_app: ArenaWeb = request.app[WEB_KEY]
+    try:
+        web_app.reads.check(request.remote or "unknown", f"{request.method} {path}")
+    except LimitExceeded as exc:
+        return refused(exc, 429)
+    if _is_stream(path):
+        return await handler(request)
+    gate = web_app.pages_gate
+    if gate is None:
+        return await handler(request)
+    wait_s = web_app.config.limits.page_wait_s
+    try:
+        await asyncio.wait_for(gate.acquire(), wait_s)
+    except TimeoutError:
+        return refused(
+            LimitExceeded(
+                f"the pages are busy: {web_app.config.limits.page_redis_connections} requests "
+                f"are being served and this one waited {wait_s:g} s (--limit "
+                "page_redis_connections, page_wait_s); try again shortly",
+                retry_after_s=1.0,
+            ),
+            503,
+        )
+    try:
+        return await handler(request)
+    finally:
+        gate.release()
+
+
 class ArenaWeb:
-    """The application: one async Redis client (pages), one sync client (the collector,
-    which prometheus_client calls synchronously: run in a thread)."""
+    """The application: async Redis clients (pages, a bounded pool; health, its own), one
+    sync client (the collector, which prometheus_client calls synchronously: run in a
+    thread)."""
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config
-        self.conn = aredis.Redis.from_url(config.redis_url, socket_timeout=10)
+        limits = config.limits
+        pages = limits.page_redis_connections
+        self.conn = aredis.Redis(
+            connection_pool=aredis.BlockingConnectionPool.from_url(
+                config.redis_url,
+                max_connections=pages + POLLER_CONNECTIONS if pages else 2**31,
+                timeout=limits.page_wait_s or None,
+                socket_timeout=10,
+            )
+        )
+        self.health_conn = aredis.Redis(
+            connection_pool=aredis.BlockingConnectionPool.from_url(
+                config.redis_url,
+                max_connections=HEALTH_CONNECTIONS,
+                timeout=HEALTH_TIMEOUT_S,
+                socket_timeout=HEALTH_TIMEOUT_S,
+            )
+        )
+        self.pages_gate = asyncio.Semaphore(pages) if pages else None
+        self.reads = RateLimiter(limits.reads_per_s, limits.reads_burst, what="requests")
+        self.replays = RenderCache(limits.replay_cache)
         self.sync_conn = redis.Redis.from_url(config.redis_url, socket_timeout=10)
         self.registry: CollectorRegistry = make_registry(self.sync_conn)
         self.templates = jinja2.Environment(
@@ -203,7 +295,8 @@ class ArenaWeb:
         self.pages = Pages(self)
         self.play = PlayRoutes(self)
         self.admin = AdminRoutes(self)
-        self.app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY_BYTES)
+        self.app = web.Application(middlewares=[_errors, _limits], client_max_size=MAX_BODY_BYTES)
+        self.app[WEB_KEY] = self
         self._routes()
 
     def _static_url(self, name: str) -> str:
@@ -237,7 +330,8 @@ class ArenaWeb:
     async def close(self) -> None:
         await self.live.close()
         await self.play.close()
-        await self.conn.aclose()
+        await self.conn.aclose(close_connection_pool=True)
+        await self.health_conn.aclose(close_connection_pool=True)
         self.sync_conn.close()
 
     # --- the small routes ------------------------------------------------------------------
@@ -250,7 +344,7 @@ class ArenaWeb:
 
     async def healthz(self, request: web.Request) -> web.Response:
         try:
-            await asyncio.wait_for(self.conn.ping(), HEALTH_TIMEOUT_S)
+            await asyncio.wait_for(self.health_conn.ping(), HEALTH_TIMEOUT_S)
         except TimeoutError:
             message = f"Redis did not answer within {HEALTH_TIMEOUT_S:g} s"
             return json_response(503, {"status": "unavailable", "redis": message})
@@ -261,7 +355,7 @@ class ArenaWeb:
     async def readyz(self, request: web.Request) -> web.Response:
         checks = {"redis": "ok"}
         try:
-            await asyncio.wait_for(self.conn.ping(), HEALTH_TIMEOUT_S)
+            await asyncio.wait_for(self.health_conn.ping(), HEALTH_TIMEOUT_S)
         except TimeoutError:
             checks["redis"] = f"Redis did not answer within {HEALTH_TIMEOUT_S:g} s"
         except redis.RedisError as exc:
@@ -303,6 +397,9 @@ class ArenaWeb:
         if problem is not None:
             return problem
         return json_response(200, await self.live.snapshot_data(season))
+
+
+WEB_KEY: web.AppKey[ArenaWeb] = web.AppKey("arena_web")
 
 
 class HttpServer:
@@ -363,6 +460,7 @@ async def serve_http(
     person_idle_s: float = WebConfig.person_idle_s,
     readiness: Readiness | None = None,
     admin_token: str | None = None,
+    limits: Limits | None = None,
 ) -> None:
     """Serve the referee's HTTP routes until ``stop_event`` is set.
 
@@ -371,7 +469,7 @@ async def serve_http(
     ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off);
     ``casual_play`` False refuses casual matches on ``/play`` (joins stay); ``person_idle_s``
     how long an unused person identity lives; ``readiness`` the referee's checks for
-    ``/readyz``.
+    ``/readyz``; ``limits`` its rates and caps; ``admin_token`` opens the admin pages.
     """
     config = WebConfig(
         redis_url,
@@ -382,6 +480,7 @@ async def serve_http(
         person_idle_s=person_idle_s,
         readiness=readiness,
         admin_token=admin_token,
+        limits=limits or Limits(),
     )
     server = await HttpServer.start(config, host, port)
     log.info("HTTP on http://%s:%d/ (metrics at /metrics)", host, server.port)

@@ -4,7 +4,10 @@
 in-flight matches, throughput and ETA, charts, recent matches); the page renders it with
 the same template fragments that ``/events`` sends, so a live update and a reload show the
 same table. One poller per watched season reads Redis every :data:`INTERVAL_S` and fans
-the result out to every open stream of that season.
+the result out to every open stream of that season: a viewer costs a queue, never a Redis
+connection. Open streams are capped per client and in total (``Limits.sse_per_client``,
+``Limits.sse_streams``): over the client's cap ``429``, over the total ``503``, both with
+``Retry-After``.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import redis.asyncio as aredis
 from aiohttp import web
 
 from referee import keys
+from referee.errors import LimitExceeded
+from referee.limits import Slots
 from referee.web import charts, history, league
-from referee.web.responses import error
+from referee.web.responses import error, refused
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb
@@ -31,8 +36,6 @@ if TYPE_CHECKING:
 INTERVAL_S = 1.0
 """How often a watched season is read and its viewers updated."""
 HEARTBEAT_S = 15.0
-MAX_STREAMS = 256
-"""Open event streams one referee serves; more are answered 503 (each holds a connection)."""
 CHART_MIN_INTERVAL_S = 10.0
 """Charts are refitted at most this often per season while it runs (each refit is up to
 ``history.CHECKPOINTS`` Bradley-Terry fits, on the referee's CPU)."""
@@ -75,7 +78,13 @@ class LiveFeed:
         self._rates: dict[str, _Rates] = {}
         self._charts: dict[str, tuple[int, float, str, str]] = {}
         self._watches: dict[str, _Watch] = {}
-        self._streams = 0
+        limits = web_app.config.limits
+        self.slots = Slots(
+            limits.sse_per_client,
+            limits.sse_streams,
+            "event streams (/events)",
+            ("sse_per_client", "sse_streams"),
+        )
         self._closed = asyncio.Event()
 
     async def close(self) -> None:
@@ -227,8 +236,12 @@ class LiveFeed:
             return error(400, "pass the season to follow: /events?season=ID (see /api/seasons)")
         if not await self.conn.exists(keys.season(season_id)):
             return error(404, f"no season {season_id!r}: see /api/seasons")
-        if self._streams >= MAX_STREAMS:
-            return error(503, f"more than {MAX_STREAMS} open event streams; try again later")
+        client = request.remote or "unknown"
+        full = bool(self.slots.total) and self.slots.count >= self.slots.total
+        try:
+            self.slots.acquire(client)
+        except LimitExceeded as exc:
+            return refused(exc, 503 if full else 429)
         response = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -236,7 +249,6 @@ class LiveFeed:
                 "X-Accel-Buffering": "no",
             }
         )
-        self._streams += 1
         queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
         watch = self._watches.setdefault(season_id, _Watch())
         watch.queues.add(queue)
@@ -261,6 +273,6 @@ class LiveFeed:
         except (ConnectionResetError, RuntimeError):
             pass  # the viewer went away
         finally:
-            self._streams -= 1
+            self.slots.release(client)
             watch.queues.discard(queue)
         return response

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -174,15 +174,37 @@ class Pages:
         match_id = request.match_info["match_id"]
         as_text = match_id.endswith(".txt") or request.query.get("format") == "text"
         match_id = match_id.removesuffix(".txt")
+        if as_text or not wants_html(request):
+            text = await self._rendered("text", match_id, replay_text)
+            if isinstance(text, web.Response):
+                return text
+            return web.Response(text=text, content_type="text/plain")
         record = await self._record(match_id)
         if isinstance(record, web.Response):
-            if record.status == 403 and wants_html(request) and not as_text:
+            if record.status == 403:
                 return await self._sealed_page(match_id)
             return record
-        if as_text or not wants_html(request):
-            text = await asyncio.to_thread(replay_text, record)
-            return web.Response(text=text, content_type="text/plain")
         return self.web.html("replay.html", match_id=match_id)
+
+    async def _rendered(
+        self, kind: str, match_id: str, render: Callable[[dict[str, Any]], Any]
+    ) -> Any:
+        """``render(record)`` of a committed, unsealed match, or the error to answer. A
+        committed record never changes, so the rendering is kept (``Limits.replay_cache``);
+        the seal is checked on every read."""
+        cached = self.web.replays.get((kind, match_id))
+        if cached is not None:
+            season, rendering = cached
+            seal = await asyncio.to_thread(embargo.seal_of, self.web.sync_conn, match_id, season)
+            return error(403, seal.message()) if seal.sealed else rendering
+        record = await self._record(match_id)
+        if isinstance(record, web.Response):
+            return record
+        rendering = await asyncio.to_thread(render, record)
+        spec = record.get("spec")
+        season = str(spec.get("season") or "") if isinstance(spec, Mapping) else ""
+        self.web.replays.put((kind, match_id), season, rendering)
+        return rendering
 
     async def _sealed_page(self, match_id: str) -> web.Response:
         """The page a browser gets for a sealed replay: why, and when it opens (403)."""
@@ -193,11 +215,11 @@ class Pages:
         )
 
     async def api_replay(self, request: web.Request) -> web.Response:
-        record = await self._record(request.match_info["match_id"])
-        if isinstance(record, web.Response):
-            return record
+        match_id = request.match_info["match_id"]
         try:
-            data = await asyncio.to_thread(replay_data, record)
+            data = await self._rendered("json", match_id, replay_data)
         except (RecordError, ValueError) as exc:
             return error(500, f"this record cannot be replayed: {exc}")
+        if isinstance(data, web.Response):
+            return data
         return json_response(200, data)

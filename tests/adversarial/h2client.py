@@ -148,6 +148,20 @@ class SlowReader:
             self.conn.ping(time.monotonic_ns().to_bytes(8, "big"))
         self._flush()
 
+    def send(self, message: bot_pb2.BotMessage) -> None:
+        """Send one message on the stream."""
+        with self.lock:
+            self.conn.send_data(self.stream_id, grpc_frame(message))
+        self._flush()
+
+    def grant(self, size: int) -> None:
+        """Open the stream's and the connection's windows by ``size`` bytes (a trickle
+        reader grants just enough for every write to complete, never stalling one)."""
+        with self.lock:
+            self.conn.increment_flow_control_window(size, stream_id=self.stream_id)
+            self.conn.increment_flow_control_window(size)
+        self._flush()
+
     def wait_stalled(self, window: int, timeout: float) -> bool:
         """True once the referee filled the whole window (its next write must wait)."""
         deadline = time.monotonic() + timeout
