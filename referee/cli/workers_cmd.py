@@ -262,7 +262,8 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
         print(
             f" {mark} seat {seat} {bot:<20} {total:>6}   decisions {st['decisions']}"
             f"  timeouts {st['timeouts']}  invalid {st['invalid_actions']}"
-            f"  illegal passes {st['illegal_passes']}" + ("  AUTOPILOT" if st["autopilot"] else "")
+            f"  illegal passes {st['illegal_passes']}  fallbacks {st.get('fallbacks', 0)}"
+            + ("  AUTOPILOT" if st["autopilot"] else "")
         )
 
 
