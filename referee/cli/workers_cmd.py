@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 
 import redis
@@ -27,6 +28,7 @@ from referee.cli.common import (
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.seasons import store
 from workers import queue
 from workers.health import HealthServer
 from workers.pool import DEFAULT_GRACE_S, DEFAULT_MATCHES, DEFAULT_STALE_S, WorkerPool
@@ -294,6 +296,12 @@ def _match_run(args: argparse.Namespace) -> int:
     if not queue.enqueue_match(conn, spec):
         return fail(f"match {spec.match_id} is already queued, running or done")
     print(f"enqueued match {spec.match_id} (seed {spec.seed})", flush=True)
+    absent = store.bots_without_stream(conn, spec.seats)
+    warning = store.absent_bots_warning(
+        absent, spec.time_control, spec.strikes, f"match {spec.match_id}"
+    )
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     if not args.wait:
         return 0
     deadline = time.monotonic() + args.timeout

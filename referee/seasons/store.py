@@ -39,7 +39,7 @@ from referee.seasons.model import (
 )
 from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
-from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState
+from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
 CREATED = "created"
 RUNNING = "running"
@@ -291,17 +291,24 @@ def bots_without_stream(conn: redis.Redis, bots: Sequence[str]) -> list[str]:
 def no_stream_warning(absent: Sequence[str], spec: SeasonSpec) -> str:
     """The warning ``season create`` and ``season start`` give for bots with no stream
     ('' when every bot has one): who, and what their matches will do."""
+    return absent_bots_warning(
+        absent, spec.time_control, spec.options.strikes, f"season {spec.name}"
+    )
+
+
+def absent_bots_warning(absent: Sequence[str], tc: TimeControl, strikes: int, where: str) -> str:
+    """The warning for ``absent`` bots (no stream anywhere) of ``where`` (a season, a
+    match); '' when there are none."""
     if not absent:
         return ""
-    tc = spec.time_control
     wait_ms = tc.move_ms + tc.bank_ms + tc.grace_ms + tc.absent_ms
     return (
-        f"{len(absent)} bot(s) of season {spec.name} have no stream connected to any referee: "
+        f"{len(absent)} bot(s) of {where} have no stream connected to any referee: "
         f"{', '.join(absent)}. Until one connects, each of its decisions is judged "
         f"disconnected {tc.absent_ms} ms past its clock (about {wait_ms / 1000:g} s, "
-        f"time_control.absent_ms), and after {spec.options.strikes} in a row the autopilot "
-        "plays its seat to the end of the match: start them (`arena bridge --server ... "
-        "--token ... -- PROGRAM`, or the SDK's --server/--token) before the season runs"
+        f"time_control.absent_ms), and after {strikes} in a row the autopilot plays its "
+        "seat to the end of the match: start them (`arena bridge --server ... --token ... "
+        "-- PROGRAM`, or the SDK's --server/--token) first"
     )
 
 
