@@ -169,7 +169,13 @@ def _worker(args: argparse.Namespace) -> int:
         )
         with contextlib.ExitStack() as stack:
             if args.health_port:
-                health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                try:
+                    health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                except OSError as exc:  # a taken port: one line, not a traceback
+                    raise ConfigError(
+                        f"could not serve health on {args.health_host}:{args.health_port}: "
+                        f"{exc.strerror or exc}; pick a free --health-port (0 = off)"
+                    ) from None
                 stack.callback(health.close)
                 print(f"health on http://{args.health_host}:{health.port}/readyz", flush=True)
             pool.run()

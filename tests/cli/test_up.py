@@ -123,3 +123,27 @@ def test_a_second_arena_up_on_a_data_dir_in_use_is_refused_unless_it_joins(
         first.terminate()
         first.wait(60)
     assert not (tmp_path / "data" / "redis.url").exists()
+
+
+@pytest.mark.slow
+def test_arena_worker_on_a_health_port_in_use_fails_in_one_line(tmp_path: Path) -> None:
+    """A sibling of issue 27 item 13: a taken --health-port printed a whole traceback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "ARENA_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(
+            arena_command("worker", "-n", "1", "--health-port", str(port)),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=180,
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("arena: error:")]
+    assert len(errors) == 1, done.stderr
+    assert f"could not serve health on 127.0.0.1:{port}" in errors[0]
+    assert "pick a free --health-port" in errors[0]
