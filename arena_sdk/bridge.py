@@ -11,7 +11,8 @@ What the bridge does for the program:
 
 * **Clock.** The program gets ``move_ms - margin_ms`` (plus ``bank_ms`` with
   ``--use-bank``). When it has not answered by then, the bridge answers the first legal action
-  itself and says so on stderr; the program's late answer is recognised and dropped.
+  itself, says so on stderr and marks the answer as a fallback (``Action.fallback``: the
+  platform counts it, docs/STDIO.md); the program's late answer is recognised and dropped.
 * **Crashes.** When the program exits, the bridge answers the open decision itself, reports
   the exit code and the program's last stderr lines, and starts it again (with backoff).
   A program that owes several answers is considered hung and is restarted too.
@@ -40,7 +41,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from arena_sdk.sdk import SEASON_NOTICES, ActionOutcome, Bot, BotRefused, Turn
+from arena_sdk.sdk import (
+    SEASON_NOTICES,
+    ActionOutcome,
+    Bot,
+    BotRefused,
+    Fallback,
+    Turn,
+    first_legal,
+)
 
 STDERR_TAIL_LINES = 20
 """How many of the program's last stderr lines a crash report quotes."""
@@ -503,7 +512,7 @@ class BridgeBot(Bot):
         if self.options.notify:
             self.program.tell(notice_line("notice", notice))
 
-    def choose(self, turn: Turn) -> str:
+    def choose(self, turn: Turn) -> str | Fallback:
         budget = budget_ms(turn, self.options)
         key = TurnKey(turn.match_id, turn.attempt, turn.seq)
         answer = self.program.ask(turn_line(turn, budget), key, budget / 1000.0)
@@ -522,7 +531,7 @@ class BridgeBot(Bot):
                     f"legal actions {', '.join(turn.legal_actions)}; sent as is"
                 )
             return answer.action
-        fallback = turn.legal_actions[0] if turn.legal_actions else "pass"
+        fallback = first_legal(turn)
         self.program.report(
             {
                 "event": "rescue",
@@ -533,8 +542,11 @@ class BridgeBot(Bot):
                 "budget_ms": budget,
             }
         )
-        self._log(f"{key}: {answer.detail}; answered {fallback} (first legal action) for it")
-        return fallback
+        self._log(
+            f"{key}: {answer.detail}; answered {fallback} (first legal action) for it, "
+            f"marked as a fallback ({answer.problem})"
+        )
+        return Fallback(fallback, answer.problem or "no_answer")
 
 
 class _Reporter:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -368,6 +368,28 @@ def notification_to_dict(kind: str, msg: Any) -> dict[str, Any]:
 
 
 # --- the bot ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """A stand-in answer: the bot's own code did not choose, ``action`` is sent in its place
+    and ``reason`` tells the referee why (``Action.fallback``, docs/PROTOCOL.md section 4).
+
+    ``choose`` may return one (the stdio bridge does, when its program fails to answer);
+    the SDK makes one itself when ``choose`` raises or returns something that is not an
+    action. The referee applies the action and counts the decision as a fallback."""
+
+    action: str
+    reason: str
+
+
+CHOOSE_RAISED: Final = "choose_raised"
+CHOOSE_BAD_RETURN: Final = "choose_bad_return"
+
+
+def first_legal(turn: Turn) -> str:
+    """The stand-in action: the first legal action (``pass`` when none is listed)."""
+    return turn.legal_actions[0] if turn.legal_actions else "pass"
+
+
 class Bot:
     """Base class of a bot. Override :meth:`choose`; the hooks are optional."""
 
@@ -403,7 +425,7 @@ class Bot:
             return self.accepted_results
         return type(self).on_result is not Bot.on_result
 
-    def choose(self, turn: Turn) -> str:
+    def choose(self, turn: Turn) -> str | Fallback:
         """Return one of ``turn.legal_actions`` (any other text is refused by the referee)."""
         raise NotImplementedError("subclass Bot and implement choose(turn) -> action")
 
@@ -584,10 +606,17 @@ class Bot:
 
         async def answer(request: Any) -> None:
             turn = turn_from_proto(request)
-            action = await self._choose_safely(loop, executor, turn)
+            answer = await self._choose_safely(loop, executor, turn)
+            action, fallback = (
+                (answer.action, answer.reason) if isinstance(answer, Fallback) else (answer, "")
+            )
             message = bot_pb2.BotMessage(
                 action=bot_pb2.Action(
-                    match_id=turn.match_id, attempt=turn.attempt, seq=turn.seq, action=action
+                    match_id=turn.match_id,
+                    attempt=turn.attempt,
+                    seq=turn.seq,
+                    action=action,
+                    fallback=fallback,
                 )
             )
             try:
@@ -648,39 +677,44 @@ class Bot:
 
     async def _choose_safely(
         self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor, turn: Turn
-    ) -> str:
+    ) -> str | Fallback:
         """``choose`` in the pool; on an error (logged here, on the loop's thread: Python
         3.11 may corrupt its parser state when two threads format tracebacks) the first
-        legal action."""
+        legal action, marked as a :class:`Fallback` so the referee counts it."""
         try:
             if self.choose_inline:
                 action = self.choose(turn)
             else:
                 action = await loop.run_in_executor(executor, self.choose, turn)
+            if isinstance(action, Fallback):
+                return action
             if isinstance(action, str) and len(action) <= MAX_ACTION_CHARS:
                 return action
             if isinstance(action, str):
                 log.error(
                     "%s: choose returned an action of %d characters (at most %d); sent the "
-                    "first legal action",
+                    "first legal action (counted as a fallback)",
                     self.name,
                     len(action),
                     MAX_ACTION_CHARS,
                 )
             else:
                 log.error(
-                    "%s: choose returned %r, not a str; sent the first legal action",
+                    "%s: choose returned %r, not a str; sent the first legal action (counted "
+                    "as a fallback)",
                     self.name,
                     action,
                 )
+            return Fallback(first_legal(turn), CHOOSE_BAD_RETURN)
         except Exception:
             log.exception(
-                "%s: choose raised on %s seq %d; sent the first legal action",
+                "%s: choose raised on %s seq %d; sent the first legal action (counted as a "
+                "fallback)",
                 self.name,
                 turn.match_id,
                 turn.seq,
             )
-        return turn.legal_actions[0] if turn.legal_actions else "pass"
+        return Fallback(first_legal(turn), CHOOSE_RAISED)
 
 
 async def _sleep_unless(stop: StopFlag | None, seconds: float) -> None:

@@ -70,6 +70,10 @@ COUNTER_HELP: dict[str, str] = {
     "arena_invalid_actions_total": "Actions refused as not held, not legal or malformed (SV-21).",
     "arena_illegal_passes_total": "Passes made while able to play (SV-18, SV-19).",
     "arena_autopilot_seats_total": "Seats the autopilot took over after the strikes ran out.",
+    "arena_fallbacks_total": (
+        "Answers a bot's SDK or stdio bridge sent for it because the bot's code failed "
+        "(Action.fallback)."
+    ),
     "arena_matches_total": "Match jobs that ended, by game and kind (committed/failed/retried).",
 }
 _PER_BOT_COUNTERS = (
@@ -77,6 +81,7 @@ _PER_BOT_COUNTERS = (
     "arena_invalid_actions_total",
     "arena_illegal_passes_total",
     "arena_autopilot_seats_total",
+    "arena_fallbacks_total",
 )
 MATCH_OUTCOMES = ("committed", "failed", "retried")
 
@@ -111,6 +116,7 @@ PENALTY_FIELDS: dict[str, str] = {
     "invalid_actions": "invalid_action",
     "timeouts": "timeout",
     "autopilot_seats": "autopilot_seat",
+    "fallbacks": "fallback",
 }
 
 

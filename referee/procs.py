@@ -77,6 +77,19 @@ def _pump(stream: IO[bytes], lines: list[str], on_line: Callable[[str], None] | 
                 on_line(line)
 
 
+ERROR_PREFIX = "arena: error: "
+"""How the CLI's one error line starts (``referee.cli.main``)."""
+
+
+def _why_exited(lines: list[str]) -> str:
+    """A referee's reason for exiting, from its output: its own error line when it printed
+    one (one line: a taken port, a missing TLS file...), else its last 20 lines."""
+    errors = [line for line in lines if line.startswith(ERROR_PREFIX)]
+    if errors:
+        return errors[-1][len(ERROR_PREFIX) :]
+    return "its output:\n" + "\n".join(lines[-20:])
+
+
 def start_referee(
     redis_url: str,
     *args: str,
@@ -124,6 +137,11 @@ def start_referee(
     stop_process(proc)
     from referee.embedded_redis import redacted_url  # (embedded_redis imports this module)
 
+    if exited:
+        raise RefereeStartError(
+            f"the referee exited with code {proc.returncode} after "
+            f"{time.monotonic() - (deadline - timeout):.1f} s: {_why_exited(lines)}"
+        )
     tail = "\n".join(lines[-20:])
     raise RefereeStartError(
         f"the referee (redis {redacted_url(redis_url)}) did not print 'referee listening on "

@@ -8,6 +8,7 @@ Test modules build their module-scoped ``platform`` fixture from :func:`running_
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,15 +37,18 @@ def running_platform(
     workers: int = 2,
     on_line: Callable[[str], None] | None = None,
     referee_args: Sequence[str] = (),
+    referee_env: Mapping[str, str] | None = None,
 ) -> Iterator[Platform]:
     """Empty the Redis at ``url``, start a referee (any free ports; each of its output lines
-    to ``on_line``) and ``arena worker -n workers --redis-url url *worker_args``; stop both
-    (and close the client) afterwards."""
+    to ``on_line``; ``referee_env``: extra environment, e.g. ``ARENA_ADMIN_TOKEN``) and
+    ``arena worker -n workers --redis-url url *worker_args``; stop both (and close the
+    client) afterwards."""
     with contextlib.ExitStack() as stack:  # stopped in reverse: workers, referee, client
         conn = redis.Redis.from_url(url, decode_responses=True)
         stack.callback(conn.close)
         conn.flushall()
-        referee, server = start_referee(url, *referee_args, on_line=on_line)
+        env = {**os.environ, **(referee_env or {})}
+        referee, server = start_referee(url, *referee_args, on_line=on_line, env=env)
         stack.callback(stop_process, referee, 15)
         pool = subprocess.Popen(
             arena_command("worker", "-n", str(workers), "--redis-url", url, *worker_args),

@@ -243,6 +243,7 @@ class LocalReply:
     action: str
     sent_ms: float
     received_ms: float
+    fallback: str = ""
 
 
 class LocalLink:
@@ -282,10 +283,11 @@ class LocalLink:
         action: str = "",
         sent_ms: float = 0.0,
         received: float = 0.0,
+        fallback: str = "",
     ) -> None:
         future = self.pending.pop(key, None)
         if future is not None and not future.done():
-            future.set_result(LocalReply(int(kind), action, sent_ms, received))
+            future.set_result(LocalReply(int(kind), action, sent_ms, received, fallback))
 
     def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         if self.alive:

@@ -11,7 +11,8 @@ Names (labels only from season, bot, game, kind):
 
 * ``arena_decisions_total{season,bot,game}``: decisions a bot was asked to make
 * ``arena_timeouts_total{season,bot}``, ``arena_invalid_actions_total{season,bot}``,
-  ``arena_illegal_passes_total{season,bot}``, ``arena_autopilot_seats_total{season,bot}``
+  ``arena_illegal_passes_total{season,bot}``, ``arena_autopilot_seats_total{season,bot}``,
+  ``arena_fallbacks_total{season,bot}``
 * ``arena_matches_total{game,kind}``: kind is ``committed``, ``failed`` or ``retried``
 * histograms ``arena_bot_think_seconds{game}`` and ``arena_platform_overhead_seconds{game}``
   (wall time of a decision in the worker minus the bot's think time)
@@ -38,6 +39,7 @@ TIMEOUTS = "arena_timeouts_total"
 INVALID_ACTIONS = "arena_invalid_actions_total"
 ILLEGAL_PASSES = "arena_illegal_passes_total"
 AUTOPILOT_SEATS = "arena_autopilot_seats_total"
+FALLBACKS = "arena_fallbacks_total"
 MATCHES = "arena_matches_total"
 THINK_SECONDS = "arena_bot_think_seconds"
 OVERHEAD_SECONDS = "arena_platform_overhead_seconds"
@@ -144,6 +146,7 @@ def commit_counters(pipe: Any, season: str, game: str, stats: list[SeatStats]) -
             (INVALID_ACTIONS, seat["invalid_actions"]),
             (ILLEGAL_PASSES, seat["illegal_passes"]),
             (AUTOPILOT_SEATS, int(seat["autopilot"])),
+            (FALLBACKS, seat.get("fallbacks", 0)),
         ):
             if value:
                 incr_counter(pipe, name, labels, value)

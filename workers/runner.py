@@ -55,7 +55,7 @@ from workers import metrics
 from workers.clock import MatchClock
 from workers.link import LinkLost, Router
 from workers.queue import MatchState, RunningMatches, season_state
-from workers.spec import CommittedResult, MatchSpec, SeatStats, seat_stats
+from workers.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
 
 log = logging.getLogger("workers.runner")
 
@@ -68,6 +68,12 @@ SAFETY_STRIKES: Final = 25
 """Failures in a row after which the autopilot takes a seat over even when the spec says
 ``strikes=0`` (no autopilot): a Sevens seat that never plays blocks its suits, and the
 deal would never end."""
+MAX_FALLBACK_CHARS: Final = 40
+"""Longest ``Action.fallback`` code kept (the record and the bot's ActionResult)."""
+REFUSED_FALLBACK: Final = "fallback()"
+"""The text a season with ``fallback = "invalid"`` applies for a fallback answer: no card
+or pass, so every engine refuses it as an invalid action with the rules' consequence (and
+its record replays to the same refusal)."""
 REPLY_SLACK_MS: Final = 5_000.0
 """How long past a turn's own bounds (slot wait + limit) the host waits for the referee's
 reply before it judges the decision itself (a referee that lost a turn: never expected)."""
@@ -326,6 +332,7 @@ class Reply:
     think_ms: float
     failure: Literal["", "timeout", "disconnected"]
     wait_ms: float = 0.0  # request ready -> referee's send stamp (diagnostics only)
+    fallback: str = ""  # Action.fallback: why the bot's SDK or bridge answered for it
 
 
 FAILURE_KINDS: Final = frozenset(
@@ -479,6 +486,7 @@ class MatchRun:
                     "clock": clock,
                 },
                 "answer": reply.action,
+                **({"fallback": reply.fallback} if reply.fallback else {}),
                 "timeout": bool(reply.failure),
                 "status": status,
                 "reason": reason,
@@ -501,6 +509,8 @@ class MatchRun:
         """Apply the answer if the clock says it came in time, else the timeout rule."""
         if reply.action is not None:
             if self.clock.judge(seat, reply.think_ms).in_time:
+                if reply.fallback and self.spec.fallback == FallbackMode.INVALID:
+                    return self.match.apply(REFUSED_FALLBACK, Source.BOT)
                 return self.match.apply(reply.action, Source.BOT)
             reply.failure = "timeout"
         elif reply.failure == "timeout":
@@ -516,6 +526,7 @@ class MatchRun:
         stats["timeouts"] += int(bool(reply.failure))
         stats["invalid_actions"] += kinds.count(EventKind.INVALID_ACTION)
         stats["illegal_passes"] += kinds.count(EventKind.ILLEGAL_PASS)
+        stats["fallbacks"] += int(bool(reply.fallback) and not reply.failure)
         stats["think_ms_total"] += reply.think_ms
         # Overhead is only meaningful when the bot answered: wall time minus think time.
         overhead_ms = 0.0 if reply.failure else max(0.0, wall_ms - reply.think_ms)
@@ -582,11 +593,11 @@ class MatchRun:
         since = ready  # the bot's clock (or its absence) counts from here
         first_sent = 0.0
         while True:
-            # A bot this match has reached before and that is gone now is judged absent_ms
-            # past its clock; one not seen yet (starting late) may take queue_ms to come.
-            # (or one whose referee failed or drained lately: it is reconnecting).
+            # A bot with no stream anywhere is judged absent_ms past its clock, whether it
+            # left or never came (docs/workers.md; `season create`/`start` name such bots);
+            # one whose referee failed or drained lately is reconnecting: queue_ms.
             fault = self.router.excused(bot, tc.queue_ms)
-            absent = tc.absent_ms if bot in self.reached and not fault else tc.queue_ms
+            absent = tc.queue_ms if fault else tc.absent_ms
             link = await self.router.route(bot, (first_sent or since) + limit + absent)
             if link is None:
                 waited = now_ms() - (first_sent or since)
@@ -630,7 +641,8 @@ class MatchRun:
             kind = reply.kind
             if kind == Kind.ANSWER:
                 think = max(0.0, reply.received_ms - reply.sent_ms)
-                return Reply(reply.action, think, "", max(0.0, reply.sent_ms - ready))
+                wait = max(0.0, reply.sent_ms - ready)
+                return Reply(reply.action, think, "", wait, reply.fallback[:MAX_FALLBACK_CHARS])
             if kind == Kind.TIMEOUT:
                 return Reply(None, max(limit, now_ms() - reply.sent_ms), "timeout")
             if kind == Kind.EXPIRED:
@@ -822,6 +834,17 @@ def _outcome(
             f"no answer within the time limit (think time {reply.think_ms:.0f} ms); "
             "the rules' timeout consequence was applied",
         )
+    if reply.fallback:
+        for e in events:
+            if e.kind == EventKind.INVALID_ACTION:
+                return (
+                    "refused",
+                    "fallback",
+                    f"{reply.action!r} was a fallback answer ({reply.fallback}: your bot's "
+                    "code did not choose it, its SDK or bridge did) and this season refuses "
+                    'fallbacks as invalid actions (fallback = "invalid"): the rules\' '
+                    "consequence of an invalid action was applied",
+                )
     for e in events:
         if e.kind == EventKind.INVALID_ACTION:
             words = str(e.detail.get("message") or e.reason or "not a legal action")
@@ -830,4 +853,11 @@ def _outcome(
         if e.kind == EventKind.ILLEGAL_PASS:
             words = str(e.detail.get("message") or "you passed while holding a legal play")
             return "accepted", "illegal_pass", f"illegal pass (SV-18): {words}"
+    if reply.fallback:
+        return (
+            "accepted",
+            "fallback",
+            f"{reply.action!r} accepted as a fallback answer ({reply.fallback}: your bot's "
+            "code did not choose it, its SDK or bridge did); counted in your fallbacks",
+        )
     return "accepted", "", ""

@@ -31,6 +31,14 @@ class MatchState(StrEnum):
     UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
 
 
+class FallbackMode(StrEnum):
+    """What a match makes of a fallback answer (``Action.fallback``: the bot's SDK or bridge
+    answered for it because the bot's code failed): the season option ``fallback``."""
+
+    COUNT = "count"  # applied as the bot's move, counted in ``fallbacks``
+    INVALID = "invalid"  # refused as an invalid action (the rules' consequence, a strike)
+
+
 @dataclass(frozen=True, slots=True)
 class TimeControl:
     """Clock of every decision (docs/workers.md, "The clock"): ``move_ms`` per decision, a
@@ -86,6 +94,7 @@ class MatchSpec:
     season: str = ""
     strikes: int = 3
     autoplay_forced: bool = False
+    fallback: FallbackMode = FallbackMode.COUNT
 
     def for_attempt(self, attempt: int) -> MatchSpec:
         """The spec attempt ``attempt`` plays: this one for the first attempt; for a retry,
@@ -116,6 +125,7 @@ class MatchSpec:
             "season": self.season,
             "strikes": self.strikes,
             "autoplay_forced": self.autoplay_forced,
+            "fallback": str(self.fallback),
         }
 
     def to_json(self) -> str:
@@ -135,6 +145,7 @@ class MatchSpec:
             season=data.get("season", ""),
             strikes=int(data.get("strikes", 3)),
             autoplay_forced=bool(data.get("autoplay_forced", False)),
+            fallback=FallbackMode(data.get("fallback", FallbackMode.COUNT)),
         )
 
     @classmethod
@@ -161,6 +172,7 @@ class SeatStats(TypedDict):
     timeouts: int
     invalid_actions: int
     illegal_passes: int
+    fallbacks: int  # answers the bot's SDK or bridge sent because its code failed
     autopilot: bool  # the autopilot took the seat over (strikes exhausted)
     think_ms_total: float
 
@@ -173,6 +185,7 @@ def seat_stats(bot: str) -> SeatStats:
         "timeouts": 0,
         "invalid_actions": 0,
         "illegal_passes": 0,
+        "fallbacks": 0,
         "autopilot": False,
         "think_ms_total": 0.0,
     }

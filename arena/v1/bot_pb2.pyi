@@ -348,6 +348,7 @@ class Action(_message.Message):
     ATTEMPT_FIELD_NUMBER: _builtins.int
     SEQ_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
+    FALLBACK_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     attempt: _builtins.int
     seq: _builtins.int
@@ -356,6 +357,14 @@ class Action(_message.Message):
     """The chosen action in canonical form: a card "7D", a run "8D+9D+TD", "pass",
     or a Sedma marriage lead "QH+KH".
     """
+    fallback: _builtins.str
+    """Empty when the bot's own code chose the action. Otherwise the bot's code failed to
+    answer and its SDK or bridge sent a stand-in (the first legal action); this says why:
+    "choose_raised", "choose_bad_return" (the Python SDK), "timeout", "exited",
+    "malformed", "not_started" (the stdio bridge), or another short code. The referee applies the action
+    as usual and counts it as a fallback (a season with fallback = "invalid" refuses it as
+    an invalid action, docs/PROTOCOL.md section 4). A later addition to protocol 1.
+    """
     def __init__(
         self,
         *,
@@ -363,10 +372,11 @@ class Action(_message.Message):
         attempt: _builtins.int = ...,
         seq: _builtins.int = ...,
         action: _builtins.str = ...,
+        fallback: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "attempt", b"attempt", "match_id", b"match_id", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "attempt", b"attempt", "fallback", b"fallback", "match_id", b"match_id", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -708,6 +718,7 @@ class SeasonStanding(_message.Message):
     TIMEOUTS_FIELD_NUMBER: _builtins.int
     AUTOPILOT_SEATS_FIELD_NUMBER: _builtins.int
     UNIT_FIELD_NUMBER: _builtins.int
+    FALLBACKS_FIELD_NUMBER: _builtins.int
     bot: _builtins.str
     rank: _builtins.int
     """1 = best; ranked by Elo, then average place."""
@@ -729,6 +740,8 @@ class SeasonStanding(_message.Message):
     autopilot_seats: _builtins.int
     unit: _builtins.str
     """The season's unit ("chips", "deals_won", ...)."""
+    fallbacks: _builtins.int
+    """Answers the bot's SDK or bridge sent for it because its code failed (Action.fallback)."""
     def __init__(
         self,
         *,
@@ -748,10 +761,11 @@ class SeasonStanding(_message.Message):
         timeouts: _builtins.int = ...,
         autopilot_seats: _builtins.int = ...,
         unit: _builtins.str = ...,
+        fallbacks: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["autopilot_seats", b"autopilot_seats", "avg_place", b"avg_place", "bot", b"bot", "deals", b"deals", "deals_won", b"deals_won", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "illegal_passes", b"illegal_passes", "invalid_actions", b"invalid_actions", "matches", b"matches", "of", b"of", "rank", b"rank", "score", b"score", "timeouts", b"timeouts", "unit", b"unit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["autopilot_seats", b"autopilot_seats", "avg_place", b"avg_place", "bot", b"bot", "deals", b"deals", "deals_won", b"deals_won", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "fallbacks", b"fallbacks", "illegal_passes", b"illegal_passes", "invalid_actions", b"invalid_actions", "matches", b"matches", "of", b"of", "rank", b"rank", "score", b"score", "timeouts", b"timeouts", "unit", b"unit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -229,6 +229,7 @@ class Reply(_message.Message):
     ACTION_FIELD_NUMBER: _builtins.int
     SENT_MS_FIELD_NUMBER: _builtins.int
     RECEIVED_MS_FIELD_NUMBER: _builtins.int
+    FALLBACK_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     attempt: _builtins.int
     seq: _builtins.int
@@ -236,6 +237,8 @@ class Reply(_message.Message):
     action: _builtins.str
     sent_ms: _builtins.float
     received_ms: _builtins.float
+    fallback: _builtins.str
+    """ANSWER: the bot's Action.fallback (empty when its own code chose the action)."""
     def __init__(
         self,
         *,
@@ -246,10 +249,11 @@ class Reply(_message.Message):
         action: _builtins.str = ...,
         sent_ms: _builtins.float = ...,
         received_ms: _builtins.float = ...,
+        fallback: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "attempt", b"attempt", "kind", b"kind", "match_id", b"match_id", "received_ms", b"received_ms", "sent_ms", b"sent_ms", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "attempt", b"attempt", "fallback", b"fallback", "kind", b"kind", "match_id", b"match_id", "received_ms", b"received_ms", "sent_ms", b"sent_ms", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -524,6 +524,8 @@ class SeasonInfo(_message.Message):
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     SPEC_JSON_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    BOTS_WITHOUT_STREAM_FIELD_NUMBER: _builtins.int
+    WARNING_FIELD_NUMBER: _builtins.int
     season: _builtins.str
     game: _builtins.str
     preset: _builtins.str
@@ -542,10 +544,17 @@ class SeasonInfo(_message.Message):
     spec_json: _builtins.str
     """Full season spec as JSON."""
     created_at: _builtins.int
+    warning: _builtins.str
     @_builtins.property
     def bots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def time_control(self) -> Global___TimeControl: ...
+    @_builtins.property
+    def bots_without_stream(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """CreateSeason, StartSeason, ResumeSeason: the season's bots that hold no stream on any
+        referee now, and the warning in words (what their matches will do). Empty otherwise.
+        """
+
     def __init__(
         self,
         *,
@@ -565,10 +574,12 @@ class SeasonInfo(_message.Message):
         time_control: Global___TimeControl | None = ...,
         spec_json: _builtins.str = ...,
         created_at: _builtins.int = ...,
+        bots_without_stream: _abc.Iterable[_builtins.str] | None = ...,
+        warning: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bots", b"bots", "created_at", b"created_at", "deals_per_match", b"deals_per_match", "game", b"game", "matches_done", b"matches_done", "matches_failed", b"matches_failed", "matches_total", b"matches_total", "preset", b"preset", "season", b"season", "seed", b"seed", "seed_revealed", b"seed_revealed", "seed_sha256", b"seed_sha256", "spec_json", b"spec_json", "state", b"state", "table_size", b"table_size", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bots", b"bots", "bots_without_stream", b"bots_without_stream", "created_at", b"created_at", "deals_per_match", b"deals_per_match", "game", b"game", "matches_done", b"matches_done", "matches_failed", b"matches_failed", "matches_total", b"matches_total", "preset", b"preset", "season", b"season", "seed", b"seed", "seed_revealed", b"seed_revealed", "seed_sha256", b"seed_sha256", "spec_json", b"spec_json", "state", b"state", "table_size", b"table_size", "time_control", b"time_control", "warning", b"warning"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -597,6 +608,7 @@ class StandingRow(_message.Message):
     OPENSKILL_ORDINAL_FIELD_NUMBER: _builtins.int
     OPENSKILL_MU_FIELD_NUMBER: _builtins.int
     OPENSKILL_SIGMA_FIELD_NUMBER: _builtins.int
+    FALLBACKS_FIELD_NUMBER: _builtins.int
     bot: _builtins.str
     rank: _builtins.int
     matches: _builtins.int
@@ -620,6 +632,10 @@ class StandingRow(_message.Message):
     """OpenSkill (Plackett-Luce) ordinal, mu and sigma."""
     openskill_mu: _builtins.float
     openskill_sigma: _builtins.float
+    fallbacks: _builtins.int
+    """Answers the bot's SDK or stdio bridge sent for it because its code failed
+    (Action.fallback, docs/PROTOCOL.md section 4).
+    """
     def __init__(
         self,
         *,
@@ -642,10 +658,11 @@ class StandingRow(_message.Message):
         openskill_ordinal: _builtins.float = ...,
         openskill_mu: _builtins.float = ...,
         openskill_sigma: _builtins.float = ...,
+        fallbacks: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["autopilot_seats", b"autopilot_seats", "avg_place", b"avg_place", "bot", b"bot", "deals", b"deals", "deals_won", b"deals_won", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "illegal_passes", b"illegal_passes", "invalid_actions", b"invalid_actions", "live_elo", b"live_elo", "matches", b"matches", "openskill_mu", b"openskill_mu", "openskill_ordinal", b"openskill_ordinal", "openskill_sigma", b"openskill_sigma", "rank", b"rank", "score", b"score", "timeouts", b"timeouts", "unit", b"unit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["autopilot_seats", b"autopilot_seats", "avg_place", b"avg_place", "bot", b"bot", "deals", b"deals", "deals_won", b"deals_won", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "fallbacks", b"fallbacks", "illegal_passes", b"illegal_passes", "invalid_actions", b"invalid_actions", "live_elo", b"live_elo", "matches", b"matches", "openskill_mu", b"openskill_mu", "openskill_ordinal", b"openskill_ordinal", "openskill_sigma", b"openskill_sigma", "rank", b"rank", "score", b"score", "timeouts", b"timeouts", "unit", b"unit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -39,6 +39,9 @@ class Reply:
     action: str | None
     think_ms: float | None
     waited_ms: float
+    fallback: str = ""
+    """``Action.fallback``: why the bot's SDK or bridge answered for it ('' when the bot's
+    own code chose)."""
 
     def describe(self, clock: ClockInfo) -> str:
         """The reply in words, for a failure message."""
@@ -50,6 +53,11 @@ class Reply:
         if self.action is None:
             limit = clock["move_ms"] + clock["bank_ms"] + clock["grace_ms"]
             return f"no answer within {self.waited_ms:.0f} ms (the clock allowed {limit} ms)"
+        if self.fallback:
+            return (
+                f"answered {self.action!r} as a fallback ({self.fallback}): the bot's code "
+                "failed and its SDK or bridge answered for it (see the bot's log)"
+            )
         return f"answered {self.action!r} after {self.think_ms or 0:.0f} ms"
 
 
@@ -81,6 +89,8 @@ class Probe:
         self._thread.start()
         self._router = Router(secret or cluster.resolve_secret(), self._lookup)
         self._waiting: dict[tuple[str, int, int], concurrent.futures.Future[Reply]] = {}
+        self.fallbacks = 0
+        """Answers so far that were fallbacks (``Reply.fallback``)."""
 
     async def _lookup(self, bot: str) -> dict[str, str]:
         raw = await asyncio.get_running_loop().run_in_executor(
@@ -158,7 +168,9 @@ class Probe:
             kind = reply.kind
             waited = now_ms() - start
             if kind == internal_pb2.Reply.ANSWER:
-                return Reply(True, reply.action, reply.received_ms - reply.sent_ms, waited)
+                self.fallbacks += bool(reply.fallback)
+                think = reply.received_ms - reply.sent_ms
+                return Reply(True, reply.action, think, waited, reply.fallback)
             if kind == internal_pb2.Reply.TIMEOUT:
                 return Reply(True, None, None, waited)
             if kind == internal_pb2.Reply.EXPIRED or now_ms() >= until:

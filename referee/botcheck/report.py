@@ -43,6 +43,9 @@ class Report:
 
     bot: str
     results: list[CheckResult] = field(default_factory=list)
+    fallbacks: int = 0
+    """Answers that were fallbacks: the bot's SDK or bridge answered because its code
+    failed (``Action.fallback``)."""
 
     def add(self, result: CheckResult) -> CheckResult:
         self.results.append(result)
@@ -80,6 +83,12 @@ class Report:
                 out.write(f"{'':{width + 10}}{detail}\n")
         passed = sum(r.status == PASS for r in self.results)
         skipped = sum(r.status == SKIP for r in self.results)
+        if self.fallbacks:
+            out.write(
+                f"{self.fallbacks} answer(s) were fallbacks: the bot's code failed and its SDK "
+                "or bridge answered for it (a season counts them, or refuses them with "
+                'fallback = "invalid")\n'
+            )
         verdict = "PASSED" if self.passed else "FAILED"
         out.write(f"{verdict}: {passed} passed, {len(self.failures)} failed, {skipped} skipped\n")
         out.flush()

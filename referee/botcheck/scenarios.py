@@ -95,7 +95,7 @@ class CheckContext:
 
 def _problem(decision: Decision, reply: Reply, clock: ClockInfo) -> str:
     """'' when the reply is a legal, timely answer to ``decision``; else what is wrong."""
-    if not reply.sent or reply.action is None:
+    if not reply.sent or reply.action is None or reply.fallback:
         return reply.describe(clock)
     if reply.action not in decision.legal_actions:
         return (
@@ -472,4 +472,5 @@ def run_all(ctx: CheckContext, report: Report) -> Report:
         except Exception as exc:  # a checker bug must not hide the other results
             result = CheckResult.fail(label, f"checker error: {exc!r}")
         report.add(_with_incidents(ctx, result))
+    report.fallbacks += ctx.probe.fallbacks
     return report

@@ -4,9 +4,12 @@ Redis, and the conformance check of a bot (docs/bots.md)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import logging
 import sys
 import time
+from collections.abc import Iterator
 
 import redis
 
@@ -119,9 +122,43 @@ def _games_to_check(
     return known, note
 
 
+PLATFORM_LOGGERS = ("workers", "referee")
+"""The loggers of the platform code the checker runs in its own process (the probe's link
+to the referee, ``workers.link``): their warnings are expected (the reconnect scenario
+kills the link on purpose) and say nothing about the bot."""
+
+
+@contextlib.contextmanager
+def _checker_logs(verbose: bool) -> Iterator[None]:
+    """Keep the checker's own expected errors out of the author's view: the platform's
+    loggers go nowhere (to stderr with ``--verbose``); grpc's core says only errors
+    (``referee.cli``). The report says what matters."""
+    handler: logging.Handler = (
+        logging.StreamHandler(sys.stderr) if verbose else logging.NullHandler()
+    )
+    handler.setFormatter(logging.Formatter("[checker] %(name)s: %(message)s"))
+    saved = []
+    for name in PLATFORM_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate))
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, propagate in saved:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+
+
 def check(args: argparse.Namespace) -> int:
     command = program_of(args)
     games = _check_games(args)
+    with _checker_logs(args.verbose):
+        return _check(args, command, games)
+
+
+def _check(args: argparse.Namespace, command: list[str], games: list[str]) -> int:
     if command:
         return _check_command(args, command, games)
     token = read_secret(args, "token", BOT_TOKEN_ENV)

@@ -31,6 +31,7 @@ from referee.cli.common import (
     write_redis_url,
 )
 from referee.cli.seasons import console, standings_table, watch_season
+from referee.embedded_redis import write_private
 from referee.errors import ArenaError
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
@@ -87,6 +88,7 @@ def run_demo(
     started = time.monotonic()
     platform = Platform(data_dir)
     url_file = Path(data_dir) / REDIS_URL_FILE
+    token_file = Path(data_dir) / ADMIN_TOKEN_FILE
     try:
         url = platform.start_redis()
         write_redis_url(Path(data_dir), url)
@@ -141,26 +143,48 @@ def run_demo(
                 console.print(cell(f"  problem: {problem}"))
         console.print(f"demo took {time.monotonic() - started:.1f}s")
         if keep_running:
-            _serve_until_interrupted(platform, url, name, console)
+            write_private(token_file, platform.admin_token + "\n")
+            console.print(
+                running_note(
+                    Path(data_dir), platform.http_port, platform.port, url, name, token_file
+                ),
+                highlight=False,
+            )
+            _serve_until_interrupted()
         return 0 if report.ok else 1
     finally:
         platform.stop()
-        if url_file.exists():
-            url_file.unlink()
+        for private in (url_file, token_file):
+            if private.exists():
+                private.unlink()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _serve_until_interrupted(platform: Platform, url: str, season: str, console: Console) -> None:
+ADMIN_TOKEN_FILE = "admin.token"
+"""Where ``arena demo --keep-running`` leaves its referee's League admin token (0600)."""
+
+
+def running_note(
+    data_dir: Path, http_port: int, port: int, url: str, season: str, token_file: Path
+) -> str:
+    """What ``--keep-running`` prints: where things are, and how to reach them without a
+    secret on a command line (argv shows in ``ps``): the Redis URL and the admin token stay
+    in 0600 files of the data dir, and the commands find the Redis through the data dir."""
     host = "127.0.0.1"
-    console.print(
+    where = "" if data_dir == default_data_dir() else f" --data-dir {data_dir}"
+    return (
         "\nthe platform keeps running (Ctrl-C stops it):\n"
-        f"  standings page  http://{host}:{platform.http_port}/\n"
-        f"  metrics         http://{host}:{platform.http_port}/metrics\n"
-        f"  referee gRPC    {host}:{platform.port}   admin token {platform.admin_token}\n"
-        f"  redis           {url}\n"
-        f"  try             arena standings {season} --redis-url {url}"
+        f"  standings page  http://{host}:{http_port}/\n"
+        f"  metrics         http://{host}:{http_port}/metrics\n"
+        f"  referee gRPC    {host}:{port}   admin token in {token_file} (0600)\n"
+        f"  redis           {redacted_url(url)}   full URL in {data_dir / REDIS_URL_FILE} "
+        "(0600)\n"
+        f"  try             arena standings {season}{where}"
     )
+
+
+def _serve_until_interrupted() -> None:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

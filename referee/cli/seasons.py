@@ -28,7 +28,7 @@ from rich.table import Table
 from referee.cli.common import Commands, add_redis_options, cell, connect, terminal_safe
 from referee.errors import ConfigError
 from referee.seasons import embargo, store
-from referee.seasons.model import FORMATS, SeasonSpec, time_control_from_dict
+from referee.seasons.model import FALLBACK_MODES, FORMATS, SeasonSpec, time_control_from_dict
 from referee.seasons.standings import ROW_FIELDS
 
 UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
@@ -73,6 +73,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--format", choices=FORMATS)
     p.add_argument("--window", type=int, help="matches of this season in flight at once")
+    p.add_argument(
+        "--fallback",
+        choices=FALLBACK_MODES,
+        help="a fallback answer (the bot's SDK or bridge answered because its code failed): "
+        "count it (default) or refuse it as an invalid action",
+    )
     p.add_argument("--start", action="store_true", help="start it right away")
     add_redis_options(p)
 
@@ -233,6 +239,7 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
         "rounds",
         "format",
         "window",
+        "fallback",
     ):
         if getattr(args, flag) is not None:
             options[flag] = getattr(args, flag)
@@ -251,13 +258,21 @@ def _create(args: argparse.Namespace) -> int:
         info = store.create_season(conn, spec, words=words_from_args(args))
         if args.start:
             info = store.start_season(conn, info["season"])
+        absent = store.bots_without_stream(conn, spec.bots)
     print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")
     print(f"seed sha256 {info['seed_sha256']}")
     if info.get("duplicate"):
         print(f"deals: {info['duplicate']}")
     if not args.start:
         print(f"start it with: arena season start {info['season']}")
+    _warn_no_stream(absent, SeasonSpec.from_json(info["spec"]))
     return 0
+
+
+def _warn_no_stream(absent: list[str], spec: SeasonSpec) -> None:
+    warning = store.no_stream_warning(absent, spec)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _change(args: argparse.Namespace, fn: Any, verb: str) -> int:
@@ -272,7 +287,12 @@ def _change(args: argparse.Namespace, fn: Any, verb: str) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    return _change(args, store.start_season, "started")
+    code = _change(args, store.start_season, "started")
+    with _conn(args) as conn:
+        spec = store.get_spec(conn, args.season)
+        absent = store.bots_without_stream(conn, spec.bots)
+    _warn_no_stream(absent, spec)
+    return code
 
 
 def _pause(args: argparse.Namespace) -> int:
@@ -363,6 +383,7 @@ def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Tab
         ("IP", "right"),
         ("IA", "right"),
         ("TO", "right"),
+        ("FB", "right"),
         ("AP", "right"),
     ]
     for col, justify in columns:
@@ -384,6 +405,7 @@ def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Tab
             str(r["illegal_passes"]),
             str(r["invalid_actions"]),
             str(r["timeouts"]),
+            str(r.get("fallbacks", 0)),
             str(r["autopilot_seats"]),
         )
     return table
@@ -392,7 +414,8 @@ def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Tab
 _CAPTION = (
     "Elo: Bradley-Terry fit of every deal's finishing order (mean 1500); live: incremental "
     "Elo; OSk: OpenSkill ordinal; M: matches; place: average finishing place; IP illegal "
-    "passes, IA invalid actions, TO timeouts, AP autopilot seats"
+    "passes, IA invalid actions, TO timeouts, FB fallbacks (the bot's SDK or bridge answered "
+    "because its code failed), AP autopilot seats"
 )
 
 

@@ -31,10 +31,17 @@ from referee.cli.common import (
     data_dir_of,
     read_secret,
     redacted_url,
+    resolve_redis_url,
     running_or_embedded_redis,
 )
 from referee.errors import ConfigError
-from referee.procs import RefereeStartError, die_with_parent, start_referee, stop_process
+from referee.procs import (
+    ERROR_PREFIX,
+    RefereeStartError,
+    die_with_parent,
+    start_referee,
+    stop_process,
+)
 from workers.pool import WorkerPool
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -65,6 +72,12 @@ def register(commands: Commands) -> None:
         "their seasons' seats there); for public deployments",
     )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+    p.add_argument(
+        "--join",
+        action="store_true",
+        help="when a platform already runs in the data dir, add this referee to it (with a "
+        "free --port and --http-port, and an admin token of its own) instead of refusing",
+    )
 
 
 def install_stop(pool: WorkerPool | threading.Event) -> None:
@@ -80,9 +93,36 @@ def install_stop(pool: WorkerPool | threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def _echo(line: str) -> None:
-    sys.stdout.write(f"referee | {line}\n")
-    sys.stdout.flush()
+class _Echo:
+    """Prints the referee's output lines, ``referee | `` first. Until the referee has
+    started, its own error line is left out: ``arena up`` says it once, as its error."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def __call__(self, line: str) -> None:
+        if not self.started and line.startswith(ERROR_PREFIX):
+            return
+        sys.stdout.write(f"referee | {line}\n")
+        sys.stdout.flush()
+
+
+def _refuse_a_second_platform(args: argparse.Namespace) -> None:
+    """A data dir whose embedded Redis runs belongs to a running platform: a second ``arena
+    up`` there would join it silently (as another referee, with another admin token).
+    Refused unless ``--join`` asks for just that."""
+    if getattr(args, "redis_url", None) or args.join:
+        return
+    try:
+        url = resolve_redis_url(args)
+    except ConfigError:
+        return  # nothing runs there: this one starts the platform
+    raise ConfigError(
+        f"the data dir {data_dir_of(args)} is in use: a platform runs there (its Redis at "
+        f"{redacted_url(url)}). Stop it (Ctrl-C where `arena up` runs), give this one "
+        "another --data-dir, or pass --join to add one more referee to it (with a free "
+        "--port and --http-port)"
+    )
 
 
 def up(args: argparse.Namespace) -> int:
@@ -100,6 +140,9 @@ def up(args: argparse.Namespace) -> int:
     secret = (
         cluster.resolve_secret(args.cluster_secret_file) if given else secrets.token_urlsafe(32)
     )
+    _refuse_a_second_platform(args)
+    joined = bool(args.join and not getattr(args, "redis_url", None))
+    echo = _Echo()
     with running_or_embedded_redis(args) as url:
         try:
             referee, grpc_addr = start_referee(
@@ -120,16 +163,24 @@ def up(args: argparse.Namespace) -> int:
                 *("--grace-s", str(args.grace_s)),
                 *(("--link-tls-ca", args.link_tls_ca) if args.link_tls_ca else ()),
                 timeout=REFEREE_START_S,
-                on_line=_echo,
+                on_line=echo,
                 env=child_env(**{ADMIN_TOKEN_ENV: token, cluster.SECRET_ENV: secret}),
                 preexec_fn=die_with_parent,
             )
         except RefereeStartError as exc:
             raise ConfigError(f"arena up: the referee did not start: {exc}") from None
+        echo.started = True
         pool = workers_cmd.make_pool(args, url, secret) if args.num_workers else None
         stop = threading.Event()
         install_stop(pool or stop)
         try:
+            if joined:
+                print(
+                    f"arena up: joined the platform already running in {data_dir_of(args)} "
+                    "as one more referee (--join); the admin token below is this referee's "
+                    "own",
+                    flush=True,
+                )
             print(
                 f"arena up: redis {redacted_url(url)} (data dir {data_dir_of(args)})\n"
                 f"          referee grpc {grpc_addr}"

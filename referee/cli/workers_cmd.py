@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import time
 
 import redis
@@ -28,6 +29,7 @@ from referee.cli.common import (
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.seasons import store
 from workers import queue
 from workers.health import HealthServer
 from workers.pool import (
@@ -190,7 +192,13 @@ def _worker(args: argparse.Namespace) -> int:
         )
         with contextlib.ExitStack() as stack:
             if args.health_port:
-                health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                try:
+                    health = HealthServer(args.health_host, args.health_port, pool.readiness)
+                except OSError as exc:  # a taken port: one line, not a traceback
+                    raise ConfigError(
+                        f"could not serve health on {args.health_host}:{args.health_port}: "
+                        f"{exc.strerror or exc}; pick a free --health-port (0 = off)"
+                    ) from None
                 stack.callback(health.close)
                 print(f"health on http://{args.health_host}:{health.port}/readyz", flush=True)
             pool.run()
@@ -285,7 +293,8 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
         print(
             f" {mark} seat {seat} {bot:<20} {total:>6}   decisions {st['decisions']}"
             f"  timeouts {st['timeouts']}  invalid {st['invalid_actions']}"
-            f"  illegal passes {st['illegal_passes']}" + ("  AUTOPILOT" if st["autopilot"] else "")
+            f"  illegal passes {st['illegal_passes']}  fallbacks {st.get('fallbacks', 0)}"
+            + ("  AUTOPILOT" if st["autopilot"] else "")
         )
 
 
@@ -316,6 +325,12 @@ def _match_run(args: argparse.Namespace) -> int:
     if not queue.enqueue_match(conn, spec):
         return fail(f"match {spec.match_id} is already queued, running or done")
     print(f"enqueued match {spec.match_id} (seed {spec.seed})", flush=True)
+    absent = store.bots_without_stream(conn, spec.seats)
+    warning = store.absent_bots_warning(
+        absent, spec.time_control, spec.strikes, f"match {spec.match_id}"
+    )
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     if not args.wait:
         return 0
     deadline = time.monotonic() + args.timeout

@@ -68,6 +68,7 @@ _STANDING_INTS = (
     "invalid_actions",
     "timeouts",
     "autopilot_seats",
+    "fallbacks",
 )
 _STANDING_FLOATS = ("avg_place", "score", "elo", "elo_low", "elo_high")
 

@@ -179,8 +179,10 @@ class ReplySink(Protocol):
         action: str = "",
         sent_ms: float = 0.0,
         received: float = 0.0,
+        fallback: str = "",
     ) -> None:
-        """The one reply to turn ``key``; never raises, never blocks."""
+        """The one reply to turn ``key``; never raises, never blocks (``fallback``: the
+        bot's ``Action.fallback``)."""
         ...
 
 
@@ -327,10 +329,15 @@ class Hub:
         target.enqueue(payload)
 
     def _reply(
-        self, request: Request, kind: ReplyKind, action: str = "", received: float = 0.0
+        self,
+        request: Request,
+        kind: ReplyKind,
+        action: str = "",
+        received: float = 0.0,
+        fallback: str = "",
     ) -> None:
         if request.link is not None:
-            request.link.reply(request.key, kind, action, request.sent_ms, received)
+            request.link.reply(request.key, kind, action, request.sent_ms, received, fallback)
 
     def forget_link(self, link: ReplySink) -> None:
         """A host went away: drop its waiting turns; held ones stay until answered or timed
@@ -798,7 +805,7 @@ class BotSession:
         if request is not None and request.sent_ms > 0:
             self._close_request(key)
             self._remember_answered(key)
-            self.hub._reply(request, Kind.ANSWER, action.action, received_ms)
+            self.hub._reply(request, Kind.ANSWER, action.action, received_ms, action.fallback)
             self.hub.dispatch(self.bot)
             return
         where = f"match {action.match_id} attempt {action.attempt} seq {action.seq}"
@@ -954,6 +961,7 @@ class HostLink:
         action: str = "",
         sent_ms: float = 0.0,
         received: float = 0.0,
+        fallback: str = "",
     ) -> None:
         if self.closed:
             return
@@ -966,6 +974,7 @@ class HostLink:
                 action=action,
                 sent_ms=sent_ms,
                 received_ms=received,
+                fallback=fallback,
             )
         )
         self._idle.clear()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis import Redis as SyncRedis
@@ -71,8 +71,9 @@ def _u32(value: int) -> int:
     return min(max(0, int(value)), _U32_MAX)
 
 
-def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
-    """A season hash as a ``SeasonInfo`` message."""
+def season_info(info: Mapping[str, str], absent: Sequence[str] = ()) -> league_pb2.SeasonInfo:
+    """A season hash as a ``SeasonInfo`` message; ``absent``: its bots with no stream
+    (``store.bots_without_stream``), named with the warning."""
     spec = SeasonSpec.from_json(info["spec"]) if info.get("spec") else None
     tc = spec.time_control if spec else None
     seed = info.get("seed") or ""
@@ -97,6 +98,8 @@ def season_info(info: Mapping[str, str]) -> league_pb2.SeasonInfo:
         else None,
         spec_json=info.get("spec", ""),
         created_at=int(info.get("created_ms") or 0) // 1000,
+        bots_without_stream=list(absent),
+        warning=store.no_stream_warning(absent, spec) if spec else "",
     )
 
 
@@ -118,6 +121,7 @@ def standings_message(data: Mapping[str, Any] | None, season: str) -> league_pb2
             invalid_actions=r["invalid_actions"],
             timeouts=r["timeouts"],
             autopilot_seats=r["autopilot_seats"],
+            fallbacks=r.get("fallbacks", 0),
             elo=r["elo"],
             elo_low=r["elo_low"],
             elo_high=r["elo_high"],
@@ -209,15 +213,26 @@ SeasonChange = Callable[
 ]
 
 
-def _season_change(change: Callable[[SyncRedis, str], dict[str, str]], does: str) -> SeasonChange:
+def _season_change(
+    change: Callable[[SyncRedis, str], dict[str, str]], does: str, warn: bool = False
+) -> SeasonChange:
     """The League method that ``change``s the state of ``request.season``: admin only,
-    answers with the season (StartSeason, PauseSeason, ResumeSeason, CancelSeason)."""
+    answers with the season (StartSeason, PauseSeason, ResumeSeason, CancelSeason);
+    ``warn``: naming its bots with no stream (``SeasonInfo.warning``)."""
 
     async def method(
         self: SeasonsServicerMixin, request: league_pb2.SeasonRef, context: Context
     ) -> league_pb2.SeasonInfo:
         await self.require_admin(context)
-        return season_info(await self._run(context, lambda c: change(c, request.season)))
+
+        def run(conn: SyncRedis) -> tuple[dict[str, str], list[str]]:
+            info = change(conn, request.season)
+            if not warn or not info.get("spec"):
+                return info, []
+            bots = SeasonSpec.from_json(info["spec"]).bots
+            return info, store.bots_without_stream(conn, bots)
+
+        return season_info(*await self._run(context, run))
 
     method.__doc__ = f"Admin only: {does} ``request.season`` (``store.{change.__name__}``)."
     return method
@@ -257,14 +272,16 @@ class SeasonsServicerMixin:
     ) -> league_pb2.SeasonInfo:
         await self.require_admin(context)
 
-        def create(conn: SyncRedis) -> dict[str, str]:
-            return store.create_season(conn, spec_from_request(request))
+        def create(conn: SyncRedis) -> tuple[dict[str, str], list[str]]:
+            spec = spec_from_request(request)
+            info = store.create_season(conn, spec)
+            return info, store.bots_without_stream(conn, spec.bots)
 
-        return season_info(await self._run(context, create))
+        return season_info(*await self._run(context, create))
 
-    StartSeason = _season_change(store.start_season, "starts")
+    StartSeason = _season_change(store.start_season, "starts", warn=True)
     PauseSeason = _season_change(store.pause_season, "pauses")
-    ResumeSeason = _season_change(store.resume_season, "resumes")
+    ResumeSeason = _season_change(store.resume_season, "resumes", warn=True)
     CancelSeason = _season_change(store.cancel_season, "cancels")
 
     async def ListSeasons(

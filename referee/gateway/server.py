@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
@@ -293,6 +294,12 @@ class RefereeServer:
 
     async def _start(self) -> int:
         await self.redis.ping()
+        # Taken ports are refused here in one line, before grpc's C core logs its own bind
+        # error or aiohttp its traceback (a last-moment race still fails below, as before).
+        ensure_free(self.config.host, self.config.port, "--port")
+        if self.config.http_port:
+            http_host = self.config.http_host or self.config.host
+            ensure_free(http_host, self.config.http_port, "--http-port")
         await self._start_link_server()
         server = grpc.aio.server(
             interceptors=[BotAuthInterceptor(self.redis, self.token_watch)],
@@ -552,6 +559,31 @@ class RefereeServer:
 
     async def wait(self) -> None:
         await self.stop_event.wait()
+
+
+def ensure_free(host: str, port: int, flag: str) -> None:
+    """Raise ``OSError`` in one line when ``host:port`` cannot be listened on because another
+    socket holds it (port 0, or a host that does not resolve, is left to the real bind)."""
+    if not port:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return
+    for family, kind, proto, _name, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    return  # not this machine's address...: the real bind says so
+                raise OSError(
+                    f"could not listen on {host}:{port}: another process is listening there; "
+                    f"pick a free {flag} (0 for any free port)"
+                ) from None
 
 
 async def run_referee(config: RefereeConfig, *, announce: bool = True) -> None:

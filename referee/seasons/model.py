@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from referee.errors import ConfigError
 from referee.games.base import derive_seed as derive_seed
-from workers.spec import TimeControl
+from workers.spec import FallbackMode, TimeControl
 
 FORMAT_AUTO = "auto"
 FORMAT_FREE_FOR_ALL = "free_for_all"
@@ -34,6 +34,8 @@ DUPLICATE_FIELD = "field"
 DUPLICATE_OFF = "off"
 DUPLICATE_SAME_TABLE = "same_table_leaks_hands"
 DUPLICATE_MODES = (DUPLICATE_FIELD, DUPLICATE_OFF, DUPLICATE_SAME_TABLE)
+FALLBACK_COUNT = str(FallbackMode.COUNT)
+FALLBACK_MODES = tuple(str(mode) for mode in FallbackMode)
 """``options.duplicate``: ``field`` (true): each shuffle is played at several tables by
 different bots, never twice by one bot (docs/seasons.md); ``off`` (false): every deal a
 new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with the hands
@@ -167,6 +169,10 @@ class SeasonOptions:
     * ``format``: ``free_for_all``, ``head_to_head`` (Sedma for four: one bot holds both
       seats of a partnership) or ``auto`` (head-to-head for four-seat Sedma, else free).
     * ``window``: matches of this season in flight at once.
+    * ``fallback``: what a fallback answer is (the bot's SDK or bridge answered for it
+      because its code failed: ``Action.fallback``): ``count`` (default: applied as the
+      bot's move and counted as a fallback) or ``invalid`` (refused as an invalid action,
+      with the rules' consequence and a strike). See :data:`FALLBACK_MODES`.
     """
 
     duplicate: str | bool = DUPLICATE_FIELD
@@ -178,6 +184,7 @@ class SeasonOptions:
     rounds: int = 1
     format: str = FORMAT_AUTO
     window: int = 8
+    fallback: str = FALLBACK_COUNT
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duplicate", _duplicate(self.duplicate))
@@ -192,6 +199,7 @@ class SeasonOptions:
             "rounds": self.rounds,
             "format": self.format,
             "window": self.window,
+            "fallback": self.fallback,
         }
 
     @classmethod
@@ -219,6 +227,7 @@ class SeasonOptions:
             rounds=_int(data, "rounds", default.rounds),
             format=str(data.get("format", default.format)),
             window=_int(data, "window", default.window),
+            fallback=str(data.get("fallback", default.fallback)),
         )
         options.validate(bounded=not stored)
         return options
@@ -243,6 +252,12 @@ class SeasonOptions:
                 raise ConfigError(bad)
         if self.format not in FORMATS:
             raise ConfigError(f"format = {self.format!r}: use one of {', '.join(FORMATS)}")
+        if self.fallback not in FALLBACK_MODES:
+            raise ConfigError(
+                f"fallback = {self.fallback!r}: use one of {', '.join(FALLBACK_MODES)} "
+                "(count: a fallback answer is played and counted; invalid: it is refused "
+                "as an invalid action)"
+            )
 
 
 @dataclass(frozen=True, slots=True)

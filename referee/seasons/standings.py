@@ -39,6 +39,7 @@ ROW_FIELDS = (
     "invalid_actions",
     "timeouts",
     "autopilot_seats",
+    "fallbacks",
     "elo",
     "elo_low",
     "elo_high",
@@ -62,6 +63,7 @@ class _Tally:
     invalid_actions: int = 0
     timeouts: int = 0
     autopilot_seats: int = 0
+    fallbacks: int = 0
     seen: set[str] = field(default_factory=set)
     dup_score: float = 0.0
     dup_hands: int = 0
@@ -168,6 +170,7 @@ def compute_standings(
             tally.invalid_actions += int(stats.get("invalid_actions", 0))
             tally.timeouts += int(stats.get("timeouts", 0))
             tally.autopilot_seats += 1 if stats.get("autopilot") else 0
+            tally.fallbacks += int(stats.get("fallbacks", 0))
         for placing in placings_of(result):
             ahead = 0
             for place_group in placing.order:
@@ -205,6 +208,7 @@ def compute_standings(
                 "invalid_actions": t.invalid_actions,
                 "timeouts": t.timeouts,
                 "autopilot_seats": t.autopilot_seats,
+                "fallbacks": t.fallbacks,
                 "elo": round(fit.elo.get(name, ELO_MEAN), 2),
                 "elo_low": round(fit.low.get(name, ELO_MEAN), 2),
                 "elo_high": round(fit.high.get(name, ELO_MEAN), 2),

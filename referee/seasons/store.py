@@ -39,7 +39,7 @@ from referee.seasons.model import (
 )
 from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
-from workers.spec import CommittedResult, MatchSpec, MatchState
+from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
 CREATED = "created"
 RUNNING = "running"
@@ -277,6 +277,40 @@ def bots_declining(
         if games and game not in games:
             out.append((bot, games))
     return out
+
+
+def bots_without_stream(conn: redis.Redis, bots: Sequence[str]) -> list[str]:
+    """The bots that hold no stream on any referee now (the bot-streams directory), in the
+    order given, each once."""
+    names = list(dict.fromkeys(bots))
+    pipe = conn.pipeline(transaction=False)
+    for bot in names:
+        pipe.hlen(keys.bot_streams(bot))
+    return [bot for bot, streams in zip(names, pipe.execute(), strict=True) if not streams]
+
+
+def no_stream_warning(absent: Sequence[str], spec: SeasonSpec) -> str:
+    """The warning ``season create`` and ``season start`` give for bots with no stream
+    ('' when every bot has one): who, and what their matches will do."""
+    return absent_bots_warning(
+        absent, spec.time_control, spec.options.strikes, f"season {spec.name}"
+    )
+
+
+def absent_bots_warning(absent: Sequence[str], tc: TimeControl, strikes: int, where: str) -> str:
+    """The warning for ``absent`` bots (no stream anywhere) of ``where`` (a season, a
+    match); '' when there are none."""
+    if not absent:
+        return ""
+    wait_ms = tc.move_ms + tc.bank_ms + tc.grace_ms + tc.absent_ms
+    return (
+        f"{len(absent)} bot(s) of {where} have no stream connected to any referee: "
+        f"{', '.join(absent)}. Until one connects, each of its decisions is judged "
+        f"disconnected {tc.absent_ms} ms past its clock (about {wait_ms / 1000:g} s, "
+        f"time_control.absent_ms), and after {strikes} in a row the autopilot plays its "
+        "seat to the end of the match: start them (`arena bridge --server ... --token ... "
+        "-- PROGRAM`, or the SDK's --server/--token) first"
+    )
 
 
 def _new_name(game: str) -> str:
@@ -552,6 +586,7 @@ def match_spec_of(
         season=season_id,
         strikes=spec.options.strikes,
         autoplay_forced=spec.options.autoplay_forced,
+        fallback=FallbackMode(spec.options.fallback),
     )
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import redis
 
-from arena_sdk.sdk import ActionOutcome, Bot, Turn
+from arena_sdk.sdk import ActionOutcome, Bot, Fallback, Turn, first_legal
 from referee import bots, keys
 from referee.errors import ConflictError
 from referee.games.base import DealSpec
@@ -103,9 +103,11 @@ class HumanSeat(Bot):
     def answer(self, seq: int, action: str) -> None:
         self._answers.put((seq, action))
 
-    def choose(self, turn: Turn) -> str:
+    def choose(self, turn: Turn) -> str | Fallback:
         """Wait for the person's answer to ``turn``; give up when its clock has run out (the
-        referee has applied the timeout rule by then) or the referee says it timed out."""
+        referee has applied the timeout rule by then), the referee says it timed out, or the
+        seat is stopped: then the first legal action, marked as a fallback (the person did
+        not choose it)."""
         self.listener("turn", turn_payload(turn))
         clock = turn.clock
         deadline = time.monotonic() + (clock.move_ms + clock.bank_ms + clock.grace_ms) / 1000
@@ -118,7 +120,7 @@ class HumanSeat(Bot):
                 if action is None:
                     break  # timed out: the answer no longer counts
                 return action
-        return turn.legal_actions[0] if turn.legal_actions else "pass"
+        return Fallback(first_legal(turn), "no_answer")
 
     def on_result(self, result: ActionOutcome) -> None:
         if result.status in ("timed_out", "stale"):

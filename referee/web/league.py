@@ -145,6 +145,7 @@ def standings_columns(unit: str) -> list[tuple[str, str]]:
         ("illegal_passes", "illegal passes"),
         ("invalid_actions", "invalid actions"),
         ("timeouts", "timeouts"),
+        ("fallbacks", "fallbacks"),
         ("autopilot_seats", "autopilot"),
     ]
     if unit == "deals_won":

@@ -109,6 +109,18 @@ class Pages:
                     continue
                 if step.get("think_ms") is not None and step.get("source") == "bot":
                     think.append(float(step["think_ms"]))
+                if step.get("fallback"):  # its SDK or bridge answered: the bot's code failed
+                    penalties.append(
+                        {
+                            "match_id": m["match_id"],
+                            "deal": int(step.get("deal", 0)) + 1,
+                            "kind": "fallback",
+                            "reason": str(step["fallback"]),
+                            "message": "the bot's SDK or bridge answered for it "
+                            f"({step.get('status', '')})",
+                            "action": step.get("answer") or "",
+                        }
+                    )
                 for event in step.get("events", []):
                     if event.get("seat") in mine and event.get("kind") in (
                         "penalty",

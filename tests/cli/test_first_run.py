@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 
+from referee import keys
 from referee.cli.main import main as arena_main
 from referee.games.base import Event, EventKind, Source
 from workers.replay import _describe
@@ -63,3 +65,22 @@ def test_match_run_wait_shows_the_queue_position(
     assert code == 1
     assert "mine: queued, 2 match(es) ahead of it (3 in the queue)" in captured.out
     assert "is a worker running" in captured.err
+
+
+def test_match_run_names_the_bots_with_no_stream(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sibling of issue 27 item 2: ``match run`` with bots that hold no stream said
+    nothing, and the match then judged them absent. It names them on stderr (a bot with
+    a stream in the bot-streams directory is not named)."""
+    conn = redis.Redis.from_url(redis_url, decode_responses=True)
+    conn.hset(keys.bot_streams("nsa"), "referee-1:stream-1", "{}")
+    base = ["match", "run", "--game", "sevens", "--preset", "sevens", "--bots", "nsa,nsb,nsc",
+            "--redis-url", redis_url]  # fmt: skip
+    assert arena_main([*base, "--match-id", "no-stream"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, err
+    assert "have no stream connected to any referee: nsb, nsc." in warnings[0]
+    assert "match no-stream" in warnings[0] and "absent_ms" in warnings[0]
+    conn.close()

@@ -25,6 +25,7 @@ def _stats(bot: str, **kw: Any) -> SeatStats:
         "timeouts": 0,
         "invalid_actions": 0,
         "illegal_passes": 0,
+        "fallbacks": 0,
         "autopilot": False,
         "think_ms_total": 1.0,
     }

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from referee.web import human
-from sample_bots.sdk import ActionOutcome, Clock, Turn
+from sample_bots.sdk import ActionOutcome, Clock, Fallback, Turn
 
 
 def turn(seq: int, move_ms: int = 60_000) -> Turn:
@@ -51,10 +51,11 @@ def test_a_person_who_does_not_answer_in_time_does_not_block_the_seat(
     monkeypatch.setattr(human, "GIVE_UP_MARGIN_S", 0.0)
     seat = human.HumanSeat("human-x", lambda kind, payload: None)
     started = time.monotonic()
-    assert seat.choose(turn(1, move_ms=300)) == "7D"  # the clock ran out: first legal
+    # the clock ran out: the first legal action, marked as not the person's choice
+    assert seat.choose(turn(1, move_ms=300)) == Fallback("7D", "no_answer")
     assert time.monotonic() - started < 5
     # The referee's timed_out result releases a waiting choose at once.
     threading.Timer(0.2, seat.on_result, args=(outcome(2, "timed_out"),)).start()
     started = time.monotonic()
-    assert seat.choose(turn(2)) == "7D"
+    assert seat.choose(turn(2)) == Fallback("7D", "no_answer")
     assert time.monotonic() - started < 30

@@ -208,6 +208,7 @@ def test_a_clean_match_tells_each_bot_everything_in_order() -> None:
             "timeouts": 0,
             "invalid_actions": 0,
             "illegal_passes": 0,
+            "fallbacks": 0,
             "autopilot": False,
             "think_ms_total": 30.0,
         }
@@ -432,14 +433,15 @@ def test_a_request_waits_for_its_bot_as_long_as_the_clock_says() -> None:
 
 def test_a_bot_with_no_stream_is_judged_disconnected_and_keeps_its_bank() -> None:
     """Pins the "no stream" path of ``ask``: a bot never found (not even at the match start)
-    is waited for ``queue_ms`` past its limit, then each decision is ``disconnected``:
+    is waited for ``absent_ms`` past its limit, as a bot that left is (docs/workers.md;
+    ``queue_ms`` here is 30 times longer), then each decision is ``disconnected``:
     told ``TIMED_OUT`` with reason ``disconnected``, think time 0, the bank untouched, the
     timeout rule applied (a pass paying its chip); the other bot plays normally."""
     run, router, link = _play_recorded(absent=frozenset({"b"}))
     b_routes = [(until, called) for bot, until, called in router.routes[2:] if bot == "b"]
     assert len(b_routes) == 3
     for until, called in b_routes:
-        assert 750 + 60_000 - 1_000 < until - called <= 750 + 60_000
+        assert 750 + 2_000 - 1_000 < until - called <= 750 + 2_000
     assert {bot for bot, *_ in link.calls} == {"a"} and run.reached == {"a"}
     b_steps = [s for s in run.steps if s["seat"] == 1 and s["source"] == "bot"]
     assert [s["status"] for s in b_steps] == ["timed_out"] * 3
@@ -559,11 +561,12 @@ def test_a_pass_while_holding_a_legal_play_is_an_accepted_illegal_pass() -> None
     assert run.stats[1]["illegal_passes"] == 1 and run.stats[1]["invalid_actions"] == 0
 
 
-def test_a_bot_excused_or_not_yet_reached_is_waited_for_queue_ms() -> None:
+def test_only_an_excused_bot_is_waited_for_queue_ms() -> None:
     """Pins who gets ``queue_ms`` instead of ``absent_ms`` past the limit (docs/workers.md):
-    a bot whose referee failed lately (the router excuses it, asked with ``queue_ms``) and
-    a bot with no stream at the match start until its first decision; once a decision of
-    it reached a stream, it is judged like any reached bot."""
+    only a bot whose referee failed lately (the router excuses it, asked with
+    ``queue_ms``). A bot with no stream at the match start is judged like any other: its
+    first decision waits ``absent_ms`` past the limit too (not ``queue_ms``: a bot that never
+    connects would stall its table for ``queue_ms`` per decision)."""
     run, router, _ = _play_recorded(absent=frozenset(), excused=frozenset({"a"}))
     for bot, until, called in router.routes[2:]:
         expected = 750 + (60_000 if bot == "a" else 2_000)
@@ -572,8 +575,7 @@ def test_a_bot_excused_or_not_yet_reached_is_waited_for_queue_ms() -> None:
     assert {bot for bot, _ in router.excuses} == {"a", "b"}
     run, router, _ = _play_recorded(absent=frozenset(), late=frozenset({"b"}))
     b_waits = [until - called for bot, until, called in router.routes[2:] if bot == "b"]
-    assert 750 + 60_000 - 1_000 < b_waits[0] <= 750 + 60_000
-    assert all(750 + 2_000 - 1_000 < w <= 750 + 2_000 for w in b_waits[1:]) and b_waits[1:]
+    assert all(750 + 2_000 - 1_000 < w <= 750 + 2_000 for w in b_waits) and b_waits[1:]
     assert run.reached == {"a", "b"}
 
 

@@ -43,7 +43,7 @@ from workers.runner import (
     worker_name,
 )
 from workers.runner import mark_failed as _mark_failed
-from workers.spec import MatchSpec, TimeControl, redeal_seed
+from workers.spec import FallbackMode, MatchSpec, TimeControl, redeal_seed
 
 
 class _Router:
@@ -740,6 +740,7 @@ def test_a_spec_keeps_every_field_through_its_stored_json() -> None:
         time_control=TimeControl(move_ms=1, bank_ms=2, grace_ms=3, queue_ms=4, absent_ms=5),
         strikes=0,
         autoplay_forced=True,
+        fallback=FallbackMode.INVALID,
     )
     stored = json.loads(spec.to_json())
     assert stored == {
@@ -759,6 +760,7 @@ def test_a_spec_keeps_every_field_through_its_stored_json() -> None:
         "season": "s1",
         "strikes": 0,
         "autoplay_forced": True,
+        "fallback": "invalid",
     }
     assert MatchSpec.from_json(spec.to_json()) == spec
     ruled = replace(spec, deals=None)
@@ -776,6 +778,7 @@ def test_a_spec_stored_without_its_optional_fields_gets_their_defaults() -> None
     )
     assert spec == MatchSpec("m1", "fake", {}, ("a", "b"), 7)
     assert (spec.deals, spec.season, spec.strikes, spec.autoplay_forced) == (None, "", 3, False)
+    assert spec.fallback == FallbackMode.COUNT  # a fallback answer is played and counted
     assert spec.time_control.to_dict() == {
         "move_ms": 1000,
         "bank_ms": 5000,
