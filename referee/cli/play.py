@@ -20,6 +20,8 @@ from arena_sdk.sdk import BotRefused
 from referee import keys
 from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.errors import ArenaError
+from referee.games.cards import action_symbols as action_text
+from referee.games.cards import card_symbol as card_text
 from referee.games.errors import InvalidRulesError
 from referee.web import human
 
@@ -52,16 +54,6 @@ def register(commands: Commands) -> None:
     parser.add_argument("--seed", type=int, help="deal seed (default: random)")
     parser.add_argument("--move-s", type=float, default=60.0, help="seconds per decision")
     parser.add_argument("--bank-s", type=float, default=300.0, help="reserve seconds per match")
-
-
-def card_text(card: str) -> str:
-    symbol = SUITS.get(card[-1:], ("?", ""))[0]
-    rank = "10" if card[:-1] == "T" else card[:-1]
-    return f"{rank}{symbol}"
-
-
-def action_text(action: str) -> str:
-    return "pass" if action == "pass" else " ".join(card_text(c) for c in action.split("+"))
 
 
 def render_turn(payload: Mapping[str, Any], players: list[str]) -> str:

@@ -40,6 +40,22 @@ new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with 
 rotated at one table, so a bot that remembers its hand knows what its neighbour holds on
 the next rotation; only for trusted bots (issue 14 item 1)."""
 
+RANK_BY = ("elo", "score", "place")
+"""``options.rank_by``: what orders the standings. ``elo``: the Bradley-Terry Elo of every
+deal's finishing order; ``score``: the game's own score (chips, penalty points, match
+points, deals won) per match played; ``place``: average finishing place."""
+
+DEFAULT_RANK_BY = {"sevens": "score", "sedma": "elo"}
+"""The ranking a new season takes when it names none: Sevens is scored in chips or
+penalty points seat by seat, the game's own verdict; in Sedma a seat's match points are
+shared with its partner, so the finishing-order Elo (side against side) is the fairer
+default. A stored season without ``rank_by`` (created before it existed) ranks by Elo."""
+
+
+def default_rank_by(game: str) -> str:
+    return DEFAULT_RANK_BY.get(game, "elo")
+
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SEED_MAX = 2**63 - 1
 
@@ -118,6 +134,8 @@ class SeasonOptions:
     * ``format``: ``free_for_all``, ``head_to_head`` (Sedma for four: one bot holds both
       seats of a partnership) or ``auto`` (head-to-head for four-seat Sedma, else free).
     * ``window``: matches of this season in flight at once.
+    * ``rank_by``: what orders the standings, one of :data:`RANK_BY`; empty: the game's
+      default (:data:`DEFAULT_RANK_BY`), filled in when the season is created.
     """
 
     duplicate: str | bool = DUPLICATE_FIELD
@@ -129,6 +147,7 @@ class SeasonOptions:
     rounds: int = 1
     format: str = FORMAT_AUTO
     window: int = 8
+    rank_by: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duplicate", _duplicate(self.duplicate))
@@ -143,6 +162,7 @@ class SeasonOptions:
             "rounds": self.rounds,
             "format": self.format,
             "window": self.window,
+            "rank_by": self.rank_by,
         }
 
     @classmethod
@@ -164,6 +184,7 @@ class SeasonOptions:
             rounds=_int(data, "rounds", default.rounds),
             format=str(data.get("format", default.format)),
             window=_int(data, "window", default.window),
+            rank_by=str(data.get("rank_by", default.rank_by)),
         )
         options.validate()
         return options
@@ -179,6 +200,11 @@ class SeasonOptions:
             raise ConfigError(f"window = {self.window}: use 1 or more")
         if self.format not in FORMATS:
             raise ConfigError(f"format = {self.format!r}: use one of {', '.join(FORMATS)}")
+        if self.rank_by and self.rank_by not in RANK_BY:
+            raise ConfigError(
+                f"rank_by = {self.rank_by!r}: use one of {', '.join(RANK_BY)} (Elo, the "
+                "game's score per match, average place)"
+            )
 
 
 @dataclass(frozen=True, slots=True)

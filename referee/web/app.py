@@ -107,6 +107,7 @@ _CELL_FORMATS = {
     "live_elo": "{:.0f}",
     "openskill_ordinal": "{:.1f}",
     "score": "{:+g}",
+    "dup_score": "{:+.1f}",
     "avg_place": "{:.2f}",
 }
 
