@@ -136,7 +136,7 @@ def _describe(event: Event, seats: Sequence[str]) -> str | None:
             return f"{who} ILLEGAL PASS{source}" + (f" (pays {', '.join(paid)})" if paid else "")
         case EventKind.INVALID_ACTION:
             message = detail.get("message", "")
-            return f"{who} REFUSED {event.action!r}: {event.reason} {message}".rstrip()
+            return f"{who} REFUSED {event.action!r}: {_words(event.reason)} {message}".rstrip()
         case EventKind.TIMEOUT:
             return f"{who} TIMEOUT"
         case EventKind.PENALTY:

@@ -257,7 +257,7 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
     if result is None:
         return
     res = result["result"]
-    print(f"result of {match_id} ({res['unit']}; winners marked *):")
+    print(f"result of {match_id} ({res['unit'].replace('_', ' ')}; winners marked *):")
     for seat, (bot, total) in enumerate(zip(result["seats"], res["totals"], strict=True)):
         st = result["stats"][seat]
         mark = "*" if seat in res["winners"] else " "
