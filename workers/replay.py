@@ -130,10 +130,9 @@ def _describe(event: Event, seats: Sequence[str]) -> str | None:
             return f"{who} plays {action_symbols(event.action or '')}{source}"
         case EventKind.PASS:
             why = [_words(event.reason)] if event.reason else []
-            why += [f"pays {p}" for p in paid]
-            return f"{who} passes{source}" + (f" ({', '.join(why)})" if why else "")
+            return f"{who} passes{source}" + (f" ({', '.join(why + paid)})" if why or paid else "")
         case EventKind.ILLEGAL_PASS:
-            return f"{who} ILLEGAL PASS{source}" + (f" (pays {', '.join(paid)})" if paid else "")
+            return f"{who} ILLEGAL PASS{source}" + (f" ({', '.join(paid)})" if paid else "")
         case EventKind.INVALID_ACTION:
             message = detail.get("message", "")
             return f"{who} REFUSED {event.action!r}: {_words(event.reason)} {message}".rstrip()

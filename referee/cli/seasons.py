@@ -309,6 +309,7 @@ def _status(args: argparse.Namespace) -> int:
         + ")"
     )
     print(f"decisions  {info.get('decisions', '0')}")
+    print(f"ranked by  {spec.options.rank_by or 'elo'}")
     print(f"seed sha256 {info['seed_sha256']}")
     if info.get("seed"):
         print(f"seed       {info['seed']}  (check: arena season verify {args.season})")

@@ -124,6 +124,8 @@ def test_cli_create_takes_rank_by_and_says_it(
     with pytest.raises(SystemExit):
         main([*argv, "--name", "bad", "--rank-by", "chips", *url])
     assert "invalid choice: 'chips'" in capsys.readouterr().err
+    assert main(["season", "status", "by-place", *url]) == 0
+    assert "ranked by  place" in capsys.readouterr().out
     assert main(["standings", "by-place", *url]) == 0
     assert "ranked by average place" in " ".join(capsys.readouterr().out.split())
     assert main(["season", "export", "by-place", str(tmp_path / "x"), *url]) == 0
