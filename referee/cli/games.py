@@ -152,7 +152,8 @@ def selfplay_command(args: argparse.Namespace) -> int:
 def _deal_line(deal: DealResult, unit: str, names: list[str]) -> str:
     """One deal in words: who won, the cards left and the score change of each seat."""
     parts = [f"deal {deal.deal + 1}:"]
-    parts.append("void" if deal.void else f"won by {names[deal.winner]}")
+    winner = "" if deal.winner is None else f"won by {names[deal.winner]}"
+    parts.append("void" if deal.void else winner or "no winner")
     left = deal.detail.get("cards_left")
     if left is not None:
         parts.append(f"cards left {', '.join(map(str, left))}")

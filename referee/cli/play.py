@@ -20,13 +20,14 @@ from arena_sdk.sdk import BotRefused
 from referee import keys
 from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.errors import ArenaError
-from referee.games.cards import action_symbols as action_text
-from referee.games.cards import card_symbol as card_text
+from referee.games.cards import action_symbols, card_symbol
 from referee.games.errors import InvalidRulesError
 from referee.web import human
 
 SUITS = {"C": ("♣", "clubs"), "D": ("♦", "diamonds"), "H": ("♥", "hearts"), "S": ("♠", "spades")}
 CONNECT_WAIT_S = 15.0
+card_text = card_symbol  # 7D -> 7♦, as the web pages draw cards
+action_text = action_symbols
 
 
 def register(commands: Commands) -> None:
