@@ -159,7 +159,8 @@ def _describe(event: Event, seats: Sequence[str]) -> str | None:
         case "ante":
             return f"{who} antes {', '.join(paid)}"
         case EventKind.VOID_DEAL:
-            return f"deal {event.deal + 1} is void (a tied hand): dealt again"
+            again = ": dealt again" if detail.get("redeal", True) else ""
+            return f"deal {event.deal + 1} is void (a tied hand){again}"
         case EventKind.DEAL_END | EventKind.DEAL_START | EventKind.MATCH_END:
             return None
         case _:
