@@ -9,10 +9,11 @@ trick as it grows (Sedma), passes, refusals and penalties.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from referee.games.base import Event, EventKind, Match, Source
+from referee.games.cards import SUIT_SYMBOLS, action_symbols, card_symbol
 from referee.games.registry import get_game
 from workers.spec import MatchSpec
 
@@ -70,23 +71,29 @@ def verify_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _layout(obs: Mapping[str, Any]) -> str:
+def _layout(obs: Mapping[str, Any], seats: Sequence[str]) -> str:
     """One line of public table state: Sevens rows, or the Sedma trick."""
     if "table" in obs:
         rows = []
-        for suit in "CDHS":
-            cards = obs["table"].get(suit, [])
+        for suit, symbol in SUIT_SYMBOLS.items():
+            cards = [card_symbol(c) for c in obs["table"].get(suit, [])]
             if not cards:
-                rows.append(f"{suit}: --")
+                rows.append(f"{symbol} --")
             elif len(cards) == 1:
-                rows.append(f"{suit}: {cards[0]}")
+                rows.append(f"{symbol} {cards[0]}")
             else:
-                rows.append(f"{suit}: {cards[0]}-{cards[-1]}")
+                rows.append(f"{symbol} {cards[0]}-{cards[-1]}")
         return "  ".join(rows) + (f"  pot {obs['pot']}" if "pot" in obs else "")
     if "trick" in obs:
-        trick = " ".join(f"{t['card']}({t['seat']})" for t in obs["trick"])
+        trick = ", ".join(
+            f"{card_symbol(t['card'])} by {_name(seats, t['seat'])}" for t in obs["trick"]
+        )
         return f"trick: {trick or '--'}  talon {obs.get('talon_size', '?')}"
     return ""
+
+
+def _name(seats: Sequence[str], seat: int) -> str:
+    return seats[seat] if 0 <= seat < len(seats) else f"seat {seat}"
 
 
 def _amount(unit: str, value: int) -> str:
@@ -94,34 +101,70 @@ def _amount(unit: str, value: int) -> str:
     return f"{value} {unit[:-1] if value == 1 and unit.endswith('s') else unit}"
 
 
-def _describe(event: Event, seats: tuple[str, ...]) -> str | None:
+def _words(code: str | None) -> str:
+    """A machine-readable reason as words: ``illegal_pass`` -> ``illegal pass``."""
+    return (code or "").replace("_", " ")
+
+
+def _signed(values: Sequence[float], seats: Sequence[str], unit: str = "") -> str:
+    """``alice +3, bob -3`` (a seat's name with its signed amount)."""
+    text = ", ".join(f"{_name(seats, s)} {v:+g}" for s, v in enumerate(values))
+    return f"{text} ({_words(unit)})" if unit else text
+
+
+def _describe(event: Event, seats: Sequence[str]) -> str | None:
+    """One event as a sentence: names, cards as people write them (``10♥``), amounts."""
     who = f"seat {event.seat} ({seats[event.seat]})" if event.seat is not None else ""
     source = "" if event.source == Source.BOT else f" [{event.source}]"
+    detail = dict(event.detail)
+    paid = [_amount(k, v) for k, v in detail.items() if isinstance(v, int)]
     match event.kind:
         case EventKind.PLAY:
-            return f"{who} plays {event.action}{source}"
+            marriage = detail.get("marriage")
+            if isinstance(marriage, list) and len(marriage) == 2:
+                points = detail.get("points")
+                return (
+                    f"{who} plays {card_symbol(marriage[0])} and shows {card_symbol(marriage[1])}: "
+                    f"a marriage" + (f", {_amount('points', points)}" if points else "") + source
+                )
+            return f"{who} plays {action_symbols(event.action or '')}{source}"
         case EventKind.PASS:
-            why = [event.reason] if event.reason else []
-            why += [_amount(k, v) for k, v in event.detail.items() if isinstance(v, int)]
-            return f"{who} passes{source}" + (f" ({', '.join(why)})" if why else "")
+            why = [_words(event.reason)] if event.reason else []
+            return f"{who} passes{source}" + (f" ({', '.join(why + paid)})" if why or paid else "")
         case EventKind.ILLEGAL_PASS:
-            paid = [_amount(k, v) for k, v in event.detail.items() if isinstance(v, int)]
             return f"{who} ILLEGAL PASS{source}" + (f" ({', '.join(paid)})" if paid else "")
         case EventKind.INVALID_ACTION:
-            message = event.detail.get("message", "")
-            return f"{who} REFUSED {event.action!r}: {event.reason} {message}".rstrip()
+            message = detail.get("message", "")
+            return f"{who} REFUSED {event.action!r}: {_words(event.reason)} {message}".rstrip()
         case EventKind.TIMEOUT:
             return f"{who} TIMEOUT"
         case EventKind.PENALTY:
-            return f"{who} penalty ({event.reason}): {dict(event.detail)}"
+            payee = detail.get("payee")
+            to = f" to {'the pot' if payee == 'pot' else f'the {payee}'}" if payee else ""
+            what = _words(event.reason) or "penalty"
+            article = "an" if what[:1] in "aeiou" else "a"
+            amount = f"pays {', '.join(paid)}{to}" if paid else "is penalised"
+            return f"{who} {amount} for {article} {what}"
         case EventKind.ELIMINATED:
-            return f"{who} eliminated ({event.reason})"
+            return f"{who} eliminated ({_words(event.reason)})"
         case EventKind.TRICK:
-            return f"trick to {who} {dict(event.detail) if event.detail else ''}".rstrip()
+            cards = ", ".join(card_symbol(c) for c in detail.get("cards", []))
+            leader = detail.get("leader")
+            led = f" led by {_name(seats, leader)}" if isinstance(leader, int) else ""
+            points = detail.get("points")
+            worth = f", {_amount('points', points)}" if isinstance(points, int) else ""
+            return f"{who} takes the trick ({cards}{led}{worth})"
+        case "draw":
+            return f"{who} draws a card from the talon"
+        case "ante":
+            return f"{who} antes {', '.join(paid)}"
+        case EventKind.VOID_DEAL:
+            again = ": dealt again" if detail.get("redeal", True) else ""
+            return f"deal {event.deal + 1} is void (a tied hand){again}"
         case EventKind.DEAL_END | EventKind.DEAL_START | EventKind.MATCH_END:
             return None
         case _:
-            return f"{who} {event.kind} {event.action or ''} {event.reason or ''}".strip()
+            return f"{who} {_words(event.kind)} {event.action or ''} {_words(event.reason)}".strip()
 
 
 def render_replay(record: Mapping[str, Any], seat: int | None = None) -> str:
@@ -151,7 +194,7 @@ def render_replay(record: Mapping[str, Any], seat: int | None = None) -> str:
             lines.append(f"\n== deal {deal + 1}")
             if deal < len(hands):
                 for other, hand in enumerate(hands[deal]):
-                    shown = " ".join(hand)
+                    shown = " ".join(card_symbol(c) for c in hand)
                     if seat is not None and other != seat:
                         shown = f"({len(hand)} cards)"
                     lines.append(f"   hand {other} ({spec.seats[other]}): {shown}")
@@ -173,14 +216,16 @@ def render_replay(record: Mapping[str, Any], seat: int | None = None) -> str:
             if event.kind == EventKind.DEAL_END:
                 results = match.deal_results()
                 if results:
-                    lines.append(f"   deal over: deltas {list(results[-1].deltas)}")
+                    lines.append(f"   deal over: {_signed(results[-1].deltas, spec.seats)}")
         kinds = {e.kind for e in events}
         if EventKind.PLAY in kinds and EventKind.DEAL_END not in kinds:
-            layout = _layout(match.observation(int(step["seat"])))
+            layout = _layout(match.observation(int(step["seat"])), spec.seats)
             if layout:
                 lines.append(f"      {layout}")
     result = record["result"]
+    winners = [_name(spec.seats, w) for w in result["winners"]]
     lines.append(
-        f"\nresult: totals {result['totals']} ({result['unit']}), winners {result['winners']}"
+        f"\nresult: totals {_signed(result['totals'], spec.seats, result['unit'])}; "
+        f"{'winners' if len(winners) > 1 else 'winner'} {', '.join(winners) or 'none'}"
     )
     return "\n".join(lines)

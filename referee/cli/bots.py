@@ -39,7 +39,11 @@ CONNECT_TIMEOUT_S = 30.0
 def register(commands: Commands) -> None:
     p = commands.add("register", _register, group="bot", help="register a bot; prints its token")
     p.add_argument("name", help="1-40 letters, digits, '-', '_' or '.'")
-    p.add_argument("--owner", default="", help="person or team (kept apart in seasons)")
+    p.add_argument(
+        "--owner",
+        default="",
+        help="person or team (kept apart in seasons unless separate_owners is turned off)",
+    )
     p.add_argument("--description", default="")
     add_redis_options(p)
     p = commands.add("list", _list, group="bot", help="list registered bots")

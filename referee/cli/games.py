@@ -132,29 +132,36 @@ def selfplay_command(args: argparse.Namespace) -> int:
     n = match.num_players
     seats = ", ".join(f"{s}={bots[s % len(bots)]}" for s in range(n))
     print(f"{game.name} {match.rules.name}: {n} players, seed {args.seed}; seats {seats}")
+    names = [f"seat {s} ({bots[s % len(bots)]})" for s in range(n)]
     for deal in result.deals:
-        print(_deal_line(deal, result.unit))
-    print(f"final ({result.unit}, {'higher' if result.higher_is_better else 'lower'} is better):")
+        print(_deal_line(deal, result.unit, names))
+    unit = result.unit.replace("_", " ")
+    print(f"final ({unit}, {'higher' if result.higher_is_better else 'lower'} is better):")
     place = 1
     for group in result.order:
         for seat in group:
             print(f"  {place}. seat {seat} ({bots[seat % len(bots)]}): {result.totals[seat]}")
         place += len(group)
-    print(f"winner{'s' if len(result.winners) > 1 else ''}: " + ", ".join(map(str, result.winners)))
+    print(
+        f"winner{'s' if len(result.winners) > 1 else ''}: "
+        + ", ".join(names[w] for w in result.winners)
+    )
     return 0
 
 
-def _deal_line(deal: DealResult, unit: str) -> str:
+def _deal_line(deal: DealResult, unit: str, names: list[str]) -> str:
+    """One deal in words: who won, the cards left and the score change of each seat."""
     parts = [f"deal {deal.deal + 1}:"]
-    parts.append("void" if deal.void else f"winner {deal.winner}")
+    winner = "" if deal.winner is None else f"won by {names[deal.winner]}"
+    parts.append("void" if deal.void else winner or "no winner")
     left = deal.detail.get("cards_left")
     if left is not None:
-        parts.append(f"cards left {list(left)}")
-    parts.append(f"{unit} {list(deal.deltas)}")
+        parts.append(f"cards left {', '.join(map(str, left))}")
+    parts.append(f"{unit.replace('_', ' ')} " + ", ".join(f"{d:+d}" for d in deal.deltas))
     if deal.penalties:
-        reasons = sorted({p.reason for p in deal.penalties})
-        parts.append(f"penalties {', '.join(reasons)}")
+        reasons = sorted({p.reason.replace("_", " ") for p in deal.penalties})
+        parts.append(f"penalties: {', '.join(reasons)}")
     tiebreak = deal.detail.get("tiebreak")
     if tiebreak:
         parts.append(f"({tiebreak})")
-    return " ".join(parts)
+    return parts[0] + " " + "; ".join(parts[1:])

@@ -20,11 +20,14 @@ from arena_sdk.sdk import BotRefused
 from referee import keys
 from referee.cli.common import Commands, add_redis_options, connect, fail, terminal_safe
 from referee.errors import ArenaError
+from referee.games.cards import action_symbols, card_symbol
 from referee.games.errors import InvalidRulesError
 from referee.web import human
 
 SUITS = {"C": ("♣", "clubs"), "D": ("♦", "diamonds"), "H": ("♥", "hearts"), "S": ("♠", "spades")}
 CONNECT_WAIT_S = 15.0
+card_text = card_symbol  # 7D -> 7♦, as the web pages draw cards
+action_text = action_symbols
 
 
 def register(commands: Commands) -> None:
@@ -52,16 +55,6 @@ def register(commands: Commands) -> None:
     parser.add_argument("--seed", type=int, help="deal seed (default: random)")
     parser.add_argument("--move-s", type=float, default=60.0, help="seconds per decision")
     parser.add_argument("--bank-s", type=float, default=300.0, help="reserve seconds per match")
-
-
-def card_text(card: str) -> str:
-    symbol = SUITS.get(card[-1:], ("?", ""))[0]
-    rank = "10" if card[:-1] == "T" else card[:-1]
-    return f"{rank}{symbol}"
-
-
-def action_text(action: str) -> str:
-    return "pass" if action == "pass" else " ".join(card_text(c) for c in action.split("+"))
 
 
 def render_turn(payload: Mapping[str, Any], players: list[str]) -> str:

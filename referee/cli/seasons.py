@@ -15,21 +15,30 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, JustifyMethod, RenderResult
 from rich.live import Live
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from referee.cli.common import Commands, add_redis_options, cell, connect, terminal_safe
 from referee.errors import ConfigError
 from referee.seasons import embargo, store
-from referee.seasons.model import FALLBACK_MODES, FORMATS, SeasonSpec, time_control_from_dict
-from referee.seasons.standings import ROW_FIELDS
+from referee.seasons.model import (
+    DEFAULT_RANK_BY,
+    FALLBACK_MODES,
+    FORMATS,
+    RANK_BY,
+    SeasonSpec,
+    time_control_from_dict,
+)
+from referee.seasons.standings import ROW_FIELDS, ranking_words
 
 UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
 
@@ -78,6 +87,13 @@ def register(commands: Commands) -> None:
         choices=FALLBACK_MODES,
         help="a fallback answer (the bot's SDK or bridge answered because its code failed): "
         "count it (default) or refuse it as an invalid action",
+    )
+    p.add_argument(
+        "--rank-by",
+        choices=RANK_BY,
+        help="what orders the standings: elo, score (the game's, per match) or place "
+        "(average); default: "
+        + ", ".join(f"{rank} for {game}" for game, rank in DEFAULT_RANK_BY.items()),
     )
     p.add_argument("--start", action="store_true", help="start it right away")
     add_redis_options(p)
@@ -240,6 +256,7 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
         "format",
         "window",
         "fallback",
+        "rank_by",
     ):
         if getattr(args, flag) is not None:
             options[flag] = getattr(args, flag)
@@ -263,6 +280,7 @@ def _create(args: argparse.Namespace) -> int:
     print(f"seed sha256 {info['seed_sha256']}")
     if info.get("duplicate"):
         print(f"deals: {info['duplicate']}")
+    print(f"standings ranked by {SeasonSpec.from_json(info['spec']).options.rank_by}")
     if not args.start:
         print(f"start it with: arena season start {info['season']}")
     _warn_no_stream(absent, SeasonSpec.from_json(info["spec"]))
@@ -334,6 +352,7 @@ def _status(args: argparse.Namespace) -> int:
         + ")"
     )
     print(f"decisions  {info.get('decisions', '0')}")
+    print(f"ranked by  {spec.options.rank_by or 'elo'}")
     print(f"seed sha256 {info['seed_sha256']}")
     if info.get("seed"):
         print(f"seed       {info['seed']}  (check: arena season verify {args.season})")
@@ -360,63 +379,132 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def standings_table(standings: Mapping[str, Any], top: int | None = None) -> Table:
-    """The standings as a rich table (compact enough for 100 columns)."""
-    unit = str(standings.get("unit", ""))
-    title = (
-        f"{standings.get('season', '')} ({standings.get('game', '')}): "
-        f"{standings.get('matches_done', 0)}/{standings.get('matches_total', 0)} matches"
-    )
-    table = Table(title=cell(title), caption=_CAPTION, caption_justify="left")
-    columns = [
-        ("#", "right"),
-        ("bot", "left"),
-        ("Elo", "right"),
-        ("95% CI", "center"),
-        ("live", "right"),
-        ("OSk", "right"),
-        ("M", "right"),
-        ("deals", "right"),
-        ("won", "right"),
-        ("place", "right"),
-        (UNIT_LABEL.get(unit, unit or "score"), "right"),
-        ("IP", "right"),
-        ("IA", "right"),
-        ("TO", "right"),
-        ("FB", "right"),
-        ("AP", "right"),
-    ]
-    for col, justify in columns:
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    rows = list(standings.get("rows", []))
-    for r in rows[:top] if top else rows:
-        table.add_row(
-            str(r["rank"]),
-            cell(r["bot"]),
-            f"{r['elo']:.0f}",
-            f"{r['elo_low']:.0f}-{r['elo_high']:.0f}",
-            f"{r['live_elo']:.0f}",
-            f"{r['openskill_ordinal']:.1f}",
-            str(r["matches"]),
-            str(r["deals"]),
-            str(r["deals_won"]),
-            f"{r['avg_place']:.2f}",
-            str(r["score"]),
-            str(r["illegal_passes"]),
-            str(r["invalid_actions"]),
-            str(r["timeouts"]),
-            str(r.get("fallbacks", 0)),
-            str(r["autopilot_seats"]),
-        )
-    return table
-
-
-_CAPTION = (
-    "Elo: Bradley-Terry fit of every deal's finishing order (mean 1500); live: incremental "
-    "Elo; OSk: OpenSkill ordinal; M: matches; place: average finishing place; IP illegal "
-    "passes, IA invalid actions, TO timeouts, FB fallbacks (the bot's SDK or bridge answered "
-    "because its code failed), AP autopilot seats"
+FAULTS: tuple[tuple[str, str], ...] = (
+    ("invalid_actions", "invalid actions"),
+    ("timeouts", "timeouts"),
+    ("fallbacks", "fallbacks"),
 )
+"""The per-bot counts the ``faults`` column joins with ``/`` (one more count joins by
+adding a pair here)."""
+
+
+def score_label(unit: str) -> str:
+    """The score column's title: its unit (``chips``, ``penalty``, ``match pts``)."""
+    return UNIT_LABEL.get(unit, unit.replace("_", " ") or "score")
+
+
+def _num(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    header: str
+    cell: Callable[[Mapping[str, Any]], str]
+    meaning: str = ""
+    drop: int = 0
+    """0: always shown; otherwise dropped, lowest first, until the table fits."""
+    justify: JustifyMethod = "right"
+
+
+def _columns(standings: Mapping[str, Any]) -> list[_Column]:
+    rows = list(standings.get("rows", []))
+    cols = [
+        _Column("#", lambda r: str(r["rank"])),
+        _Column("bot", lambda r: str(r["bot"]), justify="left"),
+        _Column(
+            "Elo",
+            lambda r: f"{r['elo']:.0f}",
+            "Elo: Bradley-Terry fit of every deal's finishing order (mean 1500)",
+        ),
+        _Column(score_label(str(standings.get("unit", ""))), lambda r: _num(r["score"])),
+    ]
+    if any(r.get("dup_hands") for r in rows):  # a field-duplicate season
+        cols.append(
+            _Column(
+                "dup",
+                lambda r: f"{r['dup_score']:+.1f}" if r.get("dup_hands") else "-",
+                "dup: duplicate score (each hand held against the average of the bots that "
+                "held it at other tables)",
+            )
+        )
+    faults = "/".join(words for _, words in FAULTS)
+    cols += [
+        _Column(
+            "95% CI",
+            lambda r: f"{r['elo_low']:.0f}-{r['elo_high']:.0f}",
+            "95% CI: the interval of Elo",
+            drop=4,
+            justify="center",
+        ),
+        _Column("live", lambda r: f"{r['live_elo']:.0f}", "live: incremental Elo", drop=1),
+        _Column("OSk", lambda r: f"{r['openskill_ordinal']:.1f}", "OSk: OpenSkill ordinal", drop=2),
+        _Column("M", lambda r: str(r["matches"]), "M: matches"),
+        _Column("deals", lambda r: str(r["deals"]), drop=3),
+        _Column("won", lambda r: str(r["deals_won"]), "won: deals won", drop=6),
+        _Column("place", lambda r: f"{r['avg_place']:.2f}", "place: average finishing place"),
+        _Column("IP", lambda r: str(r["illegal_passes"]), "IP: illegal passes", drop=5),
+        _Column(
+            "faults",
+            lambda r: "/".join(str(r.get(key, 0)) for key, _ in FAULTS),
+            f"faults: {faults}",
+        ),
+        _Column("AP", lambda r: str(r["autopilot_seats"]), "AP: autopilot seats", drop=7),
+    ]
+    return cols
+
+
+class StandingsTable:
+    """The standings as a rich table that fits the width it is rendered in: columns are
+    dropped, least needed first (live Elo, OpenSkill, deals, the interval, illegal passes,
+    deals won, autopilot seats), then bot names wrap. Rank, bot, Elo, the game's score
+    (and ``dup_score`` in a duplicate season), matches, place and faults always show."""
+
+    def __init__(self, standings: Mapping[str, Any], top: int | None = None) -> None:
+        self.standings = standings
+        self.top = top
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table(console, options)
+
+    def table(self, console: Console, options: ConsoleOptions) -> Table:
+        """The widest layout that fits ``options.max_width``."""
+        columns = _columns(self.standings)
+        shown = columns
+        for level in [0, *sorted({c.drop for c in columns if c.drop})]:
+            shown = [c for c in columns if not c.drop or c.drop > level]
+            table = self._build(shown, wrap=False)
+            natural = Measurement.get(console, options.update_width(10_000), table).maximum
+            if natural <= options.max_width:
+                return table
+        return self._build(shown, wrap=True)
+
+    def _build(self, columns: list[_Column], wrap: bool) -> Table:
+        s = self.standings
+        ranking = ranking_words(s, score_label(str(s.get("unit", ""))))
+        title = (
+            f"{s.get('season', '')} ({s.get('game', '')}): {s.get('matches_done', 0)}/"
+            f"{s.get('matches_total', 0)} matches, ranked by {ranking}"
+        )
+        caption = "; ".join(c.meaning for c in columns if c.meaning)
+        table = Table(title=title, caption=caption, caption_justify="left")
+        for c in columns:
+            folds = wrap and c.header == "bot"  # a long name folds onto a second line
+            table.add_column(
+                c.header,
+                justify=c.justify,
+                no_wrap=not folds,
+                overflow="fold" if folds else "ellipsis",
+            )
+        rows = list(s.get("rows", []))
+        for r in rows[: self.top] if self.top else rows:
+            table.add_row(*(c.cell(r) for c in columns))
+        return table
+
+
+def standings_table(standings: Mapping[str, Any], top: int | None = None) -> StandingsTable:
+    """The standings for a terminal, with as many columns as its width holds."""
+    return StandingsTable(standings, top)
 
 
 def standings_csv(standings: Mapping[str, Any]) -> str:

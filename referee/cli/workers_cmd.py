@@ -10,6 +10,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Mapping
 
 import redis
 
@@ -40,6 +41,7 @@ from workers.pool import (
     WorkerPool,
 )
 from workers.replay import ReplayMismatch, render_replay, verify_record
+from workers.runner import REVEALED
 from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -286,7 +288,7 @@ def _print_result(conn: redis.Redis, match_id: str) -> None:
     if result is None:
         return
     res = result["result"]
-    print(f"result of {match_id} ({res['unit']}; winners marked *):")
+    print(f"result of {match_id} ({res['unit'].replace('_', ' ')}; winners marked *):")
     for seat, (bot, total) in enumerate(zip(result["seats"], res["totals"], strict=True)):
         st = result["stats"][seat]
         mark = "*" if seat in res["winners"] else " "
@@ -353,11 +355,67 @@ def _match_run(args: argparse.Namespace) -> int:
     )
 
 
+def local_time(ms: str | float) -> str:
+    """An epoch-milliseconds stamp as local time (``2026-12-03 15:02:04``)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(ms) / 1000))
+
+
+def _seconds(ms: float) -> str:
+    s = ms / 1000
+    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {int(s % 60):02d} s"
+
+
+_STATUS_SHOWN = frozenset(
+    {"match_id", "state", "attempt", "season", "game", "seats", "worker", "error", "retries"}
+    | {"queued_ms", "started_ms", "heartbeat_ms", "finished_ms", "failed_ms", REVEALED}
+)
+
+
+def status_lines(status: Mapping[str, str], now_ms: float) -> list[str]:
+    """``arena match status`` for people: the state, where it belongs, and its times as
+    local time and durations (the runner's bookkeeping fields, ``start:<token>`` and the
+    reveal mark, stay out; any other field is listed as it is)."""
+    state = status.get("state", "unknown")
+    attempt = f" (attempt {status['attempt']})" if status.get("attempt") else ""
+    lines = [f"match {status.get('match_id', '?')}: {state}{attempt}"]
+    if state == "unknown":
+        return [*lines[:1], "  never enqueued here (arena match list shows the recent ones)"]
+    where = f"season {status['season']}" if status.get("season") else "a one-off match"
+    seats = ", ".join(s for s in status.get("seats", "").split(",") if s)
+    lines.append(f"  {where}, {status.get('game') or '?'}" + (f"; seats: {seats}" if seats else ""))
+    stamp = {k: float(v) for k, v in status.items() if k.endswith("_ms") and v}
+    if "queued_ms" in stamp:
+        lines.append(f"  queued    {local_time(stamp['queued_ms'])}")
+    if "started_ms" in stamp:
+        worker = f" on {status['worker']}" if status.get("worker") else ""
+        waited = stamp["started_ms"] - stamp.get("queued_ms", stamp["started_ms"])
+        lines.append(
+            f"  started   {local_time(stamp['started_ms'])}{worker}"
+            + (f", {_seconds(waited)} after it was queued" if waited > 0 else "")
+        )
+    for key, word in (("finished_ms", "finished "), ("failed_ms", "failed   ")):
+        if key in stamp:
+            took = stamp[key] - stamp.get("started_ms", stamp[key])
+            lines.append(
+                f"  {word} {local_time(stamp[key])}"
+                + (f", {_seconds(took)} after it started" if took > 0 else "")
+            )
+    if state == "running" and "heartbeat_ms" in stamp:
+        lines.append(f"  last heartbeat {_seconds(max(0.0, now_ms - stamp['heartbeat_ms']))} ago")
+    if status.get("retries") not in (None, "", "0"):
+        lines.append(f"  retried {status['retries']} time(s)")
+    if status.get("error"):
+        lines.append(f"  error: {status['error']}")
+    for key in sorted(status):
+        if key not in _STATUS_SHOWN and not key.startswith("start:"):
+            lines.append(f"  {key}: {status[key]}")
+    return lines
+
+
 def _match_status(args: argparse.Namespace) -> int:
     conn = connect(args)
     status = queue.match_status(conn, args.match_id)
-    for key in sorted(status):
-        print(f"{key}: {terminal_safe(status[key])}")
+    print("\n".join(terminal_safe(line) for line in status_lines(status, time.time() * 1000)))
     _print_result(conn, args.match_id)
     return 0 if status["state"] != "unknown" else 1
 

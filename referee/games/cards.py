@@ -217,3 +217,26 @@ def format_cards(cards: Iterable[Card]) -> list[str]:
 for _suit in Suit:
     for _rank in Rank:
         Card(_suit, _rank)
+
+
+SUIT_SYMBOLS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+"""How people see a suit (the web pages, ``arena play`` and the text replay)."""
+
+
+def card_symbol(text: str) -> str:
+    """A card as people read it: ``2C`` -> ``2♣``, ``TH`` -> ``10♥``; text that is not a
+    card comes back as it is.
+
+    >>> card_symbol("TH"), card_symbol("QC"), card_symbol("pass")
+    ('10♥', 'Q♣', 'pass')
+    """
+    suit = SUIT_SYMBOLS.get(text[-1:])
+    if suit is None or not 2 <= len(text) <= 3:
+        return text
+    rank = text[:-1]
+    return f"{'10' if rank == 'T' else rank}{suit}"
+
+
+def action_symbols(action: str) -> str:
+    """An action as people read it: ``pass``, ``7♦``, or a run ``7♦ 8♦``."""
+    return " ".join(card_symbol(c) for c in action.split("+"))

@@ -42,6 +42,22 @@ new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with 
 rotated at one table, so a bot that remembers its hand knows what its neighbour holds on
 the next rotation; only for trusted bots (issue 14 item 1)."""
 
+RANK_BY = ("elo", "score", "place")
+"""``options.rank_by``: what orders the standings. ``elo``: the Bradley-Terry Elo of every
+deal's finishing order; ``score``: the game's own score (chips, penalty points, match
+points, deals won) per match played; ``place``: average finishing place."""
+
+DEFAULT_RANK_BY = {"sevens": "score", "sedma": "elo"}
+"""The ranking a new season takes when it names none: Sevens is scored in chips or
+penalty points seat by seat, the game's own verdict; in Sedma a seat's match points are
+shared with its partner, so the finishing-order Elo (side against side) is the fairer
+default. A stored season without ``rank_by`` (created before it existed) ranks by Elo."""
+
+
+def default_rank_by(game: str) -> str:
+    return DEFAULT_RANK_BY.get(game, "elo")
+
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SEED_MAX = 2**63 - 1
 
@@ -173,6 +189,8 @@ class SeasonOptions:
       because its code failed: ``Action.fallback``): ``count`` (default: applied as the
       bot's move and counted as a fallback) or ``invalid`` (refused as an invalid action,
       with the rules' consequence and a strike). See :data:`FALLBACK_MODES`.
+    * ``rank_by``: what orders the standings, one of :data:`RANK_BY`; empty: the game's
+      default (:data:`DEFAULT_RANK_BY`), filled in when the season is created.
     """
 
     duplicate: str | bool = DUPLICATE_FIELD
@@ -185,6 +203,7 @@ class SeasonOptions:
     format: str = FORMAT_AUTO
     window: int = 8
     fallback: str = FALLBACK_COUNT
+    rank_by: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duplicate", _duplicate(self.duplicate))
@@ -200,6 +219,7 @@ class SeasonOptions:
             "format": self.format,
             "window": self.window,
             "fallback": self.fallback,
+            "rank_by": self.rank_by,
         }
 
     @classmethod
@@ -228,6 +248,7 @@ class SeasonOptions:
             format=str(data.get("format", default.format)),
             window=_int(data, "window", default.window),
             fallback=str(data.get("fallback", default.fallback)),
+            rank_by=str(data.get("rank_by", default.rank_by)),
         )
         options.validate(bounded=not stored)
         return options
@@ -257,6 +278,11 @@ class SeasonOptions:
                 f"fallback = {self.fallback!r}: use one of {', '.join(FALLBACK_MODES)} "
                 "(count: a fallback answer is played and counted; invalid: it is refused "
                 "as an invalid action)"
+            )
+        if self.rank_by and self.rank_by not in RANK_BY:
+            raise ConfigError(
+                f"rank_by = {self.rank_by!r}: use one of {', '.join(RANK_BY)} (Elo, the "
+                "game's score per match, average place)"
             )
 
 

@@ -14,7 +14,7 @@ are skipped.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,9 +142,11 @@ def compute_standings(
     matches_total: int = 0,
     now_ms: float | None = None,
     boards: Boards | None = None,
+    rank_by: str = "elo",
 ) -> dict[str, Any]:
     """The standings JSON of a season from all its committed results (``boards``: the
-    field-duplicate boards of its matches, for ``dup_score``)."""
+    field-duplicate boards of its matches, for ``dup_score``), ranked by ``rank_by``
+    (:func:`rank_key`)."""
     by_id: dict[str, CommittedResult] = {}
     for r in results:
         by_id.setdefault(r["match_id"], r)  # a result counts once, whatever arrives twice
@@ -220,7 +222,7 @@ def compute_standings(
                 "dup_hands": t.dup_hands,
             }
         )
-    rows.sort(key=lambda row: (-row["elo"], row["avg_place"] or 99.0, row["bot"]))
+    rows.sort(key=rank_key(rank_by, unit))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
     return {
@@ -230,6 +232,7 @@ def compute_standings(
         "matches_done": len(ordered),
         "matches_total": matches_total,
         "updated_ms": int(time.time() * 1000) if now_ms is None else int(now_ms),
+        "rank_by": rank_by,
         "rows": rows,
         # how the Elo intervals were made (docs/seasons.md): matches = clusters, the
         # Student-t quantile on matches - 1 df, and a warning when they are too few
@@ -239,6 +242,44 @@ def compute_standings(
             "warning": fit.warning,
         },
     }
+
+
+LOWER_IS_BETTER = frozenset({"penalty_points"})
+"""Score units where less is better (a Sevens penalty-points season)."""
+
+
+def rank_key(rank_by: str, unit: str) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """The sort key of standings rows for ``rank_by`` (``options.rank_by``, docs/seasons.md).
+
+    ``elo``: Elo, then average place. ``score``: the game's score *per match played* (a bot
+    one match ahead mid-season is not ranked on its extra match), best first: higher, or
+    lower for penalty points (a bot with no match last); then Elo. ``place``: average
+    place, lower first (a bot with no deal last); then Elo. The bot's name breaks every
+    remaining tie."""
+    sign = 1.0 if unit in LOWER_IS_BETTER else -1.0
+
+    def place(row: Mapping[str, Any]) -> float:
+        return float(row["avg_place"]) if row["deals"] else 99.0
+
+    if rank_by == "score":
+        return lambda r: (
+            not r["matches"],
+            sign * float(r["score"]) / r["matches"] if r["matches"] else 0.0,
+            -r["elo"],
+            r["bot"],
+        )
+    if rank_by == "place":
+        return lambda r: (place(r), -r["elo"], r["bot"])
+    return lambda r: (-r["elo"], place(r), r["bot"])
+
+
+def ranking_words(standings: Mapping[str, Any] | None, unit_words: str) -> str:
+    """What orders ``standings``, in words: ``Elo``, ``<unit_words> per match`` or
+    ``average place`` (standings stored before ``rank_by`` existed were ranked by Elo)."""
+    rank_by = str((standings or {}).get("rank_by") or "elo")
+    if rank_by == "score":
+        return f"{unit_words or 'score'} per match"
+    return {"elo": "Elo", "place": "average place"}.get(rank_by, rank_by)
 
 
 def standings_rows_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

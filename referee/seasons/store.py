@@ -24,6 +24,7 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import redis
@@ -33,6 +34,7 @@ from referee.errors import ConfigError, ConflictError, NotFoundError, StateConfl
 from referee.seasons.model import (
     SeasonSpec,
     Words,
+    default_rank_by,
     problems_error,
     random_seed,
     seed_sha256,
@@ -329,6 +331,8 @@ def create_season(
     the spec at once, naming fields in ``words`` (the interface the user used)."""
     if not spec.name:
         spec = SeasonSpec.from_dict({**spec.to_dict(), "name": _new_name(spec.game)})
+    if not spec.options.rank_by:  # stored explicitly: a season without it ranks by Elo
+        spec = replace(spec, options=replace(spec.options, rank_by=default_rank_by(spec.game)))
     checked, problems = spec.check_with_engine(words)
     owners: dict[str, str] = {}
     if require_registered:
@@ -740,6 +744,7 @@ def recompute_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
         results,
         matches_total=int(info.get("matches_total", 0)),
         boards=boards,
+        rank_by=spec.options.rank_by or "elo",
     )
     text = json.dumps(standings, separators=(",", ":"))
     conn.eval(

@@ -122,11 +122,17 @@ def format_duration(seconds: Any) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
+def plural(count: Any, word: str, words: str = "") -> str:
+    """``1 worker``, ``2 workers`` (``words``: the plural when it is not ``word + s``)."""
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
 _CELL_FORMATS = {
     "elo": "{:.0f}",
     "live_elo": "{:.0f}",
     "openskill_ordinal": "{:.1f}",
     "score": "{:+g}",
+    "dup_score": "{:+.1f}",
     "avg_place": "{:.2f}",
 }
 
@@ -289,7 +295,9 @@ class ArenaWeb:
         )
         self.templates.globals["static"] = self._static_url
         self.templates.globals["unit_words"] = league.unit_words
-        self.templates.filters.update(utc=format_utc, duration=format_duration, cell=format_cell)
+        self.templates.filters.update(
+            utc=format_utc, duration=format_duration, cell=format_cell, plural=plural
+        )
         self.versions = static_versions()
         self.live = LiveFeed(self.conn, self)
         self.pages = Pages(self)

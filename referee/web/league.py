@@ -27,6 +27,7 @@ import redis.asyncio as aredis
 
 from referee import keys, metrics_store
 from referee.metrics import WORKER_STALE_S
+from referee.seasons.standings import ranking_words
 from workers.spec import MatchState
 
 RECENT_MATCHES = 20
@@ -129,15 +130,17 @@ def display_rows(standings: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return played + waiting
 
 
-def standings_columns(unit: str) -> list[tuple[str, str]]:
-    """(key, title) of the standings columns; the score column is titled by its unit, and
-    a unit that is itself a column (``deals_won``) is not shown twice."""
+def standings_columns(unit: str, duplicate: bool = False) -> list[tuple[str, str]]:
+    """(key, title) of the standings columns: Elo with the game's score beside it (titled
+    by its unit; a unit that is itself a column, ``deals_won``, is not shown twice), and
+    ``dup_score`` in a field-duplicate season (``duplicate``)."""
     columns = [
         ("elo", "Elo"),
+        ("score", unit_words(unit) or "score"),
+        *([("dup_score", "dup score")] if duplicate else []),
         ("elo_interval", "95% interval"),
         ("live_elo", "live Elo"),
         ("openskill_ordinal", "OpenSkill"),
-        ("score", unit_words(unit) or "score"),
         ("matches", "matches"),
         ("deals", "deals"),
         ("deals_won", "deals won"),
@@ -151,6 +154,18 @@ def standings_columns(unit: str) -> list[tuple[str, str]]:
     if unit == "deals_won":
         columns = [c for c in columns if c[0] != "deals_won"]
     return columns
+
+
+def is_duplicate(standings: Mapping[str, Any] | None) -> bool:
+    """Whether the standings compare hands across tables (some bot has ``dup_hands``)."""
+    return any(
+        isinstance(r, dict) and r.get("dup_hands") for r in (standings or {}).get("rows", [])
+    )
+
+
+def ranked_by(standings: Mapping[str, Any] | None) -> str:
+    """What orders the standings, in words (``Elo``, ``chips per match`` ...)."""
+    return ranking_words(standings, unit_words(str((standings or {}).get("unit", ""))))
 
 
 def _result_summary(match_id: str, finished_ms: int, raw: Any) -> dict[str, Any]:

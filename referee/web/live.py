@@ -174,7 +174,8 @@ class LiveFeed:
                 and int(standings.get("matches_done", 0)) < season["matches_done"]
             ),
             "rows": league.display_rows(standings),
-            "columns": league.standings_columns(unit),
+            "columns": league.standings_columns(unit, league.is_duplicate(standings)),
+            "ranked_by": league.ranked_by(standings),
             "unit": unit,
             "in_flight": await league.load_in_flight(self.conn, season_id),
             "throughput": await self._throughput(season),

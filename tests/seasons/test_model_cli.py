@@ -13,6 +13,7 @@ from referee.cli.main import main
 from referee.errors import ConfigError
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, derive_seed, seed_sha256
+from referee.seasons.schedule import duplicate_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,6 +23,9 @@ def test_example_toml_is_valid() -> None:
     rules = spec.validate_with_engine()
     assert spec.seed is None and spec.options.duplicate and rules
     assert SeasonSpec.from_json(spec.to_json()) == spec
+    # the duplicate it asks for is one its field can have (issue 27 item 15)
+    assert duplicate_plan(spec).tables_per_board >= 2, duplicate_plan(spec).note
+    assert spec.options.rank_by == "score"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -49,9 +50,15 @@ def test_selfplay_text(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0].startswith("sevens fan-tan: 4 players, seed 5")
     assert [line.split(":")[0] for line in lines[1:4]] == ["deal 1", "deal 2", "deal 3"]
-    assert "cards left" in lines[1] and "chips [" in lines[1]
+    assert "cards left" in lines[1] and "chips " in lines[1]
+    # words, not Python lists; seats with their bots (issue 27 item 6)
+    assert re.fullmatch(
+        r"deal 1: (won by seat \d \((random|hold-sevens)\)|void); cards left \d+(, \d+){3}; "
+        r"chips [+-]\d+(, [+-]\d+){3}.*",
+        lines[1],
+    ), lines[1]
     assert lines[4].startswith("final (chips, higher is better)")
-    assert lines[-1].startswith("winner")
+    assert re.fullmatch(r"winners?: seat \d \(\S+\)(, seat \d \(\S+\))*", lines[-1]), lines[-1]
 
 
 def test_selfplay_json_is_byte_identical_for_one_seed() -> None:

@@ -43,7 +43,8 @@ from workers.replay import render_replay
 pytestmark = pytest.mark.slow
 
 NAMES = [f"seal-{i}" for i in range(6)]
-CARD = re.compile(r"\b[2-9TJQKA][CDHS]\b")
+CARD = re.compile(r"\b[2-9TJQKA][CDHS]\b|(?:10|[2-9JQKA])[♣♦♥♠]")
+"""A card as data (``7D``) or as people read it (``7♦``, the text replay)."""
 SEASON_TOML = """
 name = "sealed"
 game = "sevens"

@@ -341,7 +341,7 @@ def test_bot_page_lists_penalties_with_their_reasons(port: int, league: redis.Re
     assert "'ZZ' is not a card" in page.replace("&#39;", "'")
     assert "<td>invalid action</td><td>malformed</td>" in page
     assert "<td>penalty</td><td>invalid_action</td>" in page
-    assert "1 decisions in their records" in page and "1-5 ms: 1" in page
+    assert "1 decision in their records" in page and "1-5 ms: 1" in page
     assert "0.5-2 s: 1" not in page  # bravo's think time is not alpha's
 
 

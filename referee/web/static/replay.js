@@ -13,7 +13,7 @@
     board.textContent = "";
     var seatIndex = view === "full" ? -1 : parseInt(view.slice(4), 10);
     var shownView = frame.views[seatIndex < 0 ? 0 : seatIndex];
-    var header = A.el("p", "", "deal " + (frame.deal + 1) + " of " + shownView.num_deals +
+    var header = A.el("p", "", "deal " + (frame.deal + 1) + (shownView.num_deals ? " of " + shownView.num_deals : "") +
       " · " + (view === "full" ? "full view: every hand face up" : "the view of " + data.seats[seatIndex] + " only"));
     board.appendChild(header);
     board.appendChild(A.table(shownView, data.seats));
