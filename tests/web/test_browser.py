@@ -9,6 +9,7 @@ nothing reaches their page that a bot in their seat would not get.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -173,6 +174,7 @@ def test_league_page_updates_in_place_while_a_season_runs(
     charts = browser.find_elements("css selector", "#charts svg polyline")
     assert len(charts) >= len(BOTS), "Elo and score lines for every bot"
     assert browser.find_elements("css selector", "#charts svg polygon"), "the Elo interval band"
+    _elo_chart_follows_the_ratings(browser, platform)
     browser.set_window_size(1280, 1900)
     screenshot(browser, "league")
     # A 420-px phone: no horizontal scrolling.
@@ -185,6 +187,76 @@ def test_league_page_updates_in_place_while_a_season_runs(
         assert wide[0] <= wide[1], f"the page is {wide[0]} px wide in a {wide[1]} px window"
     finally:
         browser.set_window_size(1280, 1000)
+
+
+READ_ELO_CHART = """
+    var svg = document.querySelector('#charts svg.chart');
+    var plot = svg.querySelector('rect').getBBox();
+    function box(e) { var b = e.getBBox(); return [b.x, b.y, b.width, b.height]; }
+    return {
+      ticks: Array.prototype.map.call(svg.querySelectorAll('text.tick[text-anchor="end"]'),
+        function (t) { return parseFloat(t.textContent); }),
+      plot: [plot.y, plot.height],
+      range: [parseFloat(svg.getAttribute('data-y-min')),
+              parseFloat(svg.getAttribute('data-y-max'))],
+      lines: Array.prototype.map.call(svg.querySelectorAll('polyline'), function (l) {
+        return l.getAttribute('points').split(' ').map(function (p) {
+          return parseFloat(p.split(',')[1]); }); }),
+      labels: Array.prototype.map.call(svg.querySelectorAll('text.label'), box),
+      names: Array.prototype.map.call(svg.querySelectorAll('text.label'),
+        function (t) { return t.textContent; })
+    };
+"""
+
+
+def _elo_chart_follows_the_ratings(browser: Any, platform: Platform) -> None:
+    """The Elo chart's axis brackets the bots' estimates tightly (not the early checkpoints'
+    0..3000 intervals), the lines use the plot's height, and no two end labels overlap."""
+    import redis.asyncio as aredis
+
+    from referee.web import history, league
+
+    async def results() -> list[dict[str, Any]]:
+        client = aredis.Redis.from_url(platform.redis_url)
+        try:
+            return await league.season_results(client, "live")
+        finally:
+            await client.aclose()
+
+    estimates = [
+        y for s in history.elo_over_time(list(BOTS), asyncio.run(results())) for _x, y in s.points
+    ]
+    spread = max(estimates) - min(estimates)
+    chart = wait_for(
+        lambda: (
+            (c := browser.execute_script(READ_ELO_CHART)) and len(c["names"]) == len(BOTS) and c
+        ),
+        30,
+        "the Elo chart has no label per bot",
+    )
+    ticks = chart["ticks"]
+    slack = 0.15 * spread + 10
+    assert len(ticks) >= 2, ticks
+    assert min(estimates) - slack <= min(ticks) and max(ticks) <= max(estimates) + slack, (
+        f"the axis ticks {ticks} for estimates {min(estimates):.0f}..{max(estimates):.0f}"
+    )
+    low, high = chart["range"]
+    assert low <= min(estimates) and max(estimates) <= high, (chart["range"], spread)
+    assert high - low <= 1.25 * spread + 20, (
+        f"the axis runs {low:g}..{high:g} for estimates {min(estimates):.0f}..{max(estimates):.0f}"
+    )
+    assert all(low <= t <= high for t in ticks), (ticks, chart["range"])
+    top, height = chart["plot"]
+    ys = [y for line in chart["lines"] for y in line]
+    assert all(top - 0.5 <= y <= top + height + 0.5 for y in ys)
+    assert max(ys) - min(ys) >= 0.75 * height, (
+        f"the lines use {max(ys) - min(ys):.0f} of {height:.0f} px"
+    )
+    boxes = chart["labels"]
+    for i, (x1, y1, w1, h1) in enumerate(boxes):
+        for x2, y2, w2, h2 in boxes[i + 1 :]:
+            apart = x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 + 0.5 or y2 + h2 <= y1 + 0.5
+            assert apart, f"labels overlap: {chart['names']} {boxes}"
 
 
 def _expected_frames(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -265,11 +337,42 @@ def test_a_replay_steps_through_a_deal_showing_the_engine_state(
         assert wide[0] <= wide[1], f"the replay is {wide[0]} px wide in a {wide[1]} px window"
     finally:
         browser.set_window_size(1280, 1000)
+    _the_log_follows_the_step_with_card_symbols(browser, platform, match_id)
     # Cards are text for screen readers, suits have symbols.
     label = browser.find_element(
         "css selector", "#board .seat .hand .card[data-card]"
     ).get_attribute("aria-label")
     assert re.fullmatch(r"(ace|king|queen|jack|10|[2-9]) of (clubs|diamonds|hearts|spades)", label)
+
+
+READ_LOG = """
+    var log = document.getElementById('log'), now = log.querySelector('.now');
+    var box = log.getBoundingClientRect(), at = now.getBoundingClientRect();
+    return {step: document.getElementById('board').getAttribute('data-step'),
+            now: now.textContent, text: log.innerText,
+            visible: at.top >= box.top - 1 && at.bottom <= box.bottom + 1};
+"""
+
+
+def _the_log_follows_the_step_with_card_symbols(
+    browser: Any, platform: Platform, match_id: str
+) -> None:
+    """At step 27 (by permalink, then a step forward) the log's visible line is that step,
+    and it names cards as the table draws them (``2♣``, never ``2C``)."""
+    browser.get(url(platform, f"/replay/{match_id}?step=27&view=full"))
+    wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
+    for k in (27, 28):
+        if k == 28:
+            browser.find_element("id", "next").click()
+        got = wait_for(
+            lambda k=k: (g := browser.execute_script(READ_LOG)) and g["step"] == str(k) and g,
+            10,
+            f"the replay did not show step {k}",
+        )
+        assert got["now"].startswith(f"{k}. "), got["now"]
+        assert got["visible"], f"step {k}'s log line is scrolled out of the log's box"
+        assert not CARD.findall(got["text"]), f"card codes in the log: {got['text']!r}"
+        assert re.search(r"plays (?:10|[2-9AJQK])[♣♦♥♠]", got["text"]), got["text"]
 
 
 def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(

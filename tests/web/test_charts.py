@@ -54,3 +54,13 @@ def test_line_end_labels_keep_apart_and_stay_close_to_their_lines() -> None:
     label_ys = sorted(float(y) for y in re.findall(r'y="([\d.]+)" fill="#\w+" class="label"', svg))
     assert len(label_ys) == 5
     assert all(b - a >= LABEL_GAP - 0.1 for a, b in itertools.pairwise(label_ys))
+
+
+def test_the_doctests_of_the_charts_and_card_text_pass() -> None:
+    import doctest
+
+    from referee.web import cardtext, charts, human
+
+    for module in (charts, cardtext, human):
+        failed, attempted = doctest.testmod(module)
+        assert failed == 0 and attempted > 0, module.__name__
