@@ -143,6 +143,41 @@ def human_identity(conn: redis.Redis, name: str) -> tuple[str, str]:
     return bot, bots.rotate_token(conn, bot)
 
 
+def counts_text(counts: Sequence[int], noun: str) -> str:
+    """``4 players``, ``3 to 8 players`` or ``2, 4 players``.
+
+    >>> counts_text([3], "opponent"), counts_text([2, 3, 4], "opponent")
+    ('exactly 3 opponents', '2 to 4 opponents')
+    """
+    ordered = sorted(counts)
+    plural = noun if ordered == [1] else noun + "s"
+    if len(ordered) == 1:
+        return f"exactly {ordered[0]} {plural}"
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]} to {ordered[-1]} {plural}"
+    return f"{', '.join(map(str, ordered))} {plural}"
+
+
+def opponent_counts(game: str, preset: str) -> list[int]:
+    """How many opponents a person may choose for ``game`` ``preset`` (raises
+    InvalidRulesError on an unknown preset)."""
+    return [n - 1 for n in get_game(game).player_counts(get_game(game).preset(preset))]
+
+
+def table_problem(game: str, preset: str, opponents: int) -> str | None:
+    """Why a table of a person and ``opponents`` bots cannot play ``game`` ``preset``, in
+    words that give the counts it takes; None when it can."""
+    allowed = opponent_counts(game, preset)
+    if opponents in allowed:
+        return None
+    players = [n + 1 for n in allowed]
+    plays = counts_text(players, "player").removeprefix("exactly ")
+    return (
+        f"{game} {preset} is played by {plays}: choose {counts_text(allowed, 'opponent')}, "
+        f"not {opponents}"
+    )
+
+
 def casual_match(
     conn: redis.Redis,
     *,
@@ -160,15 +195,12 @@ def casual_match(
     InvalidRulesError / ValueError on a bad game, preset or table)."""
     rules = get_game(game).preset(preset)
     players = [*against]
+    problem = table_problem(game, preset, len(players))
+    if problem is not None:
+        raise ValueError(problem)
     if not 0 <= seat <= len(players):
         raise ValueError(f"seat {seat} is not a seat of this table: use 0..{len(players)}")
     players.insert(seat, human)
-    counts = list(get_game(game).player_counts(rules))
-    if len(players) not in counts:
-        raise ValueError(
-            f"{game} {preset} is played by {', '.join(map(str, counts))} players, "
-            f"not {len(players)}: name {counts[0] - 1} or more opponents"
-        )
     seed = secrets.randbits(48) if seed is None else seed
     deal_specs = None
     if deals is not None:
