@@ -43,7 +43,10 @@ def register(commands: Commands) -> None:
         help="the referee's gRPC HOST:PORT (default: $ARENA_SERVER or 127.0.0.1:50051)",
     )
     parser.add_argument("--game", default="sevens", help="sevens or sedma")
-    parser.add_argument("--preset", default="fan-tan", help="the rules preset (arena presets)")
+    parser.add_argument(
+        "--preset",
+        help="the rules preset (arena presets; default: fan-tan for sevens, sedma for sedma)",
+    )
     parser.add_argument(
         "--against", required=True, help="the bots at the table, comma-separated, in seat order"
     )
@@ -146,7 +149,11 @@ def render_turn(payload: Mapping[str, Any], players: list[str], news: Sequence[s
         lines.append(f"  tricks won: {table.per_side(obs['tricks_won'])}")
         lines.append(f"  card points: {table.per_side(obs['card_points'])}")
         lines.append(f"  match points: {table.per_side(obs['match_points'])}")
-    others = [f"{table.name(s)} {n} cards" for s, n in enumerate(obs["hand_sizes"]) if s != seat]
+    others = [
+        f"{table.name(s)} {n} card{'' if n == 1 else 's'}"
+        for s, n in enumerate(obs["hand_sizes"])
+        if s != seat
+    ]
     lines.append("  " + ", ".join(others))
     lines.append("  your hand: " + " ".join(card_text(c) for c in obs["hand"]))
     clock = payload["clock"]
@@ -285,6 +292,7 @@ def _run(args: argparse.Namespace) -> int:
     if not against:
         return fail("--against needs at least one bot name (comma-separated)")
     try:
+        args.preset = args.preset or human.default_preset(args.game)
         problem = human.table_problem(args.game, args.preset, len(against))
     except (InvalidRulesError, ValueError) as exc:
         return fail(str(exc))

@@ -143,6 +143,16 @@ def human_identity(conn: redis.Redis, name: str) -> tuple[str, str]:
     return bot, bots.rotate_token(conn, bot)
 
 
+FLAGSHIP = ("sevens", "fan-tan")
+"""The game and preset a person is offered first (the web form, ``arena play``'s default)."""
+
+
+def default_preset(game: str) -> str:
+    """The preset a person plays when they name only the game: the flagship's for Sevens,
+    the game's first otherwise (InvalidRulesError for an unknown game)."""
+    return FLAGSHIP[1] if game == FLAGSHIP[0] else next(iter(get_game(game).presets()))
+
+
 def counts_text(counts: Sequence[int], noun: str) -> str:
     """``4 players``, ``3 to 8 players`` or ``2, 4 players``.
 

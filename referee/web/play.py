@@ -69,7 +69,7 @@ class PlaySession:
         self.changed.set()
 
 
-DEFAULT_VARIANT = ("sevens", "fan-tan")
+DEFAULT_VARIANT = human.FLAGSHIP
 """What the form offers first: the flagship game, as ``arena play`` plays it by default."""
 
 
@@ -207,7 +207,7 @@ class PlayRoutes:
                 return await refuse(f"no bot named {bot!r} is registered")
         if game not in GAMES:
             return await refuse(f"unknown game {game!r}: use one of {', '.join(GAMES)}")
-        preset = preset or next(iter(GAMES[game].presets()))
+        preset = preset or human.default_preset(game)
         try:
             problem = human.table_problem(game, preset, len(against))
         except InvalidRulesError as exc:

@@ -382,8 +382,7 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
     browser.find_element("name", "name").clear()
     browser.find_element("name", "name").send_keys("alice")
     Select = pytest.importorskip("selenium.webdriver.support.select").Select
-    Select(browser.find_element("name", "game")).select_by_value("sevens")
-    Select(browser.find_element("name", "preset")).select_by_value("fan-tan")
+    Select(browser.find_element("name", "variant")).select_by_value("sevens/fan-tan")
     for bot in ("hold-1", "rand-1", "first-1"):
         browser.find_element("css selector", f'input[name="bot"][value="{bot}"]').click()
     browser.find_element("name", "deals").send_keys("1")
@@ -421,6 +420,78 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
     ]
     assert not store.get_season(conn, "live").get("casual"), "the season did not count it"
     _nothing_hidden_reached_the_page(browser, record)
+
+
+READ_SEDMA_PLAY = """
+    var trick = document.querySelector('#board .row.trick');
+    return {seq: document.getElementById('play').getAttribute('data-seq'),
+            whoami: document.getElementById('whoami').textContent,
+            facts: document.querySelector('#board .sedma-facts').textContent,
+            played: Array.prototype.map.call(trick.querySelectorAll('.played'), function (p) {
+              return [p.querySelector('[data-card]').getAttribute('data-card'),
+                      p.querySelector('.by').textContent]; }),
+            status: document.getElementById('status').textContent};
+"""
+
+
+def test_a_sedma_player_sees_their_partner_who_played_each_card_and_who_took_tricks(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    """Item 9 (web): the page names the person's partner, gives tricks and points per side
+    (the person's side first, by name), shows under each trick card who played it, and
+    tells who took each trick; all checked against the match record."""
+    browser.get(url(platform, "/play"))
+    browser.find_element("name", "name").clear()
+    browser.find_element("name", "name").send_keys("sara")
+    Select = pytest.importorskip("selenium.webdriver.support.select").Select
+    Select(browser.find_element("name", "variant")).select_by_value("sedma/sedma")
+    for bot in ("rand-1", "first-1", "rand-2"):
+        browser.find_element("css selector", f'input[name="bot"][value="{bot}"]').click()
+    browser.find_element("name", "deals").send_keys("1")
+    browser.find_element("id", "start").click()
+    wait_for(lambda: "/play/" in browser.current_url, 30, "the game did not start")
+    match_id = attr(browser, "play", "data-match")
+    seen: list[dict[str, Any]] = []
+    last_seq = ""
+    deadline = time.monotonic() + 180
+    while attr(browser, "play", "data-over") != "true":
+        assert time.monotonic() < deadline, "the match did not end"
+        seq = attr(browser, "play", "data-seq")
+        if attr(browser, "play", "data-waiting") != "true" or seq == last_seq:
+            time.sleep(0.05)
+            continue
+        seen.append(browser.execute_script(READ_SEDMA_PLAY))
+        if len(seen) == 3:
+            screenshot(browser, "play-sedma")
+        buttons = browser.find_elements("css selector", "button.legal:not([disabled])")
+        buttons[0].click()
+        last_seq = seq
+    raw = wait_for(lambda: conn.get(keys.match_record(match_id)), 30, "no record")
+    view = read_record(json.loads(str(raw)))
+    # Opponents sit in the form's order (its checkboxes: by name): the partner is seat 2.
+    seats = list(view.seats)
+    assert seats == ["human-sara", "first-1", "rand-1", "rand-2"]
+    names = ["you", "first-1", "rand-1 (your partner)", "rand-2"]
+    assert all("your partner: rand-1 (seat 2)" in s["whoami"] for s in seen)
+    assert all(
+        re.search(r"tricks won: you and rand-1 \d+, first-1 and rand-2 \d+", s["facts"])
+        and re.search(r"card points: you and rand-1 \d+, first-1 and rand-2 \d+", s["facts"])
+        for s in seen
+    ), [s["facts"] for s in seen]
+    # The trick on the table at each turn, and who took each trick: from the record.
+    requests = {int(st["seq"]): st for st in view.steps if st.get("seat") == 0 and "seq" in st}
+    takers: list[str] = []
+    told: list[str] = []
+    for s in seen:
+        trick = requests[int(s["seq"])]["request"]["observation"]["trick"]
+        want = [[t["card"], "you" if t["seat"] == 0 else view.seats[t["seat"]]] for t in trick]
+        assert s["played"] == want, (s["seq"], s["played"], want)
+        told += re.findall(r"([\w-]+(?: \(your partner\))?) took the trick", s["status"])
+    for _m, _step, events in view.applied():
+        takers += [names[e.seat] for e in events if e.kind == "trick"]
+    assert len(told) >= 7 and told == takers[: len(told)], (told, takers)
+    log = browser.find_element("id", "log").text
+    assert re.search(r"deal 1 over: won by (you and rand-1|first-1 and rand-2); changes you ", log)
 
 
 def _nothing_hidden_reached_the_page(browser: Any, record: dict[str, Any]) -> None:
@@ -583,8 +654,14 @@ def test_a_sedma_replay_steps_through_tricks_showing_the_record(
         assert got["trick"] == " ".join(t["card"] for t in obs["trick"]), f"step {k}: trick"
         facts = got["facts"]
         assert f"talon: {obs['talon_size']} cards" in facts, (k, facts)
-        assert "tricks won: " + "/".join(map(str, obs["tricks_won"])) in facts, (k, facts)
-        assert "card points: " + "/".join(map(str, obs["card_points"])) in facts, (k, facts)
+        # Per side, by name (one bot holds both seats of its side: named once).
+        sides = [" and ".join(dict.fromkeys(seats[s] for s in side)) for side in obs["sides"]]
+
+        def per_side(values: list[int], sides: list[str] = sides) -> str:
+            return ", ".join(f"{side} {v}" for side, v in zip(sides, values, strict=True))
+
+        assert "tricks won: " + per_side(obs["tricks_won"]) in facts, (k, facts)
+        assert "card points: " + per_side(obs["card_points"]) in facts, (k, facts)
         assert got["hands"] == [" ".join(o["hand"]) for o in want["obs"]], f"step {k}: hands"
         if want["trick_ended"]:
             assert "trick to " in got["now"], (k, got["now"])  # the log says who took it

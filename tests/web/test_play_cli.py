@@ -214,3 +214,24 @@ def test_turn_text_numbers_the_legal_actions_and_reads_numbers_or_actions() -> N
     assert parse_choice("6h", legal) == "6H"
     assert parse_choice("9", legal) is None
     assert action_text("TS") == "10♠"
+
+
+def test_a_table_of_the_wrong_size_is_refused_with_the_counts_before_connecting() -> None:
+    """``--game sedma`` alone plays the game's own preset (not Sevens' fan-tan), and a
+    table it cannot seat is refused in one line naming the count, before any connection
+    (nothing listens at the address given)."""
+    run = subprocess.run(
+        arena_command(
+            "play",
+            "--redis-url=redis://127.0.0.1:9/0",
+            "--game=sedma",
+            "--against=fl-a,fl-b",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith(
+        "--against: sedma sedma is played by 4 players: choose exactly 3 opponents, not 2"
+    ), run.stderr
