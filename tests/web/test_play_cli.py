@@ -232,6 +232,10 @@ def test_a_table_of_the_wrong_size_is_refused_with_the_counts_before_connecting(
         timeout=60,
     )
     assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
-    assert run.stderr.strip().splitlines()[-1].endswith(
-        "--against: sedma sedma is played by 4 players: choose exactly 3 opponents, not 2"
+    assert (
+        run.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "--against: sedma sedma is played by 4 players: choose exactly 3 opponents, not 2"
+        )
     ), run.stderr
