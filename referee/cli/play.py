@@ -209,6 +209,7 @@ def play(
             mine = list(payload.get("seats", [])) or [table.seat]
             table = Table(players, int(mine[0]), table.sides)
             game = str(payload.get("game", ""))
+            seen = (-1, 0)
             say(f"match {payload['match_id']}: {', '.join(players)}")
         elif kind == "turn":
             obs = payload["observation"]

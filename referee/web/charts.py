@@ -190,6 +190,8 @@ def line_chart(
         f'<text x="12" y="{pad_t + plot_h / 2:.0f}" text-anchor="middle" class="axis" '
         f'transform="rotate(-90 12 {pad_t + plot_h / 2:.0f})">{_esc(y_label)}</text>'
     )
+    banded = sum(1 for s in series if s.band)
+    band_opacity = min(0.12, 0.3 / max(banded, 1))  # overlapping bands stay see-through
     ends = [(i, s.points[-1]) for i, s in enumerate(series) if s.points]
     label_ys = spread_labels([sy(y) + 4 for _i, (_x, y) in ends], pad_t + 8, height - pad_b + 8)
     label_at = {i: y for (i, _end), y in zip(ends, label_ys, strict=True)}
@@ -199,8 +201,9 @@ def line_chart(
             upper = " ".join(f"{sx(x):.1f},{sy(clip(hi)):.1f}" for x, _lo, hi in s.band)
             lower = " ".join(f"{sx(x):.1f},{sy(clip(lo)):.1f}" for x, lo, _hi in reversed(s.band))
             out.append(
-                f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.12" '
-                f'stroke="none"><title>{_esc(s.name)} 95% interval</title></polygon>'
+                f'<polygon points="{upper} {lower}" fill="{colour}" '
+                f'fill-opacity="{band_opacity:.2f}" stroke="none">'
+                f"<title>{_esc(s.name)} 95% interval</title></polygon>"
             )
         if not s.points:
             continue

@@ -26,15 +26,16 @@
     if (s === me) { return "you"; }
     return name(s) + (partners().indexOf(s) >= 0 ? " (your partner)" : "");
   }
-  // One public event of the deal in words (as `arena play` says it); null: not worth a line.
+  // One public event of the deal in words (as `arena play` says it, cards spoken as the
+  // page's labels are: "9 of clubs"); null: not worth a line.
   function describe(h, game) {
     var w = who(h.seat);
     if (h.kind === "play") {
       var cards = h.action.split("+");
       if (game === "sedma" && cards.length === 2) {
-        return w + " played " + A.parts(cards[0]).shown + ", showing " + A.parts(cards[1]).shown + " (marriage)";
+        return w + " played " + A.parts(cards[0]).spoken + ", showing " + A.parts(cards[1]).spoken + " (marriage)";
       }
-      return w + " played " + A.shown(h.action);
+      return w + " played " + A.spoken(h.action);
     }
     if (h.kind === "pass") { return w + " passed" + (h.reason ? " (" + h.reason + ")" : ""); }
     if (h.kind === "illegal_pass") { return w + " passed while able to play (illegal pass)"; }
@@ -149,6 +150,7 @@
       else { $("status").textContent = "Your seat stopped: " + (p.message || p.state); root.setAttribute("data-over", "true"); }
     } else if (kind === "match_start") {
       seats = p.players;
+      told = { deal: -1, items: 0 };  // a new match (a seat that stays plays several)
       if (p.seats && p.seats.length) { me = p.seats[0]; }
       log("match " + p.match_id + " started: " + p.players.join(", ") + " (" + p.game + " " + p.preset + ")");
     } else if (kind === "turn") {
