@@ -36,7 +36,8 @@ proto-check: $(STAMP)
 # tests on a real platform, saving screenshots (needs chromium and chromium-driver).
 screenshots: $(STAMP)
 	ARENA_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q tests/web/test_browser.py
-	test -s docs/img/league.png && test -s docs/img/replay.png && test -s docs/img/play.png
+	test -s docs/img/league.png && test -s docs/img/replay.png && test -s docs/img/play.png \
+		&& test -s docs/img/play-sedma.png
 
 # Mutation testing of the engines, match loop and clock, schedule, ratings, standings, auth,
 # the gateway's answer checks

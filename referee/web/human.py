@@ -266,6 +266,51 @@ def forget_idle_people(conn: redis.Redis, idle_s: float) -> list[str]:
     return gone
 
 
+FLAGSHIP = ("sevens", "fan-tan")
+"""The game and preset a person is offered first (the web form, ``arena play``'s default)."""
+
+
+def default_preset(game: str) -> str:
+    """The preset a person plays when they name only the game: the flagship's for Sevens,
+    the game's first otherwise (InvalidRulesError for an unknown game)."""
+    return FLAGSHIP[1] if game == FLAGSHIP[0] else next(iter(get_game(game).presets()))
+
+
+def counts_text(counts: Sequence[int], noun: str) -> str:
+    """``4 players``, ``3 to 8 players`` or ``2, 4 players``.
+
+    >>> counts_text([3], "opponent"), counts_text([2, 3, 4], "opponent")
+    ('exactly 3 opponents', '2 to 4 opponents')
+    """
+    ordered = sorted(counts)
+    plural = noun if ordered == [1] else noun + "s"
+    if len(ordered) == 1:
+        return f"exactly {ordered[0]} {plural}"
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]} to {ordered[-1]} {plural}"
+    return f"{', '.join(map(str, ordered))} {plural}"
+
+
+def opponent_counts(game: str, preset: str) -> list[int]:
+    """How many opponents a person may choose for ``game`` ``preset`` (raises
+    InvalidRulesError on an unknown preset)."""
+    return [n - 1 for n in get_game(game).player_counts(get_game(game).preset(preset))]
+
+
+def table_problem(game: str, preset: str, opponents: int) -> str | None:
+    """Why a table of a person and ``opponents`` bots cannot play ``game`` ``preset``, in
+    words that give the counts it takes; None when it can."""
+    allowed = opponent_counts(game, preset)
+    if opponents in allowed:
+        return None
+    players = [n + 1 for n in allowed]
+    plays = counts_text(players, "player").removeprefix("exactly ")
+    return (
+        f"{game} {preset} is played by {plays}: choose {counts_text(allowed, 'opponent')}, "
+        f"not {opponents}"
+    )
+
+
 def casual_match(
     conn: redis.Redis,
     *,
@@ -283,6 +328,9 @@ def casual_match(
     InvalidRulesError / ValueError on a bad game, preset or table)."""
     rules = get_game(game).preset(preset)
     players = [*against]
+    problem = table_problem(game, preset, len(players))
+    if problem is not None:
+        raise ValueError(problem)
     if not 0 <= seat <= len(players):
         raise ValueError(f"seat {seat} is not a seat of this table: use 0..{len(players)}")
     players.insert(seat, human)
@@ -297,6 +345,7 @@ def casual_match(
             f"deals = {deals} is out of range: a casual match plays 1 .. {MAX_CASUAL_DEALS} "
             "deals (or leave it empty for the rules' own length)"
         )
+
     seed = secrets.randbits(48) if seed is None else seed
     deal_specs = None
     if deals is not None:

@@ -124,9 +124,16 @@ class LiveFeed:
         done = season["matches_done"]
         cached = self._charts.get(season_id)
         now = time.monotonic()
+        # Every match settled: the final picture now, not one up to CHART_MIN_INTERVAL_S old
+        # (the season's state turns "finished" a moment after its last match is counted).
+        settled = done + int(season["matches_failed"]) >= int(season["matches_total"])
         if cached is not None and (
             cached[0] == done
-            or (season["state"] == "running" and now - cached[1] < CHART_MIN_INTERVAL_S)
+            or (
+                season["state"] == "running"
+                and not settled
+                and now - cached[1] < CHART_MIN_INTERVAL_S
+            )
         ):
             return cached[2], cached[3]
         results = await league.season_results(self.conn, season_id)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from multidict import MultiDict, MultiMapping
 
 from arena_sdk.sdk import BotRefused
 from referee import keys
@@ -102,6 +103,31 @@ class PlaySession:
         self.changed.set()
 
 
+DEFAULT_VARIANT = human.FLAGSHIP
+"""What the form offers first: the flagship game, as ``arena play`` plays it by default."""
+
+
+def variant_groups() -> list[dict[str, Any]]:
+    """The form's one picker: per game (the flagship first) its presets in the registry's
+    order, each saying how many players it takes and so how many opponents to choose."""
+    order = sorted(GAMES, key=lambda name: (name != DEFAULT_VARIANT[0], name))
+    groups = []
+    for name in order:
+        options = []
+        for preset in GAMES[name].presets():
+            players = [n + 1 for n in human.opponent_counts(name, preset)]
+            seats = str(players[0]) if len(players) == 1 else f"{players[0]}-{players[-1]}"
+            choose = human.counts_text(human.opponent_counts(name, preset), "opponent")
+            options.append(
+                {
+                    "value": f"{name}/{preset}",
+                    "text": f"{preset} · {seats} players: choose {choose.removeprefix('exactly ')}",
+                }
+            )
+        groups.append({"label": name.capitalize(), "options": options})
+    return groups
+
+
 def cross_site(request: web.Request) -> web.Response | None:
     """403 for a post sent by another site's page (its ``Origin`` is not this host): such a
     form could re-key a person's identity or answer for them."""
@@ -168,21 +194,28 @@ class PlayRoutes:
         return [{"name": n, "connected": bool(s)} for n, s in zip(names, streams, strict=True)]
 
     async def form(
-        self, request: web.Request, problem: str = "", status: int = 200
+        self,
+        request: web.Request,
+        problem: str = "",
+        status: int = 200,
+        posted: MultiMapping[Any] | None = None,
     ) -> web.Response:
-        games = {name: sorted(game.presets()) for name, game in sorted(GAMES.items())}
+        """The form; ``posted``: a refused form's values, shown again as they were sent."""
+        posted = posted if posted is not None else MultiDict()
         return self.web.html(
             "play.html",
             status=status,
             enabled=self.enabled,
             why_disabled="" if self.enabled else self._why_disabled(),
-            games=games,
+            variants=variant_groups(),
+            default_variant="/".join(DEFAULT_VARIANT),
             opponents=await self._opponents(),
             move_s=self.web.config.human_move_s,
             casual_play=self.web.config.casual_play,
             max_deals=human.MAX_CASUAL_DEALS,
             problem=problem,
-            form=dict(request.query),
+            form={**request.query, **{k: str(v) for k, v in posted.items() if k != "bot"}},
+            checked={str(v) for k, v in posted.items() if k == "bot"},
         )
 
     async def start(self, request: web.Request) -> web.Response:
@@ -192,57 +225,65 @@ class PlayRoutes:
         if not self.enabled:
             return await self.form(request, self._why_disabled(), status=503)
         data = await request.post()
+
+        async def refuse(problem: str, status: int = 400) -> web.Response:
+            return await self.form(request, problem, status, posted=data)
+
         name = str(data.get("name", "") or "").strip()
         if not name or name == "guest":  # everyone's default: a guest name of one's own
             name = f"guest-{secrets.token_hex(3)}"
         if str(data.get("join", "")) == "1":
             return await self._join(request, name)
         if not self.web.config.casual_play:
-            return await self.form(
-                request,
+            return await refuse(
                 "casual matches are turned off on this server (--no-casual-play); "
                 "take your seat in a season instead",
                 status=503,
             )
-        game = str(data.get("game", "sevens"))
-        preset = str(data.get("preset", "") or "")
+        game, preset = DEFAULT_VARIANT
+        if str(data.get("variant", "")).strip():
+            game, _, preset = str(data["variant"]).partition("/")
+        elif str(data.get("game", "")).strip():  # game and preset posted apart (scripts)
+            game, preset = str(data["game"]), str(data.get("preset", "") or "")
         against = [a.strip() for a in str(data.get("against", "")).split(",") if a.strip()]
         against += [str(v) for k, v in data.items() if k == "bot" and str(v).strip()]
         try:
             seat_index = int(str(data.get("seat", "0") or 0))
             deals = int(str(data["deals"])) if str(data.get("deals", "")).strip() else None
         except ValueError:
-            return await self.form(request, "seat and deals are whole numbers", status=400)
+            return await refuse("seat and deals are whole numbers")
         if not against:
-            return await self.form(request, "choose the bots to play against", status=400)
+            return await refuse("choose the bots to play against")
         for bot in against:
             if not league.ID_PATTERN.match(bot) or not await self.web.conn.sismember(
                 keys.BOTS, bot
             ):
-                return await self.form(request, f"no bot named {bot!r} is registered", status=400)
+                return await refuse(f"no bot named {bot!r} is registered")
         if game not in GAMES:
-            return await self.form(
-                request, f"unknown game {game!r}: use one of {', '.join(GAMES)}", status=400
-            )
+            return await refuse(f"unknown game {game!r}: use one of {', '.join(GAMES)}")
         if deals is not None and not 1 <= deals <= human.MAX_CASUAL_DEALS:
-            return await self.form(
-                request,
+            return await refuse(
                 f"deals = {deals} is out of range: a casual match plays 1 .. "
-                f"{human.MAX_CASUAL_DEALS} deals (or leave it empty for the rules' length)",
-                status=400,
+                f"{human.MAX_CASUAL_DEALS} deals (or leave it empty for the rules' length)"
             )
-        preset = preset or next(iter(GAMES[game].presets()))
+        preset = preset or human.default_preset(game)
+        try:
+            problem = human.table_problem(game, preset, len(against))
+        except InvalidRulesError as exc:
+            return await refuse(str(exc))
+        if problem is not None:
+            return await refuse(problem)
         self._expire()
         over = self._over_budget(request, join=False)
         if over is not None:
-            return await self.form(request, over[1], status=over[0])
+            return await refuse(over[1], status=over[0])
         key = self._key(request)
         try:
             session = await self._open(request, name, key)
         except _Refused as exc:
             return await self.form(request, str(exc), status=exc.status)
         except (ArenaError, ValueError) as exc:
-            return await self.form(request, str(exc), status=400)
+            return await refuse(str(exc))
         config = self.web.config
         try:
             spec = await asyncio.to_thread(
@@ -259,7 +300,7 @@ class PlayRoutes:
             )
         except (ArenaError, InvalidRulesError, ValueError) as exc:
             await self._drop(session)
-            return await self.form(request, str(exc), status=400)
+            return await refuse(str(exc))
         session.match_id = spec.match_id
         session.push(
             "session",

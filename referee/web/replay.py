@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.games.base import Event, EventKind, Source
+from referee.games.cards import action_symbols
 from referee.web.records import RecordView, read_record
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def describe(event: Event, seats: Sequence[str]) -> str | None:
     detail = dict(event.detail)
     match event.kind:
         case EventKind.PLAY:
-            return f"{who} plays {event.action}{source}"
+            return f"{who} plays {action_symbols(event.action or '')}{source}"
         case EventKind.PASS:
             return f"{who} passes{source}" + (f" ({event.reason})" if event.reason else "")
         case EventKind.ILLEGAL_PASS:
@@ -50,7 +51,8 @@ def describe(event: Event, seats: Sequence[str]) -> str | None:
         case EventKind.ELIMINATED:
             return f"{who} eliminated ({event.reason})"
         case EventKind.TRICK:
-            return f"trick to {who}"
+            points = detail.get("points")
+            return f"trick to {who}" + (f": {points} card points" if points else "")
         case EventKind.DEAL_END:
             return f"deal {event.deal + 1} over"
         case EventKind.VOID_DEAL:
@@ -81,7 +83,11 @@ def build_frames(view: RecordView) -> list[dict[str, Any]]:
         if EventKind.DEAL_END in {e.kind for e in events}:
             results = match.deal_results()
             if results:
-                texts.append(f"deal result: {list(results[-1].deltas)}")
+                changes = ", ".join(
+                    f"{name} {delta:+d}"
+                    for name, delta in zip(view.seats, results[-1].deltas, strict=False)
+                )
+                texts.append(f"deal result: {changes}")
         frames.append(
             {
                 "step": k,

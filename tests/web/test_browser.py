@@ -9,6 +9,7 @@ nothing reaches their page that a bot in their seat would not get.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -173,6 +174,7 @@ def test_league_page_updates_in_place_while_a_season_runs(
     charts = browser.find_elements("css selector", "#charts svg polyline")
     assert len(charts) >= len(BOTS), "Elo and score lines for every bot"
     assert browser.find_elements("css selector", "#charts svg polygon"), "the Elo interval band"
+    _elo_chart_follows_the_ratings(browser, platform)
     browser.set_window_size(1280, 1900)
     screenshot(browser, "league")
     # A 420-px phone: no horizontal scrolling.
@@ -185,6 +187,76 @@ def test_league_page_updates_in_place_while_a_season_runs(
         assert wide[0] <= wide[1], f"the page is {wide[0]} px wide in a {wide[1]} px window"
     finally:
         browser.set_window_size(1280, 1000)
+
+
+READ_ELO_CHART = """
+    var svg = document.querySelector('#charts svg.chart');
+    var plot = svg.querySelector('rect').getBBox();
+    function box(e) { var b = e.getBBox(); return [b.x, b.y, b.width, b.height]; }
+    return {
+      ticks: Array.prototype.map.call(svg.querySelectorAll('text.tick[text-anchor="end"]'),
+        function (t) { return parseFloat(t.textContent); }),
+      plot: [plot.y, plot.height],
+      range: [parseFloat(svg.getAttribute('data-y-min')),
+              parseFloat(svg.getAttribute('data-y-max'))],
+      lines: Array.prototype.map.call(svg.querySelectorAll('polyline'), function (l) {
+        return l.getAttribute('points').split(' ').map(function (p) {
+          return parseFloat(p.split(',')[1]); }); }),
+      labels: Array.prototype.map.call(svg.querySelectorAll('text.label'), box),
+      names: Array.prototype.map.call(svg.querySelectorAll('text.label'),
+        function (t) { return t.textContent; })
+    };
+"""
+
+
+def _elo_chart_follows_the_ratings(browser: Any, platform: Platform) -> None:
+    """The Elo chart's axis brackets the bots' estimates tightly (not the early checkpoints'
+    0..3000 intervals), the lines use the plot's height, and no two end labels overlap."""
+    import redis.asyncio as aredis
+
+    from referee.web import history, league
+
+    async def results() -> list[dict[str, Any]]:
+        client = aredis.Redis.from_url(platform.redis_url)
+        try:
+            return await league.season_results(client, "live")
+        finally:
+            await client.aclose()
+
+    estimates = [
+        y for s in history.elo_over_time(list(BOTS), asyncio.run(results())) for _x, y in s.points
+    ]
+    spread = max(estimates) - min(estimates)
+
+    def read_chart() -> dict[str, Any] | None:
+        chart: dict[str, Any] = browser.execute_script(READ_ELO_CHART)
+        return chart if len(chart["names"]) == len(BOTS) else None
+
+    chart = wait_for(read_chart, 30, "the Elo chart has no label per bot")
+    assert chart is not None
+    ticks = chart["ticks"]
+    slack = 0.15 * spread + 10
+    assert len(ticks) >= 2, ticks
+    assert min(estimates) - slack <= min(ticks) and max(ticks) <= max(estimates) + slack, (
+        f"the axis ticks {ticks} for estimates {min(estimates):.0f}..{max(estimates):.0f}"
+    )
+    low, high = chart["range"]
+    assert low <= min(estimates) and max(estimates) <= high, (chart["range"], spread)
+    assert high - low <= 1.25 * spread + 20, (
+        f"the axis runs {low:g}..{high:g} for estimates {min(estimates):.0f}..{max(estimates):.0f}"
+    )
+    assert all(low <= t <= high for t in ticks), (ticks, chart["range"])
+    top, height = chart["plot"]
+    ys = [y for line in chart["lines"] for y in line]
+    assert all(top - 0.5 <= y <= top + height + 0.5 for y in ys)
+    assert max(ys) - min(ys) >= 0.75 * height, (
+        f"the lines use {max(ys) - min(ys):.0f} of {height:.0f} px"
+    )
+    boxes = chart["labels"]
+    for i, (x1, y1, w1, h1) in enumerate(boxes):
+        for x2, y2, w2, h2 in boxes[i + 1 :]:
+            apart = x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 + 0.5 or y2 + h2 <= y1 + 0.5
+            assert apart, f"labels overlap: {chart['names']} {boxes}"
 
 
 def _expected_frames(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -265,11 +337,44 @@ def test_a_replay_steps_through_a_deal_showing_the_engine_state(
         assert wide[0] <= wide[1], f"the replay is {wide[0]} px wide in a {wide[1]} px window"
     finally:
         browser.set_window_size(1280, 1000)
+    _the_log_follows_the_step_with_card_symbols(browser, platform, match_id)
     # Cards are text for screen readers, suits have symbols.
     label = browser.find_element(
         "css selector", "#board .seat .hand .card[data-card]"
     ).get_attribute("aria-label")
     assert re.fullmatch(r"(ace|king|queen|jack|10|[2-9]) of (clubs|diamonds|hearts|spades)", label)
+
+
+READ_LOG = """
+    var log = document.getElementById('log'), now = log.querySelector('.now');
+    var box = log.getBoundingClientRect(), at = now.getBoundingClientRect();
+    return {step: document.getElementById('board').getAttribute('data-step'),
+            now: now.textContent, text: log.innerText,
+            visible: at.top >= box.top - 1 && at.bottom <= box.bottom + 1};
+"""
+
+
+def _the_log_follows_the_step_with_card_symbols(
+    browser: Any, platform: Platform, match_id: str
+) -> None:
+    """At step 27 (by permalink, then a step forward) the log's visible line is that step,
+    and it names cards as the table draws them (``2♣``, never ``2C``)."""
+    browser.get(url(platform, f"/replay/{match_id}?step=27&view=full"))
+    wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
+    for k in (27, 28):
+        if k == 28:
+            browser.find_element("id", "next").click()
+
+        def at_step(k: int = k) -> dict[str, Any] | None:
+            log: dict[str, Any] = browser.execute_script(READ_LOG)
+            return log if log["step"] == str(k) else None
+
+        got = wait_for(at_step, 10, f"the replay did not show step {k}")
+        assert got is not None
+        assert got["now"].startswith(f"{k}. "), got["now"]
+        assert got["visible"], f"step {k}'s log line is scrolled out of the log's box"
+        assert not CARD.findall(got["text"]), f"card codes in the log: {got['text']!r}"
+        assert re.search(r"plays (?:10|[2-9AJQK])[♣♦♥♠]", got["text"]), got["text"]
 
 
 def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
@@ -279,8 +384,7 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
     browser.find_element("name", "name").clear()
     browser.find_element("name", "name").send_keys("alice")
     Select = pytest.importorskip("selenium.webdriver.support.select").Select
-    Select(browser.find_element("name", "game")).select_by_value("sevens")
-    Select(browser.find_element("name", "preset")).select_by_value("fan-tan")
+    Select(browser.find_element("name", "variant")).select_by_value("sevens/fan-tan")
     for bot in ("hold-1", "rand-1", "first-1"):
         browser.find_element("css selector", f'input[name="bot"][value="{bot}"]').click()
     browser.find_element("name", "deals").send_keys("1")
@@ -318,6 +422,78 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
     ]
     assert not store.get_season(conn, "live").get("casual"), "the season did not count it"
     _nothing_hidden_reached_the_page(browser, record)
+
+
+READ_SEDMA_PLAY = """
+    var trick = document.querySelector('#board .row.trick');
+    return {seq: document.getElementById('play').getAttribute('data-seq'),
+            whoami: document.getElementById('whoami').textContent,
+            facts: document.querySelector('#board .sedma-facts').textContent,
+            played: Array.prototype.map.call(trick.querySelectorAll('.played'), function (p) {
+              return [p.querySelector('[data-card]').getAttribute('data-card'),
+                      p.querySelector('.by').textContent]; }),
+            status: document.getElementById('status').textContent};
+"""
+
+
+def test_a_sedma_player_sees_their_partner_who_played_each_card_and_who_took_tricks(
+    platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
+) -> None:
+    """Item 9 (web): the page names the person's partner, gives tricks and points per side
+    (the person's side first, by name), shows under each trick card who played it, and
+    tells who took each trick; all checked against the match record."""
+    browser.get(url(platform, "/play"))
+    browser.find_element("name", "name").clear()
+    browser.find_element("name", "name").send_keys("sara")
+    Select = pytest.importorskip("selenium.webdriver.support.select").Select
+    Select(browser.find_element("name", "variant")).select_by_value("sedma/sedma")
+    for bot in ("rand-1", "first-1", "rand-2"):
+        browser.find_element("css selector", f'input[name="bot"][value="{bot}"]').click()
+    browser.find_element("name", "deals").send_keys("1")
+    browser.find_element("id", "start").click()
+    wait_for(lambda: "/play/" in browser.current_url, 30, "the game did not start")
+    match_id = attr(browser, "play", "data-match")
+    seen: list[dict[str, Any]] = []
+    last_seq = ""
+    deadline = time.monotonic() + 180
+    while attr(browser, "play", "data-over") != "true":
+        assert time.monotonic() < deadline, "the match did not end"
+        seq = attr(browser, "play", "data-seq")
+        if attr(browser, "play", "data-waiting") != "true" or seq == last_seq:
+            time.sleep(0.05)
+            continue
+        seen.append(browser.execute_script(READ_SEDMA_PLAY))
+        if len(seen) == 3:
+            screenshot(browser, "play-sedma")
+        buttons = browser.find_elements("css selector", "button.legal:not([disabled])")
+        buttons[0].click()
+        last_seq = seq
+    raw = wait_for(lambda: conn.get(keys.match_record(match_id)), 30, "no record")
+    view = read_record(json.loads(str(raw)))
+    # Opponents sit in the form's order (its checkboxes: by name): the partner is seat 2.
+    seats = list(view.seats)
+    assert seats == ["human-sara", "first-1", "rand-1", "rand-2"]
+    names = ["you", "first-1", "rand-1 (your partner)", "rand-2"]
+    assert all("your partner: rand-1 (seat 2)" in s["whoami"] for s in seen)
+    assert all(
+        re.search(r"tricks won: you and rand-1 \d+, first-1 and rand-2 \d+", s["facts"])
+        and re.search(r"card points: you and rand-1 \d+, first-1 and rand-2 \d+", s["facts"])
+        for s in seen
+    ), [s["facts"] for s in seen]
+    # The trick on the table at each turn, and who took each trick: from the record.
+    requests = {int(st["seq"]): st for st in view.steps if st.get("seat") == 0 and "seq" in st}
+    takers: list[str] = []
+    told: list[str] = []
+    for s in seen:
+        trick = requests[int(s["seq"])]["request"]["observation"]["trick"]
+        want = [[t["card"], "you" if t["seat"] == 0 else view.seats[t["seat"]]] for t in trick]
+        assert s["played"] == want, (s["seq"], s["played"], want)
+        told += re.findall(r"([\w-]+(?: \(your partner\))?) took the trick", s["status"])
+    for _m, _step, events in view.applied():
+        takers += [names[e.seat] for e in events if e.kind == "trick" and e.seat is not None]
+    assert len(told) >= 7 and told == takers[: len(told)], (told, takers)
+    log = browser.find_element("id", "log").text
+    assert re.search(r"deal 1 over: won by (you and rand-1|first-1 and rand-2); changes you ", log)
 
 
 def _nothing_hidden_reached_the_page(browser: Any, record: dict[str, Any]) -> None:
@@ -480,8 +656,14 @@ def test_a_sedma_replay_steps_through_tricks_showing_the_record(
         assert got["trick"] == " ".join(t["card"] for t in obs["trick"]), f"step {k}: trick"
         facts = got["facts"]
         assert f"talon: {obs['talon_size']} cards" in facts, (k, facts)
-        assert "tricks won: " + "/".join(map(str, obs["tricks_won"])) in facts, (k, facts)
-        assert "card points: " + "/".join(map(str, obs["card_points"])) in facts, (k, facts)
+        # Per side, by name (one bot holds both seats of its side: named once).
+        sides = [" and ".join(dict.fromkeys(seats[s] for s in side)) for side in obs["sides"]]
+
+        def per_side(values: list[int], sides: list[str] = sides) -> str:
+            return ", ".join(f"{side} {v}" for side, v in zip(sides, values, strict=True))
+
+        assert "tricks won: " + per_side(obs["tricks_won"]) in facts, (k, facts)
+        assert "card points: " + per_side(obs["card_points"]) in facts, (k, facts)
         assert got["hands"] == [" ".join(o["hand"]) for o in want["obs"]], f"step {k}: hands"
         if want["trick_ended"]:
             assert "trick to " in got["now"], (k, got["now"])  # the log says who took it

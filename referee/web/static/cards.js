@@ -46,8 +46,28 @@
     }
     return wrap;
   }
-  // The public part of the table: Sevens rows with their ends, or Sedma's trick and talon.
-  function table(view, seats) {
+  // Sedma's sides in words: "you and carol", "bob and dan" (me: the viewer's seat, or -1);
+  // a bot holding both seats of a side (head to head) is named once.
+  function sideName(side, seats, me) {
+    var names = [];
+    side.forEach(function (s) {
+      var n = s === me ? "you" : (seats ? seats[s] : "seat " + s);
+      if (names.indexOf(n) < 0) { names.push(n); }
+    });
+    if (names.indexOf("you") > 0) { names.unshift(names.splice(names.indexOf("you"), 1)[0]); }
+    return names.join(" and ");
+  }
+  // "you and carol 4, bob and dan 2" (the viewer's side first), or "4/2" with no names.
+  function perSide(values, view, seats, me) {
+    values = values || [];
+    if (!view.sides || !seats) { return values.join("/"); }
+    var order = view.sides.map(function (_s, i) { return i; });
+    order.sort(function (a, b) { return (view.sides[b].indexOf(me) >= 0) - (view.sides[a].indexOf(me) >= 0); });
+    return order.map(function (i) { return sideName(view.sides[i], seats, me) + " " + values[i]; }).join(", ");
+  }
+  // The public part of the table: Sevens rows with their ends, or Sedma's trick and talon
+  // (each trick card with who played it). me: the viewer's seat (the play page), if any.
+  function table(view, seats, me) {
     var box = el("div", "table-view");
     box.setAttribute("data-game", view.table ? "sevens" : "sedma");
     if (view.table) {
@@ -76,18 +96,24 @@
       var trick = el("div", "row trick");
       trick.appendChild(el("span", "suit", "trick"));
       (view.trick || []).forEach(function (t) {
+        var who = t.seat === me ? "you" : (seats ? seats[t.seat] : "seat " + t.seat);
+        var played = el("span", "played");
+        played.setAttribute("data-seat", String(t.seat));
         var c = card(t.card);
-        c.setAttribute("aria-label", parts(t.card).spoken + " by " + (seats ? seats[t.seat] : "seat " + t.seat));
-        c.title = seats ? seats[t.seat] : "seat " + t.seat;
-        trick.appendChild(c);
+        c.setAttribute("aria-label", parts(t.card).spoken + " by " + who);
+        played.appendChild(c);
+        var by = el("span", "by", who);
+        by.setAttribute("aria-hidden", "true");
+        played.appendChild(by);
+        trick.appendChild(played);
       });
       if (!(view.trick || []).length) { trick.appendChild(el("span", "card gap", "—")); }
       trick.setAttribute("data-cards", (view.trick || []).map(function (t) { return t.card; }).join(" "));
       box.appendChild(trick);
       var facts = el("p", "sedma-facts");
       facts.textContent = "talon: " + view.talon_size + " cards · tricks won: " +
-        (view.tricks_won || []).join("/") + " · card points: " + (view.card_points || []).join("/") +
-        " · match points: " + (view.match_points || []).join("/") +
+        perSide(view.tricks_won, view, seats, me) + " · card points: " + perSide(view.card_points, view, seats, me) +
+        " · match points: " + perSide(view.match_points, view, seats, me) +
         (view.target ? " (to " + view.target + ")" : "");
       box.appendChild(facts);
     }
@@ -118,5 +144,5 @@
     box.appendChild(handBox);
     return box;
   }
-  window.Arena = { card: card, back: back, table: table, seat: seat, spoken: spoken, shown: shown, el: el, parts: parts };
+  window.Arena = { card: card, back: back, table: table, seat: seat, spoken: spoken, shown: shown, el: el, parts: parts, sideName: sideName };
 })();

@@ -27,14 +27,18 @@
     board.setAttribute("data-step", String(step));
     board.setAttribute("data-view", view);
     $("position").textContent = "step " + step + " of " + (data.frames.length - 1);
+    // The log: what happened up to this step, scrolled (inside its box) to the current one.
     var log = $("log");
     log.textContent = "";
-    for (var i = Math.max(0, step - 12); i <= step; i++) {
+    for (var i = Math.max(0, step - 40); i <= step; i++) {
       var f = data.frames[i];
       var line = A.el("div", i === step ? "now" : "muted", (i === 0 ? "" : i + ". ") + f.text.join("; ") +
         (f.think_ms !== undefined && f.think_ms !== null ? " (" + Math.round(f.think_ms) + " ms)" : ""));
+      line.setAttribute("data-step", String(i));
+      if (i === step) { line.setAttribute("aria-current", "step"); }
       log.appendChild(line);
     }
+    log.scrollTop = log.scrollHeight;  // the current step is the last line
     $("deal").value = String(frame.deal);
     var url = location.pathname + "?step=" + step + "&view=" + view;
     history.replaceState(null, "", url);
