@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -121,6 +122,9 @@ def test_a_flood_a_page_flood_and_an_sse_crowd_leave_honest_clocks_alone(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            # at the lowest priority: on a loaded machine its own CPU would otherwise slow
+            # the honest bots' process; what is measured is the work it makes the referee do
+            preexec_fn=lambda: os.nice(19),
         )
         stack.callback(stop_process, attacker, 10)
         assert attacker.stdin is not None and attacker.stdout is not None
