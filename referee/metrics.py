@@ -71,6 +71,7 @@ COUNTER_HELP: dict[str, str] = {
     "arena_illegal_passes_total": "Passes made while able to play (SV-18, SV-19).",
     "arena_autopilot_seats_total": "Seats the autopilot took over after the strikes ran out.",
     "arena_matches_total": "Match jobs that ended, by game and kind (committed/failed/retried).",
+    "arena_bot_floods_total": "Bot streams a referee ended for flooding it (by bot).",
 }
 _PER_BOT_COUNTERS = (
     "arena_timeouts_total",

@@ -10,6 +10,7 @@ Hierarchy (beside ``referee.errors``)::
         ├── ProtocolError               FAILED_PRECONDITION (order, version)
         ├── TooManyStreams              RESOURCE_EXHAUSTED (ALREADY_EXISTS when the limit is 1)
         ├── SlowReader                  RESOURCE_EXHAUSTED (a write did not complete in time)
+        ├── Flooding                    RESOURCE_EXHAUSTED (too many messages that answer nothing)
         └── Draining                    UNAVAILABLE (so is redis.RedisError: storage down)
 """
 
@@ -51,6 +52,14 @@ class TooManyStreams(GatewayError):
 class SlowReader(GatewayError):
     """A write to the bot did not complete within the write bound: the bot does not read
     its stream (or reads it with a tiny flow-control window). Only its own stream ends."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class Flooding(GatewayError):
+    """A stream sent more messages that answer nothing (pings, actions for no request it
+    holds) than the referee's junk limit allows; it ends, and its bot opens no stream here
+    for a while (referee.gateway.relay.JUNK_PER_S, FLOOD_COOLDOWN_S)."""
 
     status = "RESOURCE_EXHAUSTED"
 

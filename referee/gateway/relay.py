@@ -51,7 +51,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2, internal_pb2
-from referee import cluster, keys
+from referee import cluster, keys, metrics_store
 from referee.aio import bounded
 from referee.bots import STREAM_STALE_MS
 from referee.errors import ArenaError, AuthError
@@ -60,11 +60,13 @@ from referee.gateway.auth import CURRENT_BOT
 from referee.gateway.errors import (
     ActingForAnotherBot,
     Draining,
+    Flooding,
     MalformedMessage,
     ProtocolError,
     SlowReader,
     TooManyStreams,
 )
+from referee.gateway.lag import LoopLag
 from referee.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -83,11 +85,22 @@ sends its open requests again)."""
 TIMEOUT_SLACK_MS = 2.0
 """The TIMEOUT reply goes this long after the limit: an answer stamped before it is judged
 by its stamps (an answer exactly at the limit is in time)."""
+LAG_RECHECK_S = 0.001
+"""A TIMEOUT due while the loop may still hold an answer that came in time (lag.py) is
+checked again this much later (a pass or more of the loop): the answer is read first."""
 MAX_ACTION_CHARS = 200
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
 SWEEP_S = 10.0
 """How often a referee deletes the stream records of dead referees (for every bot)."""
+JUNK_PER_S = 20.0
+JUNK_BURST = 100
+"""Messages of one stream that answer nothing (pings, actions for no request it holds):
+``JUNK_BURST`` at once, then ``JUNK_PER_S`` a second; past that the stream ends
+(``Flooding``). Every answer to a request the stream holds is free."""
+FLOODS_METRIC = "arena_bot_floods_total"
+FLOOD_COOLDOWN_S = 10.0
+"""A bot whose stream was ended for flooding opens no stream on this referee this long."""
 
 Kind = internal_pb2.Reply
 Key = tuple[str, int, int]
@@ -209,6 +222,9 @@ class HubConfig:
     max_message_bytes: int = 64 * 1024
     hello_timeout_s: float = HELLO_TIMEOUT_S
     write_timeout_s: float = WRITE_TIMEOUT_S
+    junk_per_s: float = JUNK_PER_S  # 0 = no limit
+    junk_burst: int = JUNK_BURST
+    flood_cooldown_s: float = FLOOD_COOLDOWN_S
 
 
 class Hub:
@@ -225,6 +241,8 @@ class Hub:
         self._closing: set[asyncio.Task[None]] = set()
         self._register_script = client.register_script(_REGISTER_STREAM)
         self._purge_script = client.register_script(_PURGE_STALE)
+        self.lag = LoopLag()  # the loop's own delay, never charged to a bot (lag.py)
+        self.flooded: dict[str, float] = {}  # bot -> monotonic time its cooldown ends
 
     def all_sessions(self) -> list[BotSession]:
         return [s for group in self.sessions.values() for s in group]
@@ -253,6 +271,7 @@ class Hub:
         first_sent_ms: float = 0.0,
     ) -> None:
         """A turn for ``bot``; ``link`` gets its one reply (maybe before this returns)."""
+        self.lag.start()
         if self.draining:
             link.reply(key, Kind.DRAINED)
             return
@@ -345,6 +364,7 @@ class Hub:
 
     # --- sessions ------------------------------------------------------------------------
     def add_session(self, session: BotSession) -> None:
+        self.lag.start()
         self.sessions.setdefault(session.bot, []).append(session)
 
     def remove_session(self, session: BotSession) -> None:
@@ -398,6 +418,15 @@ class Hub:
         )
         return int(result)
 
+    async def flood_ended(self, bot: str, error: Flooding) -> None:
+        """A stream of ``bot`` was ended for flooding: refuse its new streams here for
+        ``flood_cooldown_s`` and count it (``arena_bot_floods_total{bot}``)."""
+        self.flooded[bot] = time.monotonic() + self.config.flood_cooldown_s
+        log.warning("ended a stream of %s for flooding: %s", bot, error)
+        with contextlib.suppress(RedisError):
+            field = f"{FLOODS_METRIC}|{metrics_store.label_text({'bot': bot})}"
+            await self.redis.hincrbyfloat(keys.METRICS_COUNTERS, field, 1)
+
     def close_later(self, session: BotSession) -> None:
         """Close a session in its own task (the handler task may have been cancelled)."""
         task = asyncio.get_running_loop().create_task(session.close())
@@ -432,6 +461,7 @@ class Hub:
         await self.wait_closed(timeout=self.config.write_timeout_s + 5.0)
         for link in list(self.links):
             await link.flush(timeout=2.0)
+        self.lag.stop()
 
     async def wait_closed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -468,6 +498,8 @@ class BotSession:
         self._registered = False
         self._closed = False
         self._record: dict[str, Any] = {}
+        self._junk = float(hub.config.junk_burst)  # token bucket of messages that answer nothing
+        self._junk_at = time.monotonic()
 
     # --- lifecycle -------------------------------------------------------------------
     async def run(self, request_iterator: Any) -> None:
@@ -680,6 +712,13 @@ class BotSession:
         copy's clock."""
         if self.open.get(request.key) is not request:
             return
+        deadline = request.sent_ms + request.limit_ms + TIMEOUT_SLACK_MS
+        behind_ms = deadline - (now_ms() - self.hub.lag.credit_ms())
+        if behind_ms > 0:  # the loop was behind: an answer in time may still wait to be read
+            request.timer = asyncio.get_running_loop().call_later(
+                LAG_RECHECK_S, self._time_out, request
+            )
+            return
         self._close_request(request.key)
         self.hub._reply(request, Kind.TIMEOUT)
         self.hub.dispatch(self.bot)
@@ -747,14 +786,38 @@ class BotSession:
             if kind == "action":
                 await self._on_action(message.action)
             elif kind == "ping":
+                self._spend_junk("a Ping")
                 self.enqueue(bot_pb2.RefereeMessage(pong=bot_pb2.Pong(nonce=message.ping.nonce)))
             elif kind == "hello":
                 raise ProtocolError("Hello was already received: send it once, first")
             else:
                 raise MalformedMessage("empty BotMessage: set one of hello, action or ping")
 
+    def _spend_junk(self, what: str) -> None:
+        """Count one message that answers nothing against this stream's bucket; past the
+        limit the stream ends (``Flooding``): its junk must cost the loop bounded work,
+        every other bot's clock waits behind it (issue 35 finding 3)."""
+        rate = self.hub.config.junk_per_s
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        burst = float(self.hub.config.junk_burst)
+        self._junk = min(burst, self._junk + (now - self._junk_at) * rate)
+        self._junk_at = now
+        if self._junk >= 1.0:
+            self._junk -= 1.0
+            return
+        raise Flooding(
+            f"bot {self.bot!r} sent more messages that answer nothing (this one: {what}) "
+            f"than the limit of {burst:g} at once and {rate:g} a second (pings, actions for "
+            "requests this stream does not hold); ping at most every few seconds and answer "
+            "only the TurnRequests you hold. New streams of this bot are refused here for "
+            f"{self.hub.config.flood_cooldown_s:g} s"
+        )
+
     async def _on_action(self, action: Any) -> None:
         received_ms = now_ms()
+        credit_ms = self.hub.lag.credit_ms()  # the loop's own delay (lag.py), not the bot's
         if not action.match_id:
             raise MalformedMessage("Action.match_id is empty: echo the TurnRequest's match_id")
         if len(action.action) > MAX_ACTION_CHARS:
@@ -767,9 +830,11 @@ class BotSession:
         if request is not None and request.sent_ms > 0:
             self._close_request(key)
             self._remember_answered(key)
-            self.hub._reply(request, Kind.ANSWER, action.action, received_ms)
+            received = max(request.sent_ms, received_ms - credit_ms)
+            self.hub._reply(request, Kind.ANSWER, action.action, received)
             self.hub.dispatch(self.bot)
             return
+        self._spend_junk(f"an Action for match {action.match_id!r}")
         where = f"match {action.match_id} attempt {action.attempt} seq {action.seq}"
         if key in self._answered:
             self._tell(
@@ -863,6 +928,20 @@ class BotGatewayServicer:
                 context, Draining("the referee is shutting down: connect to another referee")
             )
             return
+        until = self.hub.flooded.get(bot)
+        if until is not None:
+            left = until - time.monotonic()
+            if left > 0:
+                await status.abort(
+                    context,
+                    Flooding(
+                        f"bot {bot!r} flooded a stream of this referee: its new streams are "
+                        f"refused here for {left:.0f} s more; then ping at most every few "
+                        "seconds and answer only the TurnRequests you hold"
+                    ),
+                )
+                return
+            del self.hub.flooded[bot]
         session = BotSession(self.hub, bot, context, context.peer())
         error: Exception | None = None
         try:
@@ -876,8 +955,11 @@ class BotGatewayServicer:
             log.exception("stream of %s failed", bot)
             error = exc
         await asyncio.shield(session.close())
-        if error is not None:
+        if isinstance(error, Flooding):
+            await self.hub.flood_ended(bot, error)
+        elif error is not None:
             log.info("ended stream of %s: %s", bot, error)
+        if error is not None:
             await status.abort(context, error)
 
     def handler(self) -> grpc.GenericRpcHandler:

@@ -65,8 +65,11 @@ from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
 from referee.gateway.relay import (
+    FLOOD_COOLDOWN_S,
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
+    JUNK_BURST,
+    JUNK_PER_S,
     WRITE_TIMEOUT_S,
     BotGatewayServicer,
     Hub,
@@ -134,6 +137,9 @@ class RefereeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     max_streams_per_bot: int = 4
+    junk_per_s: float = JUNK_PER_S  # a bot stream's messages that answer nothing (relay.py)
+    junk_burst: int = JUNK_BURST
+    flood_cooldown_s: float = FLOOD_COOLDOWN_S  # a flooding bot's streams refused this long
     referee_id: str = ""
     max_concurrency: int = 64
     max_message_bytes: int = MAX_MESSAGE_BYTES
@@ -215,6 +221,9 @@ class RefereeServer:
                 hello_timeout_s=config.hello_timeout_s,
                 write_timeout_s=config.write_timeout_s,
                 keepalive_time_ms=CLIENT_KEEPALIVE_TIME_MS,
+                junk_per_s=config.junk_per_s,
+                junk_burst=config.junk_burst,
+                flood_cooldown_s=config.flood_cooldown_s,
             ),
         )
         self.health = health.aio.HealthServicer()

@@ -189,18 +189,22 @@ class LiveFeed:
     async def snapshot_event(self, season_id: str) -> str:
         """One ``live`` event: each fragment's HTML, plus the numbers."""
         ctx = await self.context(season_id)
-        fragments = {name: self.web.render(f"_{name}.html", **ctx) for name in FRAGMENTS}
-        payload = {
-            "fragments": fragments,
-            "progress": {
-                "done": ctx["season"]["matches_done"],
-                "failed": ctx["season"]["matches_failed"],
-                "total": ctx["season"]["matches_total"],
-                "state": ctx["season"]["state"],
-            },
-            "updated_ms": int(time.time() * 1000),
-        }
-        return f"event: live\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n"
+
+        def render() -> str:  # in a thread: the referee's loop also stamps bots' answers
+            fragments = {name: self.web.render(f"_{name}.html", **ctx) for name in FRAGMENTS}
+            payload = {
+                "fragments": fragments,
+                "progress": {
+                    "done": ctx["season"]["matches_done"],
+                    "failed": ctx["season"]["matches_failed"],
+                    "total": ctx["season"]["matches_total"],
+                    "state": ctx["season"]["state"],
+                },
+                "updated_ms": int(time.time() * 1000),
+            }
+            return f"event: live\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n"
+
+        return await asyncio.to_thread(render)
 
     # --- the event streams -------------------------------------------------------------------
 
