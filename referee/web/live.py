@@ -21,7 +21,7 @@ import redis
 import redis.asyncio as aredis
 from aiohttp import web
 
-from referee import keys
+from referee import keys, metrics_store
 from referee.web import charts, history, league
 from referee.web.responses import error
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 INTERVAL_S = 1.0
 """How often a watched season is read and its viewers updated."""
+STORED_TTL_S = 0.5
+"""The workers' counters are read at most this often for all the seasons being watched."""
 HEARTBEAT_S = 15.0
 MAX_STREAMS = 256
 """Open event streams one referee serves; more are answered 503 (each holds a connection)."""
@@ -77,6 +79,7 @@ class LiveFeed:
         self._watches: dict[str, _Watch] = {}
         self._streams = 0
         self._closed = asyncio.Event()
+        self._stored: tuple[float, metrics_store.Stored] | None = None  # read at, counters
 
     async def close(self) -> None:
         self._closed.set()
@@ -93,7 +96,10 @@ class LiveFeed:
 
     async def _throughput(self, season: dict[str, Any]) -> dict[str, Any]:
         season_id = season["season"]
-        decisions = await league.season_decisions(self.conn, season_id)
+        now = time.monotonic()
+        if self._stored is None or now - self._stored[0] > STORED_TTL_S:
+            self._stored = (now, await metrics_store.read_stored_async(self.conn))
+        decisions = await league.season_decisions(self.conn, season_id, self._stored[1])
         settled = season["matches_done"] + season["matches_failed"]
         rates = self._rates.setdefault(season_id, _Rates())
         rates.add(time.monotonic(), decisions, settled)
@@ -209,10 +215,19 @@ class LiveFeed:
     # --- the event streams -------------------------------------------------------------------
 
     async def _poll(self, season_id: str, watch: _Watch) -> None:
+        """One snapshot a second for all viewers of a season; a season that is not running
+        and whose record did not change costs one read (nothing of it moves)."""
         last = ""
+        still: dict[Any, Any] | None = None
         while watch.queues and not self._closed.is_set():
             try:
-                event = await self.snapshot_event(season_id)
+                raw: dict[Any, Any] = await self.conn.hgetall(keys.season(season_id))
+                running = league.text(raw.get(b"state") or raw.get("state")) == "running"
+                if running or raw != still or not last:
+                    still = raw
+                    event = await self.snapshot_event(season_id)
+                else:
+                    event = last
             except (redis.RedisError, KeyError) as exc:
                 event = f"event: problem\ndata: {json.dumps(str(exc))}\n\n"
             if event != last:
