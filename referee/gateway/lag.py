@@ -54,12 +54,13 @@ class _WatchedSelector:
 
     def __init__(self, selector: Any, lag: LoopLag) -> None:
         self._selector = selector
-        self._lag = lag
+        self._lag: LoopLag | None = lag  # None once stopped (another may wrap this one)
 
     def select(self, timeout: float | None = None) -> Any:
         began = time.monotonic()
         events = self._selector.select(timeout)
-        self._lag._passed(began, time.monotonic(), timeout != 0)
+        if self._lag is not None:
+            self._lag._passed(began, time.monotonic(), timeout != 0)
         return events
 
     def __getattr__(self, name: str) -> Any:
@@ -95,8 +96,7 @@ class LoopLag:
                 type(loop).__name__,
             )
             return
-        if isinstance(selector, _WatchedSelector):
-            selector = selector._selector
+        # (a second referee in the same loop, in tests, wraps the first one's watcher)
         self._watched = _WatchedSelector(selector, self)
         loop._selector = self._watched  # type: ignore[attr-defined]
         self._settled = time.monotonic()
@@ -104,8 +104,10 @@ class LoopLag:
     def stop(self) -> None:
         """Give the loop its own selector back."""
         loop, watched = self._loop, self._watched
-        if loop is not None and watched is not None and getattr(loop, "_selector", None) is watched:
-            loop._selector = watched._selector  # type: ignore[attr-defined,union-attr]
+        if watched is not None:
+            watched._lag = None
+            if loop is not None and getattr(loop, "_selector", None) is watched:
+                loop._selector = watched._selector  # type: ignore[attr-defined,union-attr]
         self._watched = None
         self._loop = None
         self._ends.clear()

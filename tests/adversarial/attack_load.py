@@ -83,7 +83,7 @@ def pages(base: str, path: str) -> None:
     parts = urllib.parse.urlsplit(base)
     while not stop.is_set():
         try:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+            conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
             conn.request("GET", path)
             response = conn.getresponse()
             response.read()
@@ -99,7 +99,7 @@ def viewer(base: str, season: str) -> None:
     parts = urllib.parse.urlsplit(base)
     while not stop.is_set():
         try:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
             conn.request("GET", f"/events?season={season}")
             response = conn.getresponse()
             while not stop.is_set():
