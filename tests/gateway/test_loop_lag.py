@@ -28,7 +28,9 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def _thread_bot(port: int, token: str, think_s: float, ready: threading.Event) -> None:
+def _thread_bot(
+    port: int, token: str, think_s: float, ready: threading.Event, got_turn: threading.Event
+) -> None:
     """A bot in a thread of its own (sync gRPC): it answers while the test holds the loop."""
     outbox: queue.Queue[Any] = queue.Queue()
 
@@ -49,6 +51,7 @@ def _thread_bot(port: int, token: str, think_s: float, ready: threading.Event) -
             if kind == "welcome":
                 ready.set()
             elif kind == "turn":
+                got_turn.set()
                 time.sleep(think_s)
                 turn = message.turn
                 outbox.put(action(turn.match_id, turn.seq, turn.legal_actions[0]))
@@ -62,26 +65,27 @@ def _thread_bot(port: int, token: str, think_s: float, ready: threading.Event) -
 def test_an_answer_in_time_that_the_loop_held_is_judged_in_time(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    """The bot answers 50 ms into a 200 ms limit while the loop is held 0.5 s (a web
-    handler, a flood): it was in time. Before lag.py the TIMEOUT fired first."""
+    """The bot answers 150 ms after it got its turn, inside a 300 ms limit, while the loop
+    is held 0.8 s from when it saw the turn arrive (a web handler, a flood): it was in time.
+    Before lag.py the TIMEOUT fired first."""
     token = register(redis_client, "alice")
 
     async def scenario() -> None:
         async with running_referee(redis_url) as ref:
             host = FakeHost(redis_url)
-            ready = threading.Event()
-            bot = threading.Thread(target=_thread_bot, args=(ref.port, token, 0.05, ready))
+            ready, got_turn = threading.Event(), threading.Event()
+            bot = threading.Thread(
+                target=_thread_bot, args=(ref.port, token, 0.15, ready, got_turn)
+            )
             bot.start()
             assert await asyncio.to_thread(ready.wait, 10)
-            loop = asyncio.get_running_loop()
-            pending = await host.send(host_turn("alice", "m1", 1), limit_ms=200)
-            held = loop.time()
-            loop.call_later(0.02, time.sleep, 0.5)  # holds the loop from 20 ms to 520 ms
+            pending = await host.send(host_turn("alice", "m1", 1), limit_ms=300)
+            assert await asyncio.to_thread(got_turn.wait, 10)
+            time.sleep(0.8)  # the loop is held past the limit; the answer comes meanwhile
             reply = await asyncio.wait_for(pending, 5)
-            assert loop.time() - held >= 0.5  # the reply came after the hold
             assert reply.kind == Kind.ANSWER, reply
-            assert reply.received_ms - reply.sent_ms <= 200, reply
-            assert ref.hub.lag.worst_ms >= 400
+            assert reply.received_ms - reply.sent_ms <= 300, reply
+            assert ref.hub.lag.worst_ms >= 500  # the hold was seen and not charged
             await host.close()
             await asyncio.to_thread(bot.join, 10)
 
@@ -89,8 +93,9 @@ def test_an_answer_in_time_that_the_loop_held_is_judged_in_time(
 
 
 def test_on_an_idle_loop_the_clock_is_the_stamps(redis_url: str, redis_client: redis.Redis) -> None:
-    """No credit where the loop keeps up: an answer 20 ms inside its limit is in time with
-    its real think time, one 60 ms past it is a timeout (then stale)."""
+    """No credit where the loop keeps up: an answer 100 ms into a 300 ms limit keeps (most
+    of) its think time, one 300 ms past a 100 ms limit is a timeout (then stale). Wide
+    margins: a loaded machine's own stalls are credited too (PITFALLS of this stack)."""
     token = register(redis_client, "alice")
 
     async def scenario() -> None:
@@ -99,18 +104,18 @@ def test_on_an_idle_loop_the_clock_is_the_stamps(redis_url: str, redis_client: r
             bot = RawBot(ref.port, token)
             await bot.connect()
             turn = host_turn("alice", "m1", 1)
-            pending = await host.send(turn, limit_ms=150)
+            pending = await host.send(turn, limit_ms=300)
             await bot.read_kind("turn")
-            await asyncio.sleep(0.13)
+            await asyncio.sleep(0.1)
             await bot.send(action("m1", 1, turn["legal_actions"][0]))
             reply = await asyncio.wait_for(pending, 5)
             assert reply.kind == Kind.ANSWER, reply
-            assert reply.received_ms - reply.sent_ms >= 130, reply  # nothing taken off
+            assert reply.received_ms - reply.sent_ms >= 60, reply  # (almost) nothing taken off
 
             turn = host_turn("alice", "m1", 2)
             pending = await host.send(turn, limit_ms=100)
             await bot.read_kind("turn")
-            await asyncio.sleep(0.16)
+            await asyncio.sleep(0.4)
             await bot.send(action("m1", 2, turn["legal_actions"][0]))
             reply = await asyncio.wait_for(pending, 5)
             assert reply.kind == Kind.TIMEOUT, reply
