@@ -12,9 +12,13 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
   write is bounded in time (an aio write waits on HTTP/2 flow control): a bot that does not
   read loses its stream;
 * for each ``Action``: if it answers a request this stream holds, stamps the receive time
-  and returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
+  (less what this referee's own loop may have held it: :mod:`referee.gateway.lag`) and
+  returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
   DUPLICATE, an answer to nothing open STALE (both in-stream); an answer to another bot's
   decision ends the stream with PERMISSION_DENIED;
+* counts the messages that answer nothing (pings, actions for nothing it holds) against a
+  token bucket (``JUNK_BURST``, ``JUNK_PER_S``): a stream past it ends RESOURCE_EXHAUSTED
+  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (issue 35 finding 3);
 * when the same bot opens a new stream on this referee, the bot's other streams here hand
   the requests they hold back to their hosts (``BOT_LEFT``, the clock running: the hosts
   send them to the newest stream) and take no new turn until the bot speaks on them (a
