@@ -75,6 +75,7 @@ COUNTER_HELP: dict[str, str] = {
         "(Action.fallback)."
     ),
     "arena_matches_total": "Match jobs that ended, by game and kind (committed/failed/retried).",
+    "arena_bot_floods_total": "Bot streams a referee ended for flooding it (by bot).",
 }
 _PER_BOT_COUNTERS = (
     "arena_timeouts_total",

@@ -20,6 +20,7 @@ from referee.cli.common import (
 )
 from referee.cli.workers_cmd import check_casual_matches
 from referee.errors import ConfigError
+from referee.gateway.relay import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S
 from referee.gateway.server import RefereeConfig, run_referee
 from referee.limits import Limits
 from workers.host import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
@@ -47,6 +48,27 @@ def register(commands: Commands) -> None:
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument(
         "--max-streams-per-bot", type=int, default=4, help="open streams one bot may hold"
+    )
+    parser.add_argument(
+        "--junk-per-s",
+        type=float,
+        default=JUNK_PER_S,
+        help="messages a bot stream may send that answer nothing (pings, actions for no "
+        f"request it holds), per second, after a burst of --junk-burst (default {JUNK_PER_S:g}"
+        "; 0 = no limit); past it the stream ends RESOURCE_EXHAUSTED",
+    )
+    parser.add_argument(
+        "--junk-burst",
+        type=int,
+        default=JUNK_BURST,
+        help=f"such messages a stream may send at once (default {JUNK_BURST})",
+    )
+    parser.add_argument(
+        "--flood-cooldown-s",
+        type=float,
+        default=FLOOD_COOLDOWN_S,
+        help="seconds a bot whose stream was ended for flooding may open no stream on this "
+        f"referee (default {FLOOD_COOLDOWN_S:g})",
     )
     parser.add_argument("--referee-id", default="", help="name of this referee in logs/records")
     parser.add_argument(
@@ -150,6 +172,13 @@ def _run(args: argparse.Namespace) -> int:
     check_casual_matches(casual)
     if args.max_streams_per_bot < 1:
         raise ConfigError("--max-streams-per-bot must be at least 1")
+    if args.flood_cooldown_s < 0:
+        raise ConfigError(f"--flood-cooldown-s {args.flood_cooldown_s:g}: give 0 or more seconds")
+    if args.junk_per_s < 0 or args.junk_burst < 1:
+        raise ConfigError(
+            f"--junk-per-s {args.junk_per_s:g} / --junk-burst {args.junk_burst}: give a rate "
+            "of 0 (no limit) or more and a burst of at least 1"
+        )
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
     if args.link_tls and not args.tls_cert:
@@ -168,6 +197,9 @@ def _run(args: argparse.Namespace) -> int:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         max_streams_per_bot=args.max_streams_per_bot,
+        junk_per_s=args.junk_per_s,
+        junk_burst=args.junk_burst,
+        flood_cooldown_s=args.flood_cooldown_s,
         referee_id=args.referee_id,
         drain_grace_s=args.drain_grace,
         human_move_s=args.human_move_s,

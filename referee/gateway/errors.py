@@ -11,6 +11,7 @@ Hierarchy (beside ``referee.errors``)::
         ├── TooManyStreams              RESOURCE_EXHAUSTED (ALREADY_EXISTS when the limit is 1)
         ├── SlowReader                  RESOURCE_EXHAUSTED (a write did not complete in time)
         ├── OutboxFull                  RESOURCE_EXHAUSTED (too much queued for a stream)
+        ├── Flooding                    RESOURCE_EXHAUSTED (too many messages that answer nothing)
         └── Draining                    UNAVAILABLE (so is redis.RedisError: storage down)
 """
 
@@ -59,6 +60,14 @@ class SlowReader(GatewayError):
 class OutboxFull(GatewayError):
     """More is queued for a bot's stream than ``referee.limits.Limits.outbox_bytes`` or
     ``outbox_messages`` allow: the bot reads slower than it makes the referee write."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class Flooding(GatewayError):
+    """A stream sent more messages that answer nothing (pings, actions for no request it
+    holds) than the referee's junk limit allows; it ends, and its bot opens no stream here
+    for a while (referee.gateway.relay.JUNK_PER_S, FLOOD_COOLDOWN_S)."""
 
     status = "RESOURCE_EXHAUSTED"
 

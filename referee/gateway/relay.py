@@ -12,9 +12,13 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
   write is bounded in time (an aio write waits on HTTP/2 flow control): a bot that does not
   read loses its stream;
 * for each ``Action``: if it answers a request this stream holds, stamps the receive time
-  and returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
+  (less what this referee's own loop may have held it: :mod:`referee.gateway.lag`) and
+  returns ``ANSWER`` with both stamps to the host that asked; a second answer is told
   DUPLICATE, an answer to nothing open STALE (both in-stream); an answer to another bot's
   decision ends the stream with PERMISSION_DENIED;
+* counts the messages that answer nothing (pings, actions for nothing it holds) against a
+  token bucket (``JUNK_BURST``, ``JUNK_PER_S``): a stream past it ends RESOURCE_EXHAUSTED
+  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (issue 35 finding 3);
 * when the same bot opens a new stream on this referee, the bot's other streams here hand
   the requests they hold back to their hosts (``BOT_LEFT``, the clock running: the hosts
   send them to the newest stream) and take no new turn until the bot speaks on them (a
@@ -51,7 +55,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2, internal_pb2
-from referee import cluster, keys
+from referee import cluster, keys, metrics_store
 from referee.aio import bounded
 from referee.bots import STREAM_STALE_MS
 from referee.errors import ArenaError, AuthError
@@ -60,12 +64,14 @@ from referee.gateway.auth import CURRENT_BOT
 from referee.gateway.errors import (
     ActingForAnotherBot,
     Draining,
+    Flooding,
     MalformedMessage,
     OutboxFull,
     ProtocolError,
     SlowReader,
     TooManyStreams,
 )
+from referee.gateway.lag import LoopLag
 from referee.limits import Limits
 from referee.messages import now_ms
 
@@ -85,11 +91,22 @@ sends its open requests again)."""
 TIMEOUT_SLACK_MS = 2.0
 """The TIMEOUT reply goes this long after the limit: an answer stamped before it is judged
 by its stamps (an answer exactly at the limit is in time)."""
+LAG_RECHECK_S = 0.001
+"""A TIMEOUT due while the loop may still hold an answer that came in time (lag.py) is
+checked again this much later (a pass or more of the loop): the answer is read first."""
 MAX_ACTION_CHARS = 200
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
 SWEEP_S = 10.0
 """How often a referee deletes the stream records of dead referees (for every bot)."""
+JUNK_PER_S = 20.0
+JUNK_BURST = 100
+"""Messages of one stream that answer nothing (pings, actions for no request it holds):
+``JUNK_BURST`` at once, then ``JUNK_PER_S`` a second; past that the stream ends
+(``Flooding``). Every answer to a request the stream holds is free."""
+FLOODS_METRIC = "arena_bot_floods_total"
+FLOOD_COOLDOWN_S = 10.0
+"""A bot whose stream was ended for flooding opens no stream on this referee this long."""
 
 Kind = internal_pb2.Reply
 Key = tuple[str, int, int]
@@ -215,6 +232,9 @@ class HubConfig:
     write_timeout_s: float = WRITE_TIMEOUT_S
     outbox_bytes: int = Limits.outbox_bytes  # queued for one stream, unwritten (0 = no cap)
     outbox_messages: int = Limits.outbox_messages
+    junk_per_s: float = JUNK_PER_S  # 0 = no limit
+    junk_burst: int = JUNK_BURST
+    flood_cooldown_s: float = FLOOD_COOLDOWN_S
 
 
 class Hub:
@@ -231,6 +251,8 @@ class Hub:
         self._closing: set[asyncio.Task[None]] = set()
         self._register_script = client.register_script(_REGISTER_STREAM)
         self._purge_script = client.register_script(_PURGE_STALE)
+        self.lag = LoopLag()  # the loop's own delay, never charged to a bot (lag.py)
+        self.flooded: dict[str, float] = {}  # bot -> monotonic time its cooldown ends
 
     def all_sessions(self) -> list[BotSession]:
         return [s for group in self.sessions.values() for s in group]
@@ -259,6 +281,7 @@ class Hub:
         first_sent_ms: float = 0.0,
     ) -> None:
         """A turn for ``bot``; ``link`` gets its one reply (maybe before this returns)."""
+        self.lag.start()
         if self.draining:
             link.reply(key, Kind.DRAINED)
             return
@@ -356,6 +379,7 @@ class Hub:
 
     # --- sessions ------------------------------------------------------------------------
     def add_session(self, session: BotSession) -> None:
+        self.lag.start()
         self.sessions.setdefault(session.bot, []).append(session)
 
     def remove_session(self, session: BotSession) -> None:
@@ -409,6 +433,15 @@ class Hub:
         )
         return int(result)
 
+    async def flood_ended(self, bot: str, error: Flooding) -> None:
+        """A stream of ``bot`` was ended for flooding: refuse its new streams here for
+        ``flood_cooldown_s`` and count it (``arena_bot_floods_total{bot}``)."""
+        self.flooded[bot] = time.monotonic() + self.config.flood_cooldown_s
+        log.warning("ended a stream of %s for flooding: %s", bot, error)
+        with contextlib.suppress(RedisError):
+            field = f"{FLOODS_METRIC}|{metrics_store.label_text({'bot': bot})}"
+            await self.redis.hincrbyfloat(keys.METRICS_COUNTERS, field, 1)
+
     def close_later(self, session: BotSession) -> None:
         """Close a session in its own task (the handler task may have been cancelled)."""
         task = asyncio.get_running_loop().create_task(session.close())
@@ -443,6 +476,7 @@ class Hub:
         await self.wait_closed(timeout=self.config.write_timeout_s + 5.0)
         for link in list(self.links):
             await link.flush(timeout=2.0)
+        self.lag.stop()
 
     async def wait_closed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -480,6 +514,8 @@ class BotSession:
         self._registered = False
         self._closed = False
         self._record: dict[str, Any] = {}
+        self._junk = float(hub.config.junk_burst)  # token bucket of messages that answer nothing
+        self._junk_at = time.monotonic()
 
     # --- lifecycle -------------------------------------------------------------------
     async def run(self, request_iterator: Any) -> None:
@@ -693,6 +729,13 @@ class BotSession:
         copy's clock."""
         if self.open.get(request.key) is not request:
             return
+        deadline = request.sent_ms + request.limit_ms + TIMEOUT_SLACK_MS
+        behind_ms = deadline - (now_ms() - self.hub.lag.credit_ms())
+        if behind_ms > 0:  # the loop was behind: an answer in time may still wait to be read
+            request.timer = asyncio.get_running_loop().call_later(
+                LAG_RECHECK_S, self._time_out, request
+            )
+            return
         self._close_request(request.key)
         self.hub._reply(request, Kind.TIMEOUT)
         self.hub.dispatch(self.bot)
@@ -785,14 +828,38 @@ class BotSession:
             if kind == "action":
                 await self._on_action(message.action)
             elif kind == "ping":
+                self._spend_junk("a Ping")
                 self.enqueue(bot_pb2.RefereeMessage(pong=bot_pb2.Pong(nonce=message.ping.nonce)))
             elif kind == "hello":
                 raise ProtocolError("Hello was already received: send it once, first")
             else:
                 raise MalformedMessage("empty BotMessage: set one of hello, action or ping")
 
+    def _spend_junk(self, what: str) -> None:
+        """Count one message that answers nothing against this stream's bucket; past the
+        limit the stream ends (``Flooding``): its junk must cost the loop bounded work,
+        every other bot's clock waits behind it (issue 35 finding 3)."""
+        rate = self.hub.config.junk_per_s
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        burst = float(self.hub.config.junk_burst)
+        self._junk = min(burst, self._junk + (now - self._junk_at) * rate)
+        self._junk_at = now
+        if self._junk >= 1.0:
+            self._junk -= 1.0
+            return
+        raise Flooding(
+            f"bot {self.bot!r} sent more messages that answer nothing (this one: {what}) "
+            f"than the limit of {burst:g} at once and {rate:g} a second (pings, actions for "
+            "requests this stream does not hold); ping at most every few seconds and answer "
+            "only the TurnRequests you hold. New streams of this bot are refused here for "
+            f"{self.hub.config.flood_cooldown_s:g} s"
+        )
+
     async def _on_action(self, action: Any) -> None:
         received_ms = now_ms()
+        credit_ms = self.hub.lag.credit_ms()  # the loop's own delay (lag.py), not the bot's
         if not action.match_id:
             raise MalformedMessage("Action.match_id is empty: echo the TurnRequest's match_id")
         if len(action.action) > MAX_ACTION_CHARS:
@@ -805,9 +872,11 @@ class BotSession:
         if request is not None and request.sent_ms > 0:
             self._close_request(key)
             self._remember_answered(key)
-            self.hub._reply(request, Kind.ANSWER, action.action, received_ms, action.fallback)
+            received = max(request.sent_ms, received_ms - credit_ms)
+            self.hub._reply(request, Kind.ANSWER, action.action, received, action.fallback)
             self.hub.dispatch(self.bot)
             return
+        self._spend_junk(f"an Action for match {action.match_id!r}")
         where = f"match {action.match_id} attempt {action.attempt} seq {action.seq}"
         if key in self._answered:
             self._tell(
@@ -911,6 +980,20 @@ class BotGatewayServicer:
                 context, Draining("the referee is shutting down: connect to another referee")
             )
             return
+        until = self.hub.flooded.get(bot)
+        if until is not None:
+            left = until - time.monotonic()
+            if left > 0:
+                await status.abort(
+                    context,
+                    Flooding(
+                        f"bot {bot!r} flooded a stream of this referee: its new streams are "
+                        f"refused here for {left:.0f} s more; then ping at most every few "
+                        "seconds and answer only the TurnRequests you hold"
+                    ),
+                )
+                return
+            del self.hub.flooded[bot]
         session = BotSession(self.hub, bot, context, context.peer())
         error: Exception | None = None
         try:
@@ -924,8 +1007,11 @@ class BotGatewayServicer:
             log.exception("stream of %s failed", bot)
             error = exc
         await asyncio.shield(session.close())
-        if error is not None:
+        if isinstance(error, Flooding):
+            await self.hub.flood_ended(bot, error)
+        elif error is not None:
             log.info("ended stream of %s: %s", bot, error)
+        if error is not None:
             await status.abort(context, error)
 
     def handler(self) -> grpc.GenericRpcHandler:

@@ -68,8 +68,11 @@ from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
 from referee.gateway.notices import forward_season_notices
 from referee.gateway.relay import (
+    FLOOD_COOLDOWN_S,
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
+    JUNK_BURST,
+    JUNK_PER_S,
     WRITE_TIMEOUT_S,
     BotGatewayServicer,
     Hub,
@@ -139,6 +142,9 @@ class RefereeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     max_streams_per_bot: int = 4
+    junk_per_s: float = JUNK_PER_S  # a bot stream's messages that answer nothing (relay.py)
+    junk_burst: int = JUNK_BURST
+    flood_cooldown_s: float = FLOOD_COOLDOWN_S  # a flooding bot's streams refused this long
     referee_id: str = ""
     max_concurrency: int = 64
     max_message_bytes: int = MAX_MESSAGE_BYTES
@@ -249,6 +255,9 @@ class RefereeServer:
                 keepalive_time_ms=CLIENT_KEEPALIVE_TIME_MS,
                 outbox_bytes=config.limits.outbox_bytes,
                 outbox_messages=config.limits.outbox_messages,
+                junk_per_s=config.junk_per_s,
+                junk_burst=config.junk_burst,
+                flood_cooldown_s=config.flood_cooldown_s,
             ),
         )
         self.health = health.aio.HealthServicer()

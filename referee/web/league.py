@@ -259,10 +259,14 @@ async def load_in_flight(conn: aredis.Redis, season_id: str) -> dict[str, Any]:
     return {"running": len(running), "queued": queued, "matches": matches}
 
 
-async def season_decisions(conn: aredis.Redis, season_id: str) -> int:
+async def season_decisions(
+    conn: aredis.Redis, season_id: str, stored: metrics_store.Stored | None = None
+) -> int:
     """Decisions asked so far in the season (the workers' ``arena_decisions_total`` counters,
-    or the committed matches' count if larger), as ``arena season watch`` shows."""
-    stored = await metrics_store.read_stored_async(conn)
+    or the committed matches' count if larger), as ``arena season watch`` shows. ``stored``:
+    the counters already read (one read serves every season of a live feed's second)."""
+    if stored is None:
+        stored = await metrics_store.read_stored_async(conn)
     total = metrics_store.season_decisions(stored.counters, season_id)
     committed = to_int(await conn.hget(keys.season(season_id), "decisions"))
     return max(total, committed)

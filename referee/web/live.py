@@ -24,7 +24,7 @@ import redis
 import redis.asyncio as aredis
 from aiohttp import web
 
-from referee import keys
+from referee import keys, metrics_store
 from referee.errors import LimitExceeded
 from referee.limits import Slots
 from referee.web import charts, history, league
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 INTERVAL_S = 1.0
 """How often a watched season is read and its viewers updated."""
+STORED_TTL_S = 0.5
+"""The workers' counters are read at most this often for all the seasons being watched."""
 HEARTBEAT_S = 15.0
 CHART_MIN_INTERVAL_S = 10.0
 """Charts are refitted at most this often per season while it runs (each refit is up to
@@ -86,6 +88,7 @@ class LiveFeed:
             ("sse_per_client", "sse_streams"),
         )
         self._closed = asyncio.Event()
+        self._stored: tuple[float, metrics_store.Stored] | None = None  # read at, counters
 
     async def close(self) -> None:
         self._closed.set()
@@ -102,7 +105,10 @@ class LiveFeed:
 
     async def _throughput(self, season: dict[str, Any]) -> dict[str, Any]:
         season_id = season["season"]
-        decisions = await league.season_decisions(self.conn, season_id)
+        now = time.monotonic()
+        if self._stored is None or now - self._stored[0] > STORED_TTL_S:
+            self._stored = (now, await metrics_store.read_stored_async(self.conn))
+        decisions = await league.season_decisions(self.conn, season_id, self._stored[1])
         settled = season["matches_done"] + season["matches_failed"]
         rates = self._rates.setdefault(season_id, _Rates())
         rates.add(time.monotonic(), decisions, settled)
@@ -206,26 +212,39 @@ class LiveFeed:
     async def snapshot_event(self, season_id: str) -> str:
         """One ``live`` event: each fragment's HTML, plus the numbers."""
         ctx = await self.context(season_id)
-        fragments = {name: self.web.render(f"_{name}.html", **ctx) for name in FRAGMENTS}
-        payload = {
-            "fragments": fragments,
-            "progress": {
-                "done": ctx["season"]["matches_done"],
-                "failed": ctx["season"]["matches_failed"],
-                "total": ctx["season"]["matches_total"],
-                "state": ctx["season"]["state"],
-            },
-            "updated_ms": int(time.time() * 1000),
-        }
-        return f"event: live\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n"
+
+        def render() -> str:  # in a thread: the referee's loop also stamps bots' answers
+            fragments = {name: self.web.render(f"_{name}.html", **ctx) for name in FRAGMENTS}
+            payload = {
+                "fragments": fragments,
+                "progress": {
+                    "done": ctx["season"]["matches_done"],
+                    "failed": ctx["season"]["matches_failed"],
+                    "total": ctx["season"]["matches_total"],
+                    "state": ctx["season"]["state"],
+                },
+                "updated_ms": int(time.time() * 1000),
+            }
+            return f"event: live\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n"
+
+        return await asyncio.to_thread(render)
 
     # --- the event streams -------------------------------------------------------------------
 
     async def _poll(self, season_id: str, watch: _Watch) -> None:
+        """One snapshot a second for all viewers of a season; a season that is not running
+        and whose record did not change costs one read (nothing of it moves)."""
         last = ""
+        still: dict[Any, Any] | None = None
         while watch.queues and not self._closed.is_set():
             try:
-                event = await self.snapshot_event(season_id)
+                raw: dict[Any, Any] = await self.conn.hgetall(keys.season(season_id))
+                running = league.text(raw.get(b"state") or raw.get("state")) == "running"
+                if running or raw != still or not last:
+                    still = raw
+                    event = await self.snapshot_event(season_id)
+                else:
+                    event = last
             except (redis.RedisError, KeyError) as exc:
                 event = f"event: problem\ndata: {json.dumps(str(exc))}\n\n"
             if event != last:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
+import threading
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -22,6 +25,13 @@ if TYPE_CHECKING:
 
 BOT_RECORDS = 40
 """How many of a bot's newest matches its page reads records of (penalties, think times)."""
+BOT_SUMMARIES = 4096
+"""(match, bot) summaries a web server keeps (the least recently used go first)."""
+BOT_PAGE_TTL_S = 2.0
+"""A bot's page whose inputs (seasons, standings, recent matches, records) did not change is
+served again for this long."""
+BOT_PAGES = 256
+"""Bot pages kept (the oldest built go first)."""
 
 THINK_BUCKETS: tuple[tuple[float, str], ...] = (
     (1.0, "<1 ms"),
@@ -48,9 +58,101 @@ def wants_html(request: web.Request) -> bool:
     return "text/html" in request.headers.get("Accept", "")
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """What a bot's page shows of one committed record for that bot."""
+
+    season: str
+    penalties: tuple[dict[str, Any], ...]
+    think: tuple[float, ...]
+
+
+class _Summaries:
+    """Each committed record read once per bot: a committed record never changes (the
+    commit is fenced, exactly once: docs/workers.md), so a page flood costs its Redis reads
+    and a render, not the parsing of 40 records of up to hundreds of kB each. Used from
+    the page threads (a lock)."""
+
+    def __init__(self, size: int = BOT_SUMMARIES) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, str], _Summary] = OrderedDict()
+
+    def has(self, match_id: str, bot: str) -> bool:
+        with self._lock:
+            return (match_id, bot) in self._kept
+
+    def get(self, match_id: str, bot: str) -> _Summary | None:
+        with self._lock:
+            summary = self._kept.get((match_id, bot))
+            if summary is not None:
+                self._kept.move_to_end((match_id, bot))
+            return summary
+
+    def parse(self, match_id: str, bot: str, raw: Any) -> _Summary | None:
+        """Read ``bot``'s penalties and think times off a record's JSON (None: not a
+        record); kept for the next page."""
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        spec = record.get("spec")
+        season = str(spec.get("season") or "") if isinstance(spec, Mapping) else ""
+        penalties: list[dict[str, Any]] = []
+        think: list[float] = []
+        try:
+            view = read_record(record)
+        except RecordError:
+            view = None
+        mine = {i for i, s in enumerate(view.seats) if s == bot} if view is not None else set()
+        for step in view.steps if view is not None else ():
+            if step.get("seat") not in mine or step.get("takeover"):
+                continue
+            if step.get("think_ms") is not None and step.get("source") == "bot":
+                think.append(float(step["think_ms"]))
+            if step.get("fallback"):  # its SDK or bridge answered: the bot's code failed
+                penalties.append(
+                    {
+                        "match_id": match_id,
+                        "deal": int(step.get("deal", 0)) + 1,
+                        "kind": "fallback",
+                        "reason": str(step["fallback"]),
+                        "message": "the bot's SDK or bridge answered for it "
+                        f"({step.get('status', '')})",
+                        "action": step.get("answer") or "",
+                    }
+                )
+            for event in step.get("events", []):
+                if event.get("seat") in mine and event.get("kind") in PENALTY_KINDS:
+                    penalties.append(
+                        {
+                            "match_id": match_id,
+                            "deal": int(event.get("deal", 0)) + 1,
+                            "kind": event.get("kind"),
+                            "reason": event.get("reason") or step.get("reason") or "",
+                            "message": (event.get("detail") or {}).get("message", ""),
+                            "action": event.get("action", ""),
+                        }
+                    )
+        summary = _Summary(season, tuple(penalties), tuple(think))
+        with self._lock:
+            self._kept[(match_id, bot)] = summary
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return summary
+
+
+PENALTY_KINDS = frozenset({"penalty", "invalid_action", "illegal_pass", "timeout", "eliminated"})
+
+
 class Pages:
     def __init__(self, web_app: ArenaWeb) -> None:
         self.web = web_app
+        self._summaries = _Summaries()
+        # bot -> (the page's inputs, built at, HTML): a flood of one page renders it once
+        self._bot_pages: OrderedDict[str, tuple[Any, float, str]] = OrderedDict()
 
     @property
     def conn(self) -> Any:
@@ -77,6 +179,9 @@ class Pages:
         return self.web.html("index.html", **ctx)
 
     async def bot(self, request: web.Request) -> web.Response:
+        """A bot's page. Its Redis reads are awaited here; the records, parsed once each
+        (a committed record never changes: :class:`_Summaries`), and the HTML are done in a
+        thread: the referee's loop also stamps the bots' answers (issue 35 finding 3)."""
         name = request.match_info["name"]
         if not league.ID_PATTERN.match(name):
             return error(400, f"bot name {name!r} is not valid: letters, digits, ._:@+-")
@@ -92,66 +197,64 @@ class Pages:
         if not registered and not seasons:
             return error(404, f"no bot {name!r}: see the standings on /")
         matches = await league.load_recent_matches(self.conn, bot=name, limit=BOT_RECORDS)
-        records = await league.load_records(self.conn, [m["match_id"] for m in matches])
+        missing = [m["match_id"] for m in matches if not self._summaries.has(m["match_id"], name)]
+        raws: dict[str, Any] = {}
+        if missing:
+            fetched = await self.conn.mget([keys.match_record(m) for m in missing])
+            raws = dict(zip(missing, fetched, strict=True))
+        context = {
+            "name": name,
+            "registered": registered,
+            "seasons": seasons,
+            "standing": standing,
+            "matches": matches,
+        }
+        # The same inputs and no new record within BOT_PAGE_TTL_S: the same page (a seal
+        # lifted meanwhile shows at most that much later).
+        key = (repr(context), tuple(m for m in missing if raws.get(m) is not None))
+        now = time.monotonic()
+        cached = self._bot_pages.get(name)
+        if cached is not None and cached[0] == key and now - cached[1] <= BOT_PAGE_TTL_S:
+            return web.Response(text=cached[2], content_type="text/html")
+        html = await asyncio.to_thread(self._bot_html, name, matches, raws, context)
+        self._bot_pages[name] = (key, now, html)
+        self._bot_pages.move_to_end(name)
+        while len(self._bot_pages) > BOT_PAGES:
+            self._bot_pages.popitem(last=False)
+        return web.Response(text=html, content_type="text/html")
+
+    def _bot_html(
+        self,
+        name: str,
+        matches: list[dict[str, Any]],
+        raws: Mapping[str, Any],
+        context: dict[str, Any],
+    ) -> str:
+        """The records' penalties and think times, and the page (runs in a thread)."""
         penalties: list[dict[str, Any]] = []
         think: list[float] = []
+        read = 0
         for m in matches:
-            record = records.get(m["match_id"])
-            if record is None or (await self._seal(m["match_id"], record)).sealed:
-                continue  # a sealed match: its moves are not shown yet (counts are)
-            try:
-                view = read_record(record)
-            except RecordError:
+            match_id = m["match_id"]
+            summary = self._summaries.get(match_id, name)
+            if summary is None and raws.get(match_id) is not None:
+                summary = self._summaries.parse(match_id, name, raws[match_id])
+            if summary is None:
                 continue
-            mine = {i for i, s in enumerate(view.seats) if s == name}
-            for step in view.steps:
-                if step.get("seat") not in mine or step.get("takeover"):
-                    continue
-                if step.get("think_ms") is not None and step.get("source") == "bot":
-                    think.append(float(step["think_ms"]))
-                if step.get("fallback"):  # its SDK or bridge answered: the bot's code failed
-                    penalties.append(
-                        {
-                            "match_id": m["match_id"],
-                            "deal": int(step.get("deal", 0)) + 1,
-                            "kind": "fallback",
-                            "reason": str(step["fallback"]),
-                            "message": "the bot's SDK or bridge answered for it "
-                            f"({step.get('status', '')})",
-                            "action": step.get("answer") or "",
-                        }
-                    )
-                for event in step.get("events", []):
-                    if event.get("seat") in mine and event.get("kind") in (
-                        "penalty",
-                        "invalid_action",
-                        "illegal_pass",
-                        "timeout",
-                        "eliminated",
-                    ):
-                        penalties.append(
-                            {
-                                "match_id": m["match_id"],
-                                "deal": int(event.get("deal", 0)) + 1,
-                                "kind": event.get("kind"),
-                                "reason": event.get("reason") or step.get("reason") or "",
-                                "message": (event.get("detail") or {}).get("message", ""),
-                                "action": event.get("action", ""),
-                            }
-                        )
+            read += 1
+            if embargo.seal_of(self.web.sync_conn, match_id, summary.season).sealed:
+                continue  # a sealed match: its moves are not shown yet (counts are)
+            penalties.extend(summary.penalties)
+            think.extend(summary.think)
         reasons = Counter(p["reason"] or p["kind"] for p in penalties)
         svg = charts.histogram(
             think_histogram(think),
-            title=f"think time of {name} over its last {len(records)} matches",
+            title=f"think time of {name} over its last {read} matches",
             x_label="think time per decision",
         )
-        return self.web.html(
+        return self.web.render(
             "bot.html",
-            name=name,
-            registered=registered,
-            seasons=seasons,
-            standing=standing,
-            matches=matches,
+            **context,
             penalties=penalties[:200],
             reasons=sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])),
             think_svg=svg,
