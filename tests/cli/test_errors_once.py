@@ -47,6 +47,7 @@ REDIS_COMMANDS: dict[str, list[str]] = {
     "season export": ["season", "export", "s1", "EXPORT_DIR"],
     "season verify": ["season", "verify", "s1"],
     "season watch": ["season", "watch", "s1"],
+    "season collusion": ["season", "collusion", "s1"],
     "standings": ["standings", "s1", "--json"],
     "ladder serve": ["ladder", "serve", "--server", "127.0.0.1:1"],
     "ladder gauntlet": ["ladder", "gauntlet", "alice"],

@@ -95,7 +95,7 @@ def test_an_answer_in_time_that_the_loop_held_is_judged_in_time(
 def test_on_an_idle_loop_the_clock_is_the_stamps(redis_url: str, redis_client: redis.Redis) -> None:
     """No credit where the loop keeps up: an answer 100 ms into a 300 ms limit keeps (most
     of) its think time, one 300 ms past a 100 ms limit is a timeout (then stale). Wide
-    margins: a loaded machine's own stalls are credited too (PITFALLS of this stack)."""
+    margins: a loaded machine's own stalls are credited too."""
     token = register(redis_client, "alice")
 
     async def scenario() -> None:

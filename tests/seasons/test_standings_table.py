@@ -92,7 +92,7 @@ def test_every_value_is_whole_at_80_and_120_columns(width: int, rank_by: str) ->
         assert shown["Elo"] == f"{row['elo']:.0f}" and re.fullmatch(r"1\d{3}", shown["Elo"])
         assert shown["chips"] == str(row["score"])  # the game's score beside Elo
         assert shown["place"] == f"{row['avg_place']:.2f}"
-        assert shown["faults"] == f"{row['invalid_actions']}/{row['timeouts']}"
+        assert shown["faults"] == f"{row['invalid_actions']}/{row['timeouts']}/{row['fallbacks']}"
     assert titles.index("chips") == titles.index("Elo") + 1
     if width >= 120:  # room for everything
         assert {"95% CI", "live", "OSk", "deals", "IP", "AP"} <= set(titles)
