@@ -46,6 +46,10 @@ PLAYING = frozenset({"queued", "running"})
 """Match states in which a match of a cancelled season may still play its boards."""
 
 
+STILL_TO_PLAY = frozenset({"scheduled", "queued", "running"})
+"""Match states of a running or paused season that hold a board's counters."""
+
+
 def may_play(match_state: str | None, season_state: str | None) -> bool:
     """Whether a match in ``match_state`` may still play (its boards are not over)."""
     if season_state == CANCELLED:
@@ -182,3 +186,21 @@ def opened_by(conn: redis.Redis, season: str, match_id: str) -> list[str]:
     if any(may_play(v, state) for v in _states(conn, season, members).values()):
         return []
     return members
+
+
+def counters_held(conn: redis.Redis, match_id: str, season: str) -> bool:
+    """Whether a committed match's public counters (its totals and winners, the standings
+    rows and events they feed) wait because another table of its board group may still
+    play those boards: one scheduled, queued or running (in a cancelled season, queued or
+    running). Unlike the replay's seal, a failed table does not hold them: the season's
+    end waits for every match to be counted."""
+    if not season:
+        return False
+    state, version = _season(conn, season)
+    if state is None or state == FINISHED:
+        return False
+    others = sorted(_GROUPS.get(conn, season, version).get(match_id, frozenset()) - {match_id})
+    if not others:
+        return False
+    playing = PLAYING if state == CANCELLED else STILL_TO_PLAY
+    return any(v in playing for v in _states(conn, season, others).values())
