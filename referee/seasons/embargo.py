@@ -13,9 +13,10 @@ playing it, what every hand holds. So (docs/SECURITY.md, "Spectators and sealed 
   they must not see their boards' replays meanwhile).
 * When the last of them is settled, the driver publishes ``replays_opened`` naming them
   (:func:`opened_by`); when the season finishes everything opens.
-* Counters stay public while sealed: standings, match totals and winners, decisions,
-  penalty counts. A match total is the sum of a whole match's deals; it says how a seat did,
-  not what anybody held.
+* A match's result (its totals and winners, the standings and events it feeds) waits too,
+  while another table of its group is scheduled, queued or running (:func:`counters_held`:
+  with 1-deal matches a match total is one board's result). Decisions and penalty counts
+  stay public.
 
 Matches with no boards (plain deals, same-table duplicate, casual matches) share no
 shuffle with another table and are never sealed.
@@ -45,7 +46,6 @@ CANCELLED = "cancelled"
 PLAYING = frozenset({"queued", "running"})
 """Match states in which a match of a cancelled season may still play its boards."""
 
-
 STILL_TO_PLAY = frozenset({"scheduled", "queued", "running"})
 """Match states of a running or paused season that hold a board's counters."""
 
@@ -74,10 +74,10 @@ class Seal:
     def message(self) -> str:
         shown = ", ".join(self.waiting[:4]) + (" …" if len(self.waiting) > 4 else "")
         return (
-            f"match {self.match_id} is sealed: season {self.season} is {self.season_state} and "
-            "its boards "
-            f"are still being played at another table ({shown}); its cards and moves are shown "
-            "when every table has finished those boards, or when the season ends"
+            f"match {self.match_id} is sealed: season {self.season} is {self.season_state} "
+            f"and its boards are still being played at another table ({shown}); its cards "
+            "and moves are shown when every table has finished those boards, or when the "
+            "season finishes"
         )
 
 
