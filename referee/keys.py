@@ -67,6 +67,9 @@ def match_result(match_id: str) -> str:
 RESULTS_STREAM = PREFIX + "results"  # stream: one entry per committed match result
 MATCHES_RECENT = PREFIX + "matches:recent"  # sorted set: match id -> finish time (ms)
 MATCHES_INDEX = PREFIX + "matches:index"  # sorted set: match id -> first enqueue time (ms)
+MATCHES_HELD = PREFIX + "matches:held"
+"""Hash: match id -> season, committed results the season driver has not counted yet
+because another table may still play their boards (``referee.seasons.embargo``)."""
 MATCHES_RUNNING = PREFIX + "matches:running"
 """Sorted set: match id -> its host's last heartbeat (ms); owned by
 ``workers.queue.RunningMatches``."""

@@ -200,6 +200,17 @@ def match_summary(
     )
 
 
+def public_result(conn: SyncRedis, status: Mapping[str, str]) -> Any:
+    """A match's committed result as spectators may see it: None while another table may
+    still play its boards (its totals wait for its flight, ``embargo.counters_held``)."""
+    from workers.queue import get_result
+
+    match_id = status.get("match_id", "")
+    if embargo.counters_held(conn, match_id, status.get("season", "")):
+        return None
+    return get_result(conn, match_id)
+
+
 def _unsealed(conn: SyncRedis, match_id: str, season: str) -> None:
     """SealedError while the match's boards are still played at another table."""
     seal = embargo.seal_of(conn, match_id, season)
@@ -307,20 +318,20 @@ class SeasonsServicerMixin:
     async def ListMatches(
         self, request: league_pb2.ListMatchesRequest, context: Context
     ) -> league_pb2.ListMatchesResponse:
-        from workers.queue import get_result, list_matches
+        from workers.queue import list_matches
 
         def get(conn: SyncRedis) -> list[Any]:
             if request.season:
                 store.get_season(conn, request.season)
             statuses = list_matches(conn, request.season or None, request.limit or 100)
-            return [match_summary(s, get_result(conn, s["match_id"])) for s in statuses]
+            return [match_summary(s, public_result(conn, s)) for s in statuses]
 
         return league_pb2.ListMatchesResponse(matches=await self._run(context, get))
 
     async def GetMatch(
         self, request: league_pb2.MatchRef, context: Context
     ) -> league_pb2.MatchRecord:
-        from workers.queue import get_record, get_result, match_status
+        from workers.queue import get_record, match_status
 
         def get(conn: SyncRedis) -> Any:
             status = match_status(conn, request.match_id)
@@ -330,7 +341,7 @@ class SeasonsServicerMixin:
             if record is not None:
                 _unsealed(conn, request.match_id, status.get("season", ""))
             return league_pb2.MatchRecord(
-                summary=match_summary(status, get_result(conn, request.match_id)),
+                summary=match_summary(status, public_result(conn, status)),
                 record_json=fit_record(record) if record is not None else "",
             )
 

@@ -10,7 +10,9 @@ One step (in a worker thread, with a synchronous Redis client):
 3. committed results are read from ``keys.RESULTS_STREAM`` through the consumer group
    ``arena-seasons`` (each referee is one consumer), counted once per match id
    (:func:`store.count_done`, a set-if-absent), and only then acknowledged; entries that a
-   dead referee read but never acknowledged are claimed after ``CLAIM_IDLE_MS``;
+   dead referee read but never acknowledged are claimed after ``CLAIM_IDLE_MS``. A result
+   whose boards another table may still play waits in ``keys.MATCHES_HELD`` and is counted
+   on the first step after that table has stopped (:func:`embargo.counters_held`);
 4. the standings of seasons with new results are recomputed from ALL their results
    (throttled to one recompute per ``STANDINGS_EVERY_S`` per season, or five times its
    last duration if longer) and a season whose
@@ -89,6 +91,7 @@ class SeasonDriver:
                     log.warning("match %s was queued without a job; enqueued again", match_id)
             store.top_up(self.conn, season_id)
         counted = self._consume(block_ms)
+        counted += self._release_held()
         now = time.monotonic()
         for season_id in sorted(self.dirty):
             # at most every STANDINGS_EVERY_S, and never more than a fifth of the time
@@ -150,6 +153,26 @@ class SeasonDriver:
     def _apply(self, season_id: str, match_id: str) -> int:
         if not season_id or not match_id or not self.conn.exists(keys.season(season_id)):
             return 0
+        if embargo.counters_held(self.conn, match_id, season_id):
+            # another table still plays these boards: counted when it has stopped
+            self.conn.hset(keys.MATCHES_HELD, match_id, season_id)
+            return 0
+        return self._count(season_id, match_id)
+
+    def _release_held(self) -> int:
+        """Count the held results whose boards no table plays any more."""
+        counted = 0
+        held = cast(dict[str, str], self.conn.hgetall(keys.MATCHES_HELD))
+        for match_id, season_id in sorted(held.items()):
+            if not self.conn.exists(keys.season(season_id)):
+                self.conn.hdel(keys.MATCHES_HELD, match_id)
+            elif not embargo.counters_held(self.conn, match_id, season_id):
+                # (the table whose result released it announced replays_opened)
+                counted += self._count(season_id, match_id, announce=False)
+                self.conn.hdel(keys.MATCHES_HELD, match_id)
+        return counted
+
+    def _count(self, season_id: str, match_id: str, announce: bool = True) -> int:
         from workers.queue import get_result
 
         result = get_result(self.conn, match_id)
@@ -174,7 +197,7 @@ class SeasonDriver:
                 "sealed": embargo.seal_of(self.conn, match_id, season_id).sealed,
             },
         )
-        opened = embargo.opened_by(self.conn, season_id, match_id)
+        opened = embargo.opened_by(self.conn, season_id, match_id) if announce else []
         if opened:  # the last table of these boards is done: their replays open now
             store.publish(self.conn, "replays_opened", season_id, data={"matches": opened})
         return 1

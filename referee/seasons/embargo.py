@@ -13,9 +13,10 @@ playing it, what every hand holds. So (docs/SECURITY.md, "Spectators and sealed 
   they must not see their boards' replays meanwhile).
 * When the last of them is settled, the driver publishes ``replays_opened`` naming them
   (:func:`opened_by`); when the season finishes everything opens.
-* Counters stay public while sealed: standings, match totals and winners, decisions,
-  penalty counts. A match total is the sum of a whole match's deals; it says how a seat did,
-  not what anybody held.
+* A match's result (its totals and winners, the standings and events it feeds) waits too,
+  while another table of its group is scheduled, queued or running (:func:`counters_held`:
+  with 1-deal matches a match total is one board's result). Decisions and penalty counts
+  stay public.
 
 Matches with no boards (plain deals, same-table duplicate, casual matches) share no
 shuffle with another table and are never sealed.
@@ -45,6 +46,9 @@ CANCELLED = "cancelled"
 PLAYING = frozenset({"queued", "running"})
 """Match states in which a match of a cancelled season may still play its boards."""
 
+STILL_TO_PLAY = frozenset({"scheduled", "queued", "running"})
+"""Match states of a running or paused season that hold a board's counters."""
+
 
 def may_play(match_state: str | None, season_state: str | None) -> bool:
     """Whether a match in ``match_state`` may still play (its boards are not over)."""
@@ -70,10 +74,10 @@ class Seal:
     def message(self) -> str:
         shown = ", ".join(self.waiting[:4]) + (" …" if len(self.waiting) > 4 else "")
         return (
-            f"match {self.match_id} is sealed: season {self.season} is {self.season_state} and "
-            "its boards "
-            f"are still being played at another table ({shown}); its cards and moves are shown "
-            "when every table has finished those boards, or when the season ends"
+            f"match {self.match_id} is sealed: season {self.season} is {self.season_state} "
+            f"and its boards are still being played at another table ({shown}); its cards "
+            "and moves are shown when every table has finished those boards, or when the "
+            "season finishes"
         )
 
 
@@ -182,3 +186,21 @@ def opened_by(conn: redis.Redis, season: str, match_id: str) -> list[str]:
     if any(may_play(v, state) for v in _states(conn, season, members).values()):
         return []
     return members
+
+
+def counters_held(conn: redis.Redis, match_id: str, season: str) -> bool:
+    """Whether a committed match's public counters (its totals and winners, the standings
+    rows and events they feed) wait because another table of its board group may still
+    play those boards: one scheduled, queued or running (in a cancelled season, queued or
+    running). Unlike the replay's seal, a failed table does not hold them: the season's
+    end waits for every match to be counted."""
+    if not season:
+        return False
+    state, version = _season(conn, season)
+    if state is None or state == FINISHED:
+        return False
+    others = sorted(_GROUPS.get(conn, season, version).get(match_id, frozenset()) - {match_id})
+    if not others:
+        return False
+    playing = PLAYING if state == CANCELLED else STILL_TO_PLAY
+    return any(v in playing for v in _states(conn, season, others).values())

@@ -9,7 +9,9 @@ One source per number, so that the page never disagrees with itself:
 * a season's progress is its hash's counters (``matches_done`` / ``matches_failed``, which
   the season driver increments exactly once per counted match);
 * "recent matches" of a season are the matches the driver has counted (the
-  ``season_counted`` set), newest first: the same matches the progress counts;
+  ``season_counted`` set), newest first: the same matches the progress counts; the driver
+  counts a match only once no other table still plays its boards (its flight), so no list
+  shows a board's result before that;
 * in-flight matches are the season's matches in state ``queued`` or ``running``
   (``season_matches``).
 """
@@ -211,9 +213,16 @@ async def load_recent_matches(
         for match_id, _ in entries:
             pipe.get(keys.match_result(match_id))
         results = await pipe.execute()
+    items = [_result_summary(m, f, raw) for (m, f), raw in zip(entries, results, strict=True)]
+    if season is None:  # a season's match is shown once its driver counted it (its flight)
+        async with conn.pipeline(transaction=False) as pipe:
+            for item in items:
+                season_of = str(item.get("season") or "-")
+                pipe.sismember(keys.season_counted(season_of), item["match_id"])
+            counted = await pipe.execute()
+        items = [i for i, ok in zip(items, counted, strict=True) if ok or not i.get("season")]
     out = []
-    for (match_id, finished_ms), raw in zip(entries, results, strict=True):
-        item = _result_summary(match_id, finished_ms, raw)
+    for item in items:
         if bot is not None and bot not in item.get("seats", []):
             continue
         out.append(item)
