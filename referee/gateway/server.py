@@ -590,7 +590,7 @@ def ensure_free(host: str, port: int, flag: str) -> None:
                 if exc.errno != errno.EADDRINUSE:
                     return  # not this machine's address...: the real bind says so
                 raise OSError(
-                    f"could not listen on {host}:{port}: another process is listening there; "
+                    f"could not listen on {host}:{port}: the port is in use by another process; "
                     f"pick a free {flag} (0 for any free port)"
                 ) from None
 

@@ -45,7 +45,7 @@ def test_arena_up_on_a_port_in_use_fails_with_the_referees_error(tmp_path: Path,
     assert "arena: error: arena up: the referee did not start" in done.stderr
     flag = "--port" if busy == "grpc" else "--http-port"
     reason = (
-        f"could not listen on 127.0.0.1:{port}: another process is listening there; "
+        f"could not listen on 127.0.0.1:{port}: the port is in use by another process; "
         f"pick a free {flag}"
     )
     output = done.stdout + done.stderr

@@ -17,6 +17,7 @@ from referee import bots
 from referee.botcheck.harness import ScratchPlatform
 from referee.cli.main import main as arena_main
 from sample_bots.first_legal import FirstLegalBot
+from sample_bots.sdk import Turn
 from tests.polyglot.helpers import BROKEN_DIR, STDIO_DIR, node_ready
 
 pytestmark = pytest.mark.slow
@@ -246,3 +247,40 @@ def test_a_passing_check_shows_no_error_dump(tmp_path: Path) -> None:
         assert noise not in output, output
     assert not re.search(r"^[IWE]\d{4} ", output, re.MULTILINE), output  # grpc's core log
     assert done.stderr.strip() == "", done.stderr
+
+
+class _RaisingBot(FirstLegalBot):
+    def choose(self, turn: Turn) -> str:
+        raise RuntimeError("broken on purpose")
+
+
+def test_check_fails_an_sdk_bot_whose_choose_raises(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 1: the SDK answers the first legal action for a bot whose ``choose``
+    raises, so every scenario looked passed. The answer is marked as a fallback: the check
+    fails it and counts them."""
+    platform = ScratchPlatform([sys.executable, "-c", "import time; time.sleep(120)"], grpc=True)
+    with platform:
+        assert platform.client is not None
+        token = bots.register(platform.client, "raising-bot")
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=_RaisingBot().run,
+            args=(platform.server, token),
+            kwargs={"stop": stop},
+            daemon=True,
+        )
+        thread.start()
+        try:
+            monkeypatch.setenv("ARENA_TOKEN", token)
+            args = ["--server", platform.server, "--redis-url", platform.redis_url]
+            code = arena_main(["bot", "check", *args, "--games", "sevens", "--only", "deal"])
+            out = capsys.readouterr().out
+        finally:
+            stop.set()
+            thread.join(10)
+    assert code == 1, out
+    (deal,) = [line for line in out.splitlines() if "sevens: plays a deal" in line]
+    assert "FAIL" in deal and "as a fallback (choose_raised)" in deal, out
+    assert "1 answer(s) were fallbacks: the bot's code failed" in out, out

@@ -78,7 +78,15 @@ def spec(match_id: str, game: str, preset: str, seats: list[str], **kw: Any) -> 
 
 
 def play(platform: Platform, *specs: MatchSpec, timeout: float = 90.0) -> list[dict[str, Any]]:
-    """Enqueue the matches, wait for every one to be committed, return the results."""
+    """Wait until every bot of the matches holds a stream (a bot with none is judged
+    absent within its clock plus ``absent_ms``: a bot process still starting would lose
+    its first decisions), enqueue the matches, wait for every one to be committed, return
+    the results."""
+    deadline = time.monotonic() + 60
+    for bot in {seat for match in specs for seat in match.seats}:
+        while not platform.conn.hlen(keys.bot_streams(bot)):
+            assert time.monotonic() < deadline, f"{bot} did not connect within 60 s"
+            time.sleep(0.05)
     for match in specs:
         assert queue.enqueue_match(platform.conn, match)
     deadline = time.monotonic() + timeout
@@ -117,6 +125,8 @@ def assert_clean_play(result: dict[str, Any], bot: str) -> None:
         assert stats["invalid_actions"] == 0, stats
         assert stats["illegal_passes"] == 0, stats  # SV-18: never passes while able to play
         assert not stats["autopilot"], stats
+        if not bot.endswith("flaky"):  # its own code chose every action
+            assert stats["fallbacks"] == 0, stats
 
 
 @pytest.mark.node
@@ -210,8 +220,11 @@ def test_bridge_answers_for_a_program_that_crashes_or_is_too_slow(
             ),
         )
     # The program crashed once and overslept once; the bridge answered both decisions
-    # itself within the clock, so the referee saw neither a timeout nor an invalid action.
+    # itself within the clock, so the referee saw neither a timeout nor an invalid action,
+    # but it counted them as fallbacks (Action.fallback): the program failed there.
     assert_clean_play(result, "stdio-flaky")
+    (flaky_stats,) = [s for s in result["stats"] if s["bot"] == "stdio-flaky"]
+    assert flaky_stats["fallbacks"] >= 2, flaky_stats
     events = [json.loads(line) for line in report.read_text().splitlines()]
     rescues = [e for e in events if e["event"] == "rescue"]
     assert {e["problem"] for e in rescues} >= {"exited", "timeout"}, events
