@@ -174,6 +174,7 @@ class MatchHost:
         self.totals = metrics.HostMetrics()  # everything flushed so far (the beat thread's)
         self.stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
+        self._stop_at = 0.0  # when request_stop came: the grace counts from then
         self._ticks = 0
         self._unstarted_seen: dict[str, float] = {}
         self._judge_after_ms = 0.0  # the janitor waits after a Redis outage
@@ -193,6 +194,8 @@ class MatchHost:
         return entries
 
     def request_stop(self) -> None:
+        if not self.stopping.is_set():
+            self._stop_at = time.monotonic()
         self.stopping.set()
         self._slot_free.set()
 
@@ -311,7 +314,7 @@ class MatchHost:
         ``DEQUEUE_WAIT_S``; open its execution and a new attempt of its match."""
         queues = [self.queue, self.casual_queue] if queues is None else queues
         try:
-            result = Queue.dequeue_any(queues, DEQUEUE_WAIT_S, connection=self.rq_conn)
+            result = self._take(queues)
         except DequeueTimeout:
             return None
         if result is None:
@@ -339,6 +342,17 @@ class MatchHost:
             self._succeed_job(running, "already-done")
             return running, None
         return running, started
+
+    def _take(self, queues: list[Queue]) -> tuple[Job, Queue] | None:
+        """(thread) The next job of ``queues``, always moved into its queue's intermediate
+        list (LMOVE), where ``_give_back_unstarted_jobs`` finds it if this host dies before
+        starting it: RQ's ``dequeue_any`` pops several queues with BLPOP, which would lose
+        it. The later queues are tried without waiting, then the first is waited on."""
+        for extra in queues[1:]:
+            got = Queue.dequeue_any([extra], None, connection=self.rq_conn)
+            if got is not None:
+                return got
+        return Queue.dequeue_any(queues[:1], DEQUEUE_WAIT_S, connection=self.rq_conn)
 
     async def _play(self, running: Running, started: Started) -> None:
         spec, attempt = started.spec, started.attempt
@@ -445,11 +459,15 @@ class MatchHost:
 
     # --- shutdown --------------------------------------------------------------------
     async def _finish(self, grace_s: float) -> None:
-        """Let running matches finish within ``grace_s``; hand the rest back."""
+        """Let running matches finish within ``grace_s`` of the stop request (a dequeue
+        still waiting for a job when it came takes its time out of the grace, not on top
+        of it); hand the rest back."""
+        since = time.monotonic() - self._stop_at if self._stop_at else 0.0
+        grace_s = max(0.0, grace_s - since)
         tasks = [r.task for r in self.runs.values() if r.task is not None]
         if tasks:
             log.info(
-                "match host %s: %d match(es) finishing (%.0f s)", self.name, len(tasks), grace_s
+                "match host %s: %d match(es) finishing (%.1f s)", self.name, len(tasks), grace_s
             )
             await asyncio.wait(tasks, timeout=grace_s)
         left = list(self.runs.values())

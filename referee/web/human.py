@@ -250,7 +250,8 @@ def forget_idle_people(conn: redis.Redis, idle_s: float) -> list[str]:
     named = _season_bots(conn)
     gone = []
     for name in _people(conn):
-        if name in named or conn.hlen(keys.bot_streams(name)):
+        streams = {_text(k): _text(v) for k, v in conn.hgetall(keys.bot_streams(name)).items()}
+        if name in named or bots.count_streams(streams, now_ms()):
             continue
         data = {_text(k): _text(v) for k, v in conn.hgetall(keys.bot(name)).items()}
         if float(data.get(SEEN_FIELD) or 0) > cutoff or data.get("owner") != OWNER:
