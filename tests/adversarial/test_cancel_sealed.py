@@ -15,16 +15,12 @@ and the season driver for the second.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
 import pytest
 import redis
 
-from arena.v1 import league_pb2_grpc
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import embargo, store
@@ -34,11 +30,9 @@ from tests.web.browser import wait_for
 from tests.web.test_sealed_boards import (
     NAMES,
     SEASON_TOML,
-    GatedBot,
-    Gates,
     _spectators_see_nothing,
     _spectators_see_the_record,
-    _watch,
+    held_flight,
 )
 from tests.workers.test_runner import make_spec
 from workers import queue, runner
@@ -59,46 +53,9 @@ def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]
 
 
 def test_a_cancel_keeps_a_board_sealed_while_another_table_plays_it(platform: Platform) -> None:
-    conn = platform.client()
-    gates = Gates()
-    stop = threading.Event()
-    threads = []
-    channel = grpc.insecure_channel(f"127.0.0.1:{platform.port}")
-    stub = league_pb2_grpc.LeagueStub(channel)
-    watch = None
-    try:
-        for name in NAMES:
-            bot = GatedBot(gates)
-            bot.name = name
-            thread = threading.Thread(
-                target=bot.run,
-                args=(f"127.0.0.1:{platform.port}", platform.tokens[name]),
-                kwargs={"stop": stop},
-                daemon=True,
-            )
-            thread.start()
-            threads.append(thread)
-        wait_for(lambda: all(conn.hlen(keys.bot_streams(n)) for n in NAMES), 60, "bots connected")
-        store.create_season(conn, SeasonSpec.from_toml(SEASON_TOML))
-        flights: dict[tuple[str, ...], list[str]] = {}
-        for m in store.get_schedule(conn, "sealed"):
-            flights.setdefault(tuple(m["boards"]), []).append(m["match_id"])
-        first, second = next(iter(flights.values()))
-        gates.hold(second)
-        events: list[Any] = []
-        started = threading.Event()
-        watch = _watch(stub, "sealed", events, started)
-        started.wait(10)
-        time.sleep(0.5)  # the subscription is made when the first message is awaited
-        store.start_season(conn, "sealed")
-        wait_for(
-            lambda: (
-                store.match_states(conn, "sealed").get(first) == "done"
-                and gates.reached[second].is_set()
-            ),
-            180,
-            f"{first} done while {second} holds its first decision",
-        )
+    with held_flight(platform, SEASON_TOML) as flight:
+        conn, stub, gates, events = flight.conn, flight.stub, flight.gates, flight.events
+        first, second = flight.first, flight.second
         store.cancel_season(conn, "sealed")
         assert store.match_states(conn, "sealed")[second] == "running"
         # the table still playing the boards: nothing of the other table is shown
@@ -121,16 +78,6 @@ def test_a_cancel_keeps_a_board_sealed_while_another_table_plays_it(platform: Pl
         )
         for match_id in (first, second):
             _spectators_see_the_record(platform, stub, conn, match_id)
-    finally:
-        for match_id in list(gates.gates):
-            gates.open(match_id)
-        stop.set()
-        if watch is not None:
-            watch.cancel()
-        for thread in threads:
-            thread.join(10)
-        channel.close()
-        conn.close()
 
 
 def test_a_table_the_cancel_stopped_is_not_counted(redis_client: redis.Redis) -> None:

@@ -13,23 +13,19 @@ six SDK bots; table 2 of the first flight holds its first decision.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
 import pytest
 import redis
 
-from arena.v1 import league_pb2, league_pb2_grpc
+from arena.v1 import league_pb2
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
-from referee.seasons import store
-from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
 from tests.web.browser import wait_for
-from tests.web.test_sealed_boards import NAMES, SEASON_TOML, GatedBot, Gates, _get, _watch
+from tests.web.test_sealed_boards import NAMES, SEASON_TOML, _get, held_flight
 
 pytestmark = pytest.mark.slow
 
@@ -78,46 +74,9 @@ def _shown_anywhere(platform: Platform, stub: Any, match_id: str, events: list[A
 
 
 def test_a_boards_counters_wait_for_every_table_of_its_flight(platform: Platform) -> None:
-    conn = platform.client()
-    gates = Gates()
-    stop = threading.Event()
-    threads = []
-    channel = grpc.insecure_channel(f"127.0.0.1:{platform.port}")
-    stub = league_pb2_grpc.LeagueStub(channel)
-    watch = None
-    try:
-        for name in NAMES:
-            bot = GatedBot(gates)
-            bot.name = name
-            thread = threading.Thread(
-                target=bot.run,
-                args=(f"127.0.0.1:{platform.port}", platform.tokens[name]),
-                kwargs={"stop": stop},
-                daemon=True,
-            )
-            thread.start()
-            threads.append(thread)
-        wait_for(lambda: all(conn.hlen(keys.bot_streams(n)) for n in NAMES), 60, "bots connected")
-        store.create_season(conn, SeasonSpec.from_toml(ONE_DEAL))
-        flights: dict[tuple[str, ...], list[str]] = {}
-        for m in store.get_schedule(conn, "sealed"):
-            flights.setdefault(tuple(m["boards"]), []).append(m["match_id"])
-        first, second = next(iter(flights.values()))
-        gates.hold(second)
-        events: list[Any] = []
-        started = threading.Event()
-        watch = _watch(stub, "sealed", events, started)
-        started.wait(10)
-        time.sleep(0.5)  # the subscription is made when the first message is awaited
-        store.start_season(conn, "sealed")
-        wait_for(
-            lambda: (
-                store.match_states(conn, "sealed").get(first) == "done"
-                and gates.reached[second].is_set()
-            ),
-            180,
-            f"{first} done while {second} holds its first decision",
-        )
+    with held_flight(platform, ONE_DEAL) as flight:
+        conn, stub, gates, events = flight.conn, flight.stub, flight.gates, flight.events
+        first, second = flight.first, flight.second
         # the driver counted the old way within a second; watch every surface for 5 s
         until = time.monotonic() + 5.0
         while time.monotonic() < until:
@@ -136,13 +95,3 @@ def test_a_boards_counters_wait_for_every_table_of_its_flight(platform: Platform
             30,
             "match_committed once the flight is over",
         )
-    finally:
-        for match_id in list(gates.gates):
-            gates.open(match_id)
-        stop.set()
-        if watch is not None:
-            watch.cancel()
-        for thread in threads:
-            thread.join(10)
-        channel.close()
-        conn.close()

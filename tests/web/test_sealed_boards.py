@@ -17,6 +17,7 @@ The bots hold their first decision of two chosen matches until the test lets the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -184,7 +186,26 @@ def _spectators_see_the_record(
     assert CARD.findall(got.record_json), "the record with its cards"
 
 
-def test_spectators_see_no_board_another_table_is_still_playing(platform: Platform) -> None:
+@dataclass
+class HeldFlight:
+    """A started field-duplicate season whose first flight's second table holds its first
+    decision (its other tables' bots answer at once): see :func:`held_flight`."""
+
+    conn: redis.Redis
+    stub: Any
+    gates: Gates
+    events: list[Any]  # every WatchEvents message of the season since before its start
+    groups: list[list[str]]  # the flights' match ids, in play order
+    first: str  # the first flight's first table: done
+    second: str  # its second table: holding
+
+
+@contextlib.contextmanager
+def held_flight(platform: Platform, toml: str, *also_held: int) -> Iterator[HeldFlight]:
+    """Six gated SDK bots, the season of ``toml`` created and started with a WatchEvents
+    stream on it, and returned once the first flight's first table is done while its
+    second holds its first decision; ``also_held``: flights whose first table holds too.
+    Every gate is opened and every bot stopped on the way out."""
     conn = platform.client()
     gates = Gates()
     stop = threading.Event()
@@ -205,26 +226,21 @@ def test_spectators_see_no_board_another_table_is_still_playing(platform: Platfo
             thread.start()
             threads.append(thread)
         wait_for(lambda: all(conn.hlen(keys.bot_streams(n)) for n in NAMES), 60, "bots connected")
-        store.create_season(conn, SeasonSpec.from_toml(SEASON_TOML))
-        schedule = store.get_schedule(conn, "sealed")
+        store.create_season(conn, SeasonSpec.from_toml(toml))
         flights: dict[tuple[str, ...], list[str]] = {}
-        for m in schedule:
+        for m in store.get_schedule(conn, "sealed"):
             flights.setdefault(tuple(m["boards"]), []).append(m["match_id"])
         groups = list(flights.values())
-        assert len(groups) == 3 and all(len(g) == 2 for g in groups), flights
         first, second = groups[0]  # play order: a flight's tables are adjacent
-        held_late = groups[-1][0]
         gates.hold(second)
-        gates.hold(held_late)
-
+        for index in also_held:
+            gates.hold(groups[index][0])
         events: list[Any] = []
         started = threading.Event()
         watch = _watch(stub, "sealed", events, started)
         started.wait(10)
         time.sleep(0.5)  # the subscription is made when the first message is awaited
         store.start_season(conn, "sealed")
-
-        # Table 1 has finished the boards; table 2 waits on its first decision.
         wait_for(
             lambda: (
                 store.match_states(conn, "sealed").get(first) == "done"
@@ -233,6 +249,27 @@ def test_spectators_see_no_board_another_table_is_still_playing(platform: Platfo
             180,
             f"{first} done while {second} holds its first decision",
         )
+        yield HeldFlight(conn, stub, gates, events, groups, first, second)
+    finally:
+        for match_id in list(gates.gates):
+            gates.open(match_id)
+        stop.set()
+        if watch is not None:
+            watch.cancel()
+        for thread in threads:
+            thread.join(10)
+        channel.close()
+        conn.close()
+
+
+def test_spectators_see_no_board_another_table_is_still_playing(platform: Platform) -> None:
+    with held_flight(platform, SEASON_TOML, -1) as flight:
+        conn, stub, gates, events = flight.conn, flight.stub, flight.gates, flight.events
+        groups, first, second = flight.groups, flight.first, flight.second
+        assert len(groups) == 3 and all(len(g) == 2 for g in groups), groups
+        held_late = groups[-1][0]
+
+        # Table 1 has finished the boards; table 2 waits on its first decision.
         assert conn.get(keys.match_record(first)), "the record exists: it is only hidden"
         _spectators_see_nothing(platform, stub, first, events)
 
@@ -281,13 +318,3 @@ def test_spectators_see_no_board_another_table_is_still_playing(platform: Platfo
         for group in groups:
             for match_id in group:
                 _spectators_see_the_record(platform, stub, conn, match_id)
-    finally:
-        for match_id in list(gates.gates):
-            gates.open(match_id)
-        stop.set()
-        if watch is not None:
-            watch.cancel()
-        for thread in threads:
-            thread.join(10)
-        channel.close()
-        conn.close()
