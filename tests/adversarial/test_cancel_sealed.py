@@ -28,11 +28,11 @@ from referee.seasons.model import SeasonOptions, SeasonSpec
 from referee.seasons.platform import Platform
 from tests.web.browser import wait_for
 from tests.web.test_sealed_boards import (
-    NAMES,
     SEASON_TOML,
     _spectators_see_nothing,
     _spectators_see_the_record,
     held_flight,
+    sealed_platform,
 )
 from tests.workers.test_runner import make_spec
 from workers import queue, runner
@@ -42,13 +42,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture()
 def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]:
-    conn = redis.Redis.from_url(embedded_redis.url)
-    conn.flushall()
-    conn.close()
-    with Platform(tmp_path / "sealed", redis_url=embedded_redis.url) as p:
-        p.start_referee()
-        p.register_bots(NAMES)
-        p.start_workers(processes=1, per_process=2)
+    with sealed_platform(embedded_redis, tmp_path) as p:
         yield p
 
 

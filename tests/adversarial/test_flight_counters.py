@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from arena.v1 import league_pb2
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons.platform import Platform
 from tests.web.browser import wait_for
-from tests.web.test_sealed_boards import NAMES, SEASON_TOML, _get, held_flight
+from tests.web.test_sealed_boards import SEASON_TOML, _get, held_flight, sealed_platform
 
 pytestmark = pytest.mark.slow
 
@@ -34,13 +33,7 @@ ONE_DEAL = SEASON_TOML.replace("deals_per_match = 2", "deals_per_match = 1")
 
 @pytest.fixture()
 def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]:
-    conn = redis.Redis.from_url(embedded_redis.url)
-    conn.flushall()
-    conn.close()
-    with Platform(tmp_path / "counters", redis_url=embedded_redis.url) as p:
-        p.start_referee()
-        p.register_bots(NAMES)
-        p.start_workers(processes=1, per_process=2)
+    with sealed_platform(embedded_redis, tmp_path) as p:
         yield p
 
 

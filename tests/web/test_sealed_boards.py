@@ -97,8 +97,10 @@ class GatedBot(Bot):
         return turn.legal_actions[0]
 
 
-@pytest.fixture()
-def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]:
+@contextlib.contextmanager
+def sealed_platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]:
+    """A referee and one worker (2 matches) on the emptied embedded Redis, :data:`NAMES`
+    registered: the platform of the sealed-board tests."""
     conn = redis.Redis.from_url(embedded_redis.url)
     conn.flushall()
     conn.close()
@@ -106,6 +108,12 @@ def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]
         p.start_referee()
         p.register_bots(NAMES)
         p.start_workers(processes=1, per_process=2)
+        yield p
+
+
+@pytest.fixture()
+def platform(embedded_redis: EmbeddedRedis, tmp_path: Any) -> Iterator[Platform]:
+    with sealed_platform(embedded_redis, tmp_path) as p:
         yield p
 
 
