@@ -9,25 +9,14 @@ processes on the session's Redis.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from referee.procs import RefereeStartError, start_referee, stop_process
+from tests.gateway.test_server import make_certificate
 
 pytestmark = pytest.mark.slow
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return key, cert
 
 
 def _starts(redis_url: str, *args: str) -> list[str]:
@@ -41,7 +30,7 @@ def _starts(redis_url: str, *args: str) -> list[str]:
 def test_the_security_docs_step_2_refuses_a_plaintext_internal_port(
     redis_url: str, tmp_path: Path
 ) -> None:
-    key, cert = _certificate(tmp_path)
+    key, cert = make_certificate(tmp_path)
     tls = ("--tls-cert", str(cert), "--tls-key", str(key))
     with pytest.raises(RefereeStartError) as refused:
         _starts(redis_url, "--host", "0.0.0.0", *tls)

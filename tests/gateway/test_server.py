@@ -136,7 +136,7 @@ def test_sdk_gives_up_on_a_bad_token(redis_url: str) -> None:
     _run(scenario())
 
 
-def _make_certificate(folder: Path) -> tuple[Path, Path]:
+def make_certificate(folder: Path) -> tuple[Path, Path]:
     key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
@@ -148,7 +148,7 @@ def _make_certificate(folder: Path) -> tuple[Path, Path]:
 
 
 def test_tls(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> None:
-    key, cert = _make_certificate(tmp_path)
+    key, cert = make_certificate(tmp_path)
     token = register(redis_client, "alice")
     leaks = LeakChecker()
 
