@@ -20,6 +20,22 @@ with duplicate deals (docs/seasons.md "How many deals").
     .venv/bin/python bench/strength.py                     # both families, ~1 h on 1 core
     .venv/bin/python bench/strength.py --family sedma --rounds 4 --json out.json
 
+``--targets`` runs the evaluation protocol of the reference bots instead (one protocol for
+every figure; docs/ladder.md "Evaluation protocol"): duplicate deal sets, each one shuffle
+dealt by a fixed dealer and played once per rotation of the seats, so every seat of the
+shuffle is held by the bot under test once; the statistic is averaged per set, and its 95%
+interval is a bootstrap over sets (sets are independent, deals within a set are not).
+
+* ``vs-random``: the bot in one seat (Sevens: ``sevens`` and ``fan-tan``, 4 players) against
+  three ``random``: share of deals won, chips per deal; Sedma (``sedma``, 4 players): the
+  bot holds one partnership against two ``random``, share of hands won;
+* ``head-to-head``: each rung against the one below it: the upper rung in one seat against
+  three of the lower (Sevens; the statistic is the share of the other seats it finishes
+  ahead of, ties half, 0.5 when equal), or holding one partnership against the lower
+  (Sedma; hands won). A rung is separated when the interval lies above 0.5.
+
+    .venv/bin/python bench/strength.py --targets --sets 100 --budget-ms 200
+
 The search bots run on their work limit (``--budget-ms`` is a safety cap, 5 s by default,
 so that a loaded machine does not change the results); on the platform they also stop at a
 third of their move clock.
@@ -31,6 +47,7 @@ import argparse
 import itertools
 import json
 import math
+import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -39,7 +56,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from referee.games.base import DealSpec, derive_seed
 from referee.games.policies import POLICIES, Policy
+from referee.games.registry import get_game
 from referee.seasons.inprocess import play_season
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from referee.seasons.ratings import Z95, student_t_quantile
@@ -192,6 +211,164 @@ def print_table(t: Mapping[str, Any]) -> None:
         )
 
 
+TARGETS = {
+    ("sevens", "won"): 0.60,
+    ("fan-tan", "won"): 0.55,
+    ("sedma", "won"): 0.85,
+}
+"""The targets of the top rung against ``random`` (docs/ladder.md)."""
+
+SEARCH_RUNGS = ("heuristic", "mc", "ismcts")
+
+
+def play_set(
+    game_name: str,
+    preset: str,
+    seats_of: Sequence[Sequence[str]],
+    pols: Mapping[str, Policy],
+    set_seed: int,
+    hero: str,
+) -> list[dict[str, float]]:
+    """One duplicate set: the shuffle ``set_seed`` with dealer 0, played once per seat
+    list of ``seats_of``; per deal, whether ``hero``'s first seat won, its score change and
+    the share of the other bots' seats it finished ahead of (ties half)."""
+    game = get_game(game_name)
+    rules = game.preset(preset)
+    out = []
+    for k, seats in enumerate(seats_of):
+        match = game.new_match(rules, len(seats), set_seed, [DealSpec(set_seed, 0, 0)])
+        turn = 0
+        while not match.is_over() and not match.deal_results():
+            seat = match.to_act()
+            legal = match.legal_actions()
+            if len(legal) == 1:
+                match.apply(legal[0])
+                continue
+            turn += 1
+            rng = random.Random(derive_seed(set_seed, k, turn, bits=64))
+            match.apply(pols[seats[seat]](match.observation(seat), legal, rng))
+        deal = match.deal_results()[0]
+        me = seats.index(hero)
+        place = {s: i for i, group in enumerate(deal.order) for s in group}
+        others = [s for s in range(len(seats)) if seats[s] != hero]
+        ahead = sum(
+            1.0 if place[me] < place[s] else 0.5 if place[me] == place[s] else 0.0 for s in others
+        )
+        out.append(
+            {
+                "won": 1.0 if me in deal.order[0] else 0.0,
+                "score": float(deal.deltas[me]),
+                "ahead": ahead / len(others) if others else 0.0,
+            }
+        )
+    return out
+
+
+def bootstrap(per_set: Sequence[float], reps: int = 2000, seed: int = 1) -> tuple[float, float]:
+    """A 95% percentile bootstrap interval of the mean over sets."""
+    rng = random.Random(seed)
+    n = len(per_set)
+    means = sorted(sum(per_set[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
+    return means[int(0.025 * reps)], means[int(0.975 * reps) - 1]
+
+
+def rotations(family: str, hero: str, field: str) -> list[list[str]]:
+    """The seat lists of one set: Sevens, ``hero`` in each of 4 seats among ``field``;
+    Sedma, ``hero`` holding seats 0 and 2, then 1 and 3."""
+    if family == "sedma":
+        return [[hero, field, hero, field], [field, hero, field, hero]]
+    return [[hero if s == k else field for s in range(4)] for k in range(4)]
+
+
+def evaluate(
+    family: str,
+    preset: str,
+    hero: str,
+    field: str,
+    pols: Mapping[str, Policy],
+    sets: int,
+    seed: int,
+    stat: str,
+) -> dict[str, Any]:
+    """``hero`` against ``field`` over ``sets`` duplicate sets: the mean of ``stat`` per
+    deal with its bootstrap interval, and the score per deal."""
+    game = "sedma" if family == "sedma" else "sevens"
+    per_set: list[float] = []
+    scores: list[float] = []
+    started = time.perf_counter()
+    for i in range(sets):
+        set_seed = derive_seed(seed, preset, i, bits=63)
+        deals = play_set(game, preset, rotations(family, hero, field), pols, set_seed, hero)
+        per_set.append(sum(d[stat] for d in deals) / len(deals))
+        scores.extend(d["score"] for d in deals)
+    low, high = bootstrap(per_set)
+    mean = sum(per_set) / len(per_set)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in per_set) / max(1, len(per_set) - 1))
+    gap = abs(mean - 0.5) if stat == "ahead" or field != "random" else 0.0
+    # Sets for the interval to exclude 0.5 (head to head): (1.96 sd / gap)^2.
+    need = math.ceil((Z95 * sd / gap) ** 2) if gap else None
+    return {
+        "preset": preset,
+        "hero": hero,
+        "field": field,
+        "stat": stat,
+        "sets": sets,
+        "deals": len(scores),
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "score_per_deal": sum(scores) / len(scores),
+        "sets_needed": need,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
+    pols = policies(args.budget_ms)
+    top = RUNGS[-1]
+    rows = []
+    jobs: list[tuple[str, str, str, str, str]] = []
+    families = ["sevens", "sedma"] if args.family == "both" else [args.family]
+    for family in families:
+        presets = ["sevens", "fan-tan"] if family == "sevens" else ["sedma"]
+        if "vs-random" in args.protocols:
+            jobs.extend((family, p, top, "random", "won") for p in presets)
+        if "head-to-head" in args.protocols:
+            stat = "won" if family == "sedma" else "ahead"
+            pairs = itertools.pairwise(("random", *SEARCH_RUNGS))
+            jobs.extend((family, presets[0], upper, lower, stat) for lower, upper in pairs)
+    for family, preset, hero, field, stat in jobs:
+        row = evaluate(family, preset, hero, field, pols, args.sets, args.seed, stat)
+        row["target"] = TARGETS.get((preset, stat)) if field == "random" else 0.5
+        rows.append(row)
+        print_target_row(row)
+    return rows
+
+
+def print_target_row(r: Mapping[str, Any]) -> None:
+    interval = f"{r['low']:.3f}-{r['high']:.3f}"
+    target = r["target"]
+    if r["field"] == "random" and r["stat"] == "won":
+        met = "yes" if r["mean"] >= target else "NO"
+        goal = f">= {target:.2f}"
+    else:
+        met = "yes" if r["low"] > 0.5 else "NO"
+        goal = "low > 0.5"
+    need = "-" if r["sets_needed"] is None else str(r["sets_needed"])
+    print(
+        f"{r['preset']:<8} {r['hero']:>9} vs {r['field']:<9} {r['stat']:<6} {r['mean']:>6.3f} "
+        f"{interval:>13} {goal:>10} {met:>4} {r['score_per_deal']:>8.2f} {r['deals']:>6} "
+        f"{need:>6} {r['seconds']:>7.0f}",
+        flush=True,
+    )
+
+
+TARGET_HEADER = (
+    f"{'preset':<8} {'bot':>9} vs {'field':<9} {'stat':<6} {'mean':>6} {'95% interval':>13} "
+    f"{'target':>10} {'met':>4} {'score/dl':>8} {'deals':>6} {'sets*':>6} {'seconds':>7}"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", choices=[*FAMILIES, "both"], default="both")
@@ -199,7 +376,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--budget-ms", type=int, default=5000, help="search bots' cap")
     parser.add_argument("--json", metavar="PATH", help="also write the tables as JSON")
+    parser.add_argument(
+        "--targets", action="store_true", help="run the evaluation protocol, not the season"
+    )
+    parser.add_argument("--sets", type=int, default=100, help="duplicate sets per row (100)")
+    parser.add_argument(
+        "--protocols",
+        default="vs-random,head-to-head",
+        help="with --targets: vs-random, head-to-head or both (comma-separated)",
+    )
     args = parser.parse_args(argv)
+    if args.targets:
+        print(
+            f"evaluation protocol: seed {args.seed}, {args.sets} duplicate sets per row, "
+            f"search bots {args.budget_ms} ms a move at most"
+        )
+        print(TARGET_HEADER)
+        rows = run_targets(args)
+        print(
+            "stat: won = share of deals (Sedma: hands) won; ahead = share of the other seats "
+            "finished ahead of (ties half). Interval: bootstrap over sets. sets* = sets needed "
+            "for the interval to exclude 0.5 at the measured gap"
+        )
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
     families = list(FAMILIES) if args.family == "both" else [args.family]
     pols = policies(args.budget_ms)
     tables = []

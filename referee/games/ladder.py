@@ -34,8 +34,9 @@ from referee.games.cards import Card
 from referee.games.search import SearchState, position
 from referee.games.sedma import heuristic as sedma_heuristic
 from referee.games.sedma.rules import rules_from_dict
+from referee.games.sevens import bots as sevens_bots
 from referee.games.sevens import heuristic as sevens_heuristic
-from referee.games.sevens.rules import SevensRules
+from referee.games.sevens.rules import cached_rules
 from referee.games.sevens.tables import tables_for
 
 DEFAULT_BUDGET_MS = 200
@@ -47,7 +48,7 @@ def heuristic_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.R
         return legal[0]
     seat = int(obs["seat"])
     if obs["game"] == "sevens":
-        rules = SevensRules.from_dict(obs["rules"])
+        rules = cached_rules(obs["rules"])
         t = tables_for(rules)
         hand = sevens_heuristic.row_mask_of({"hand": list(obs["hand"])})
         table = sevens_heuristic.row_mask_of(obs["table"])
@@ -80,6 +81,7 @@ class MonteCarlo:
 
     worlds: int = 24
     budget_ms: int = DEFAULT_BUDGET_MS
+    sevens_worlds: int = 120
 
     def with_budget(self, budget_ms: int) -> MonteCarlo:
         return replace(self, budget_ms=budget_ms)
@@ -88,6 +90,8 @@ class MonteCarlo:
         if len(legal) == 1:
             return legal[0]
         deadline = time.perf_counter() + self.budget_ms / 1000.0
+        if sevens_bots.supports(obs):
+            return sevens_bots.determinized(obs, legal, rng, self.sevens_worlds, deadline)
         seat = int(obs["seat"])
         pos = position(obs)
         totals = [0.0] * len(legal)
@@ -128,6 +132,7 @@ class Ismcts:
     iterations: int = 200
     budget_ms: int = DEFAULT_BUDGET_MS
     exploration: float = 0.7
+    sevens_iterations: int = 400
 
     def with_budget(self, budget_ms: int) -> Ismcts:
         return replace(self, budget_ms=budget_ms)
@@ -136,6 +141,10 @@ class Ismcts:
         if len(legal) == 1:
             return legal[0]
         deadline = time.perf_counter() + self.budget_ms / 1000.0
+        if sevens_bots.supports(obs):
+            return sevens_bots.ismcts(
+                obs, legal, rng, self.sevens_iterations, deadline, self.exploration
+            )
         pos = position(obs)
         root = _Node(-1)
         c = self.exploration

@@ -366,6 +366,25 @@ PRESETS: dict[str, SevensRules] = {
 """The ten named presets of docs/RULES.md, by name."""
 
 
+_PARSED: dict[tuple[tuple[str, Any], ...], SevensRules] = {}
+
+
+def cached_rules(data: Mapping[str, Any]) -> SevensRules:
+    """:meth:`SevensRules.from_dict`, memoized on the dict's items: a bot reads the same
+    rules from every observation of a match, and validating them each time costs more
+    than the heuristic's whole decision."""
+    try:
+        key = tuple(sorted(data.items()))
+        found = _PARSED.get(key)
+    except (AttributeError, TypeError):  # not a mapping of hashable values: let it explain
+        return SevensRules.from_dict(data)
+    if found is None:
+        found = SevensRules.from_dict(data)
+        if len(_PARSED) < 256:
+            _PARSED[key] = found
+    return found
+
+
 def preset(name: str) -> SevensRules:
     """The preset called ``name``; the error lists the presets there are."""
     try:

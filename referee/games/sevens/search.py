@@ -25,7 +25,7 @@ from typing import Any
 from referee.games.base import RUN_SEPARATOR, DealHistory, DealSpec, EventKind
 from referee.games.sevens import heuristic
 from referee.games.sevens.match import SevensMatch
-from referee.games.sevens.rules import SevensRules
+from referee.games.sevens.rules import cached_rules
 from referee.games.sevens.tables import CARD_INDEX, ROW_BITS, Tables, bits, mask_actions, tables_for
 
 _LIST_FIELDS = (
@@ -146,7 +146,7 @@ class SevensPosition:
     """What one seat of a Sevens deal knows (from its observation)."""
 
     def __init__(self, obs: Mapping[str, Any]) -> None:
-        rules = SevensRules.from_dict(obs["rules"])
+        rules = cached_rules(obs["rules"])
         t = tables_for(rules)
         n = int(obs["num_players"])
         self.rules = rules

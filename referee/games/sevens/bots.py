@@ -1,0 +1,178 @@
+"""Search bots of the Sevens family on the fast engine (``fast.py``) and the belief
+(``belief.py``): what the ``mc`` and ``ismcts`` rungs of ``referee/games/ladder.py`` run
+when the rules play one card a turn.
+
+* :func:`determinized`: Perfect Information Monte Carlo. Each world is sampled from the
+  belief (every hard fact holds) and weighted by how well it explains the other seats'
+  plays; every legal move is played in it and the deal played out, the same world and
+  playout seed for every move (common random numbers). The move with the best weighted
+  mean utility wins.
+* :func:`ismcts`: single-observer Information Set MCTS over the same worlds: one tree of
+  the seat's moves and the others' replies, UCB1 with availability counts, each seat's
+  utility backed up where it chose.
+
+The playouts model the other seats as a mixture: each of their moves is the heuristic's
+with probability ``OPPONENT_HEURISTIC`` and a uniformly random legal move otherwise (a bot
+does not know whom it plays; the mixture keeps it from betting on one kind of opponent).
+The seat itself plays the heuristic in its playouts.
+
+The utility is the rules' own: in a ``winner_only`` game a deal won is 1 and anything else
+0; with chips or penalty points, half the win and half the deal's score change over the
+deal's largest change.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from referee.games.sevens.belief import SevensBelief
+from referee.games.sevens.fast import FastDeal, heuristic_move, random_move, text_move
+
+OPPONENT_HEURISTIC = 0.5
+"""The share of heuristic moves in the playout model of the other seats."""
+
+
+def supports(obs: Mapping[str, Any]) -> bool:
+    """True when the fast engine plays the observation's rules (one card a turn)."""
+    rules = obs.get("rules", {})
+    return obs.get("game") == "sevens" and not rules.get("multi_card_turn", False)
+
+
+def utility(deal: FastDeal, seat: int) -> float:
+    """``seat``'s utility of the finished ``deal`` in [-1, 1] (module docstring)."""
+    won = 1.0 if deal.winner == seat else 0.0
+    fr = deal.fr
+    if fr.scoring == "winner_only":
+        return won
+    deltas = deal.deltas()
+    scale = max(1, max(abs(x) for x in deltas))
+    sign = 1.0 if fr.higher_is_better else -1.0
+    return 0.5 * won + 0.5 * sign * deltas[seat] / scale
+
+
+def playout(deal: FastDeal, seat: int, rng: random.Random) -> None:
+    """Play ``deal`` to its end: ``seat`` by the heuristic, the others by the mixture."""
+    while deal.winner < 0:
+        if deal.to_act == seat or rng.random() < OPPONENT_HEURISTIC:
+            deal.play(heuristic_move(deal, rng))
+        else:
+            deal.play(random_move(deal, rng))
+
+
+def determinized(
+    obs: Mapping[str, Any],
+    legal: Sequence[str],
+    rng: random.Random,
+    worlds: int,
+    deadline: float,
+) -> str:
+    """The best of ``legal`` by weighted determinized Monte Carlo (module docstring);
+    at most ``worlds`` worlds, whole worlds only, none started after ``deadline``
+    (a ``time.perf_counter`` value)."""
+    belief = SevensBelief(obs)
+    seat = belief.seat
+    moves = [text_move(a) for a in legal]
+    totals = [0.0] * len(moves)
+    for _ in range(worlds):
+        hands = belief.sample(rng)
+        weight = belief.weight(hands)
+        base = belief.deal(hands)
+        seed = rng.getrandbits(32)
+        for k, move in enumerate(moves):
+            deal = base.clone()
+            deal.play(move)
+            playout(deal, seat, random.Random(seed))
+            totals[k] += weight * utility(deal, seat)
+        if time.perf_counter() > deadline:
+            break
+    best = max(totals)
+    ties = [k for k, total in enumerate(totals) if total == best]
+    return legal[ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]]
+
+
+class _Node:
+    __slots__ = ("avail", "children", "player", "total", "visits")
+
+    def __init__(self, player: int) -> None:
+        self.player = player
+        self.children: dict[int, _Node] = {}
+        self.visits = 0
+        self.avail = 0
+        self.total = 0.0
+
+
+def ismcts(
+    obs: Mapping[str, Any],
+    legal: Sequence[str],
+    rng: random.Random,
+    iterations: int,
+    deadline: float,
+    exploration: float = 0.7,
+) -> str:
+    """The most visited of ``legal`` after single-observer ISMCTS (module docstring):
+    at most ``iterations`` iterations, none started after ``deadline``. Worlds are drawn
+    from the belief in proportion to their weights (a batch is sampled and resampled)."""
+    belief = SevensBelief(obs)
+    seat = belief.seat
+    root = _Node(-1)
+    pool: list[list[int]] = []
+    for it in range(iterations):
+        if not pool:
+            pool = _resample(belief, rng, 16)
+        deal = belief.deal(pool.pop())
+        node = root
+        path: list[_Node] = []
+        while deal.winner < 0:
+            moves = deal.legal_moves()
+            player = deal.to_act
+            children = node.children
+            untried = [m for m in moves if m not in children]
+            for m in moves:
+                child = children.get(m)
+                if child is not None:
+                    child.avail += 1
+            if untried:
+                move = untried[rng.randrange(len(untried))]
+                child = _Node(player)
+                child.avail = 1
+                children[move] = child
+                deal.play(move)
+                path.append(child)
+                break
+            best_value = -math.inf
+            move = moves[0]
+            for m in moves:
+                ch = children[m]
+                value = ch.total / ch.visits + exploration * math.sqrt(
+                    math.log(ch.avail) / ch.visits
+                )
+                if value > best_value:
+                    best_value, move = value, m
+            node = children[move]
+            deal.play(move)
+            path.append(node)
+        playout(deal, seat, rng)
+        for n in path:
+            n.visits += 1
+            n.total += utility(deal, n.player)
+        if it % 8 == 7 and time.perf_counter() > deadline:
+            break
+    scored = [(root.children[m].visits, a) for a in legal if (m := text_move(a)) in root.children]
+    if not scored:
+        return legal[0]
+    most = max(v for v, _ in scored)
+    ties = [a for v, a in scored if v == most]
+    return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+
+
+def _resample(belief: SevensBelief, rng: random.Random, count: int) -> list[list[int]]:
+    """``count`` worlds drawn from ``count`` samples in proportion to their weights."""
+    worlds = [belief.sample(rng) for _ in range(count)]
+    weights = [belief.weight(w) for w in worlds]
+    if not any(weights):
+        return worlds
+    return rng.choices(worlds, weights=weights, k=count)
