@@ -281,6 +281,53 @@ def test_real_engine_observations_round_trip(game_name: str) -> None:
     assert checked > 0
 
 
+@pytest.mark.parametrize("game_name", ["sevens", "sedma"])
+def test_turn_parser_reuses_what_repeats_and_parses_the_same(game_name: str) -> None:
+    """One parser over whole matches of several deals (seats interleaved, as on a stream)
+    gives every turn the observation a fresh parse gives, and a turn whose ``choose``
+    changes its observation changes nothing of the next turn's."""
+    import random
+
+    from referee.games.base import DealSpec
+    from referee.games.registry import get_game
+
+    game = get_game(game_name)
+    parser = sdk.TurnParser()
+    checked = 0
+    for seed in range(2):
+        rng = random.Random(seed)
+        deals = [DealSpec(seed * 10 + d) for d in range(3)]
+        match = game.new_match(game.preset(game_name), 4, seed, deals)
+        seq = 0
+        while not match.is_over():
+            seat = match.to_act()
+            seq += 1
+            turn = {
+                "type": "turn",
+                "bot": "b",
+                "match_id": f"m{seed}",
+                "attempt": 1,
+                "seq": seq,
+                "seat": seat,
+                "season": "",
+                "observation": match.observation(seat),
+                "legal_actions": match.legal_actions(),
+                "clock": {"move_ms": 1000, "bank_ms": 0, "grace_ms": 0},
+            }
+            request = convert.turn_to_proto(turn).turn  # type: ignore[arg-type]
+            parsed = parser.turn(request)
+            assert parsed.observation == sdk.observation_to_dict(request.observation)
+            assert parsed == sdk.turn_from_proto(request)
+            parsed.observation["history"].append({"seat": 9, "kind": "mine"})
+            parsed.observation["rules"]["name"] = "changed"
+            if parsed.observation["history"][:-1]:
+                parsed.observation["history"][0]["kind"] = "changed"
+            match.apply(rng.choice(match.legal_actions()))
+            checked += 1
+        parser.forget(f"m{seed}")
+    assert checked > 100
+
+
 CARD_TOKENS = re.compile(r"(?<![0-9A-Za-z])[2-9TJQKA][CDHS](?![0-9A-Za-z])")
 
 
