@@ -42,8 +42,52 @@ import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 
 from arena.v1 import bot_pb2, bot_pb2_grpc
+from arena_sdk.observation import HistoryItem, Observation, SedmaFields, SevensFields, TrickCard
 
 log = logging.getLogger("arena.sdk")
+
+__all__ = [
+    "CHOOSE_BAD_RETURN",
+    "CHOOSE_RAISED",
+    "INLINE_LIMIT_MS",
+    "KEEPALIVE_TIMEOUT_MS",
+    "KEEPALIVE_TIME_MS",
+    "MAX_ACTION_CHARS",
+    "MAX_MESSAGE_BYTES",
+    "MIN_KEEPALIVE_TIMEOUT_MS",
+    "MIN_KEEPALIVE_TIME_MS",
+    "PROBE_DECISIONS",
+    "PROTOCOL_VERSION",
+    "SEASON_NOTICES",
+    "ActionInfo",
+    "ActionOutcome",
+    "Bot",
+    "BotRefused",
+    "Clock",
+    "Fallback",
+    "HistoryItem",
+    "Observation",
+    "SedmaFields",
+    "SevensFields",
+    "TrickCard",
+    "Turn",
+    "TurnParser",
+    "channel_options",
+    "check_keepalive",
+    "first_legal",
+    "is_fatal",
+    "main",
+    "notice_to_dict",
+    "notification_to_dict",
+    "observation_to_dict",
+    "open_channel",
+    "outcome_from_proto",
+    "turn_from_proto",
+]
+"""The public surface: what ``from arena_sdk.sdk import *`` (and the alias
+``sample_bots.sdk``) gives. ``tests/gateway/test_sdk_surface.py`` fails when it changes
+without this list and docs/bots.md changing with it."""
+
 
 PROTOCOL_VERSION = 1
 # Keepalive (docs/PROTOCOL.md section 7): the SDK pings its connection every 5 s and gives
@@ -128,7 +172,7 @@ class Turn:
     seq: int
     seat: int
     game: str
-    observation: dict[str, Any]
+    observation: Observation
     legal_actions: list[str]
     clock: Clock
     season: str
@@ -231,13 +275,13 @@ def open_channel(
 
 
 # --- proto -> dict (the JSON form of docs/OBSERVATIONS.md) ----------------------------------
-def observation_to_dict(obs: Any) -> dict[str, Any]:
+def observation_to_dict(obs: Any) -> Observation:
     """``arena.v1.Observation`` -> the observation dict of docs/OBSERVATIONS.md."""
     return TurnParser().observation(obs)
 
 
-def _history_entry(entry: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {"seat": entry.seat, "kind": entry.kind}
+def _history_entry(entry: Any) -> HistoryItem:
+    item: HistoryItem = {"seat": entry.seat, "kind": entry.kind}
     if entry.action:
         item["action"] = entry.action
     if entry.reason:
@@ -266,7 +310,7 @@ class TurnParser:
     def __init__(self) -> None:
         self._rules: dict[str, tuple[dict[str, Any], bool]] = {}
         # (match_id, attempt, seat) -> (deal_index, items converted, the last entry's fields)
-        self._history: dict[tuple[str, int, int], tuple[int, list[dict[str, Any]], Any]] = {}
+        self._history: dict[tuple[str, int, int], tuple[int, list[HistoryItem], Any]] = {}
 
     def forget(self, match_id: str) -> None:
         """Drop what was kept for ``match_id`` (its match ended)."""
@@ -288,13 +332,13 @@ class TurnParser:
         parsed, flat = known
         return dict(parsed) if flat else json.loads(text)
 
-    def history(self, obs: Any, key: tuple[str, int, int] | None) -> list[dict[str, Any]]:
+    def history(self, obs: Any, key: tuple[str, int, int] | None) -> list[HistoryItem]:
         entries = obs.history
         if key is None:
             return [_history_entry(h) for h in entries]
         n = len(entries)
         kept = self._history.get(key)
-        items: list[dict[str, Any]] = []
+        items: list[HistoryItem] = []
         if kept is not None and kept[0] == obs.deal_index and len(kept[1]) <= n:
             done = len(kept[1])
             if done == 0 or _entry_fields(entries[done - 1]) == kept[2]:
@@ -307,10 +351,10 @@ class TurnParser:
         self._history[key] = (obs.deal_index, items, last)
         return [item.copy() for item in items]
 
-    def observation(self, obs: Any, key: tuple[str, int, int] | None = None) -> dict[str, Any]:
+    def observation(self, obs: Any, key: tuple[str, int, int] | None = None) -> Observation:
         """``arena.v1.Observation`` -> the observation dict (``key``: the match, attempt
         and seat it is for, when its history may continue an earlier one)."""
-        out: dict[str, Any] = {
+        out: Observation = {
             "game": obs.game,
             "preset": obs.preset,
             "rules": self.rules(obs.rules_json),
