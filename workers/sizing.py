@@ -5,9 +5,13 @@ The rule, in the order it is applied:
 
 * **cores**: the CPUs this process may run on (its affinity mask, which a container's
   cpuset narrows) and, when a cgroup CPU quota is set, no more than the quota;
-* **room for bots**: ``reserved = cores // 4`` (or ``--reserve-cores``) are left for the bots
-  on this machine (hosted bots run on the platform's own cores, and an SDK bot spends about
-  as much CPU per decision as the platform does); 0 on one to three cores;
+* **room for bots**: a quarter of the cores, rounded up (or ``--reserve-cores``), is left for
+  the bots on this machine (hosted bots run on the platform's own cores, and an SDK bot
+  spends about as much CPU per decision as the platform does), never all of them: 1 core
+  of 2 to 4, 2 of 8, 4 of 16. On 2 cores that is one platform process: ``bench/cores.py``
+  measured a second process there (a separate host, which costs more CPU per decision
+  than co-hosted matches) no faster than one process with as many slots, since the bots
+  share the two cores;
 * **processes**: ``max(1, cores - reserved)``. ``arena up`` runs one of them as the referee
   (which co-hosts matches) and the rest as separate match hosts; ``arena worker`` runs them
   all as match hosts;
@@ -92,12 +96,13 @@ def available_memory_mb(
 def size(cores: int, memory_mb: int | None, reserve: int | None = None) -> Sizing:
     """The platform's processes and matches per process on ``cores`` CPUs and
     ``memory_mb`` of available memory (the module's rule); ``reserve``: cores left for bots
-    (None: ``cores // 4``)."""
+    (None: a quarter, rounded up)."""
     if cores < 1:
         raise ValueError(f"cores must be at least 1, not {cores}")
     if reserve is not None and reserve < 0:
         raise ValueError(f"--reserve-cores {reserve}: use 0 (no room for bots) or more")
-    reserved = cores // 4 if reserve is None else min(reserve, cores - 1)
+    wanted = -(-cores // 4) if reserve is None else reserve
+    reserved = min(wanted, cores - 1)
     processes = max(1, cores - reserved)
     matches = DEFAULT_MATCHES
     if memory_mb is not None:

@@ -138,7 +138,7 @@ def add_host_options(p: argparse.ArgumentParser, referee_runs_matches: bool) -> 
         type=int,
         default=None,
         help="cores left for the bots on this machine when sizing the processes (default: "
-        "a quarter of the cores, rounded down)",
+        "a quarter of the cores, rounded up; never all)",
     )
     p.add_argument(
         "--casual-matches",

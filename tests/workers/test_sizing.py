@@ -18,9 +18,10 @@ from workers.host import DEFAULT_MATCHES
     ("cores", "reserve", "reserved", "processes"),
     [
         (1, None, 0, 1),
-        (2, None, 0, 2),
-        (3, None, 0, 3),
+        (2, None, 1, 1),
+        (3, None, 1, 2),
         (4, None, 1, 3),
+        (8, None, 2, 6),
         (16, None, 4, 12),
         (64, None, 16, 48),
         (2, 1, 1, 1),
@@ -28,7 +29,7 @@ from workers.host import DEFAULT_MATCHES
         (16, 0, 0, 16),
     ],
 )
-def test_processes_leave_a_quarter_of_the_cores_for_bots(
+def test_processes_leave_a_quarter_of_the_cores_for_bots_rounded_up(
     cores: int, reserve: int | None, reserved: int, processes: int
 ) -> None:
     plan = sizing.size(cores, None, reserve)
@@ -38,7 +39,7 @@ def test_processes_leave_a_quarter_of_the_cores_for_bots(
 
 def test_matches_per_process_follow_memory_within_bounds() -> None:
     assert sizing.size(2, 100).matches == DEFAULT_MATCHES  # little memory: never fewer
-    assert sizing.size(2, 800).matches == 100  # 800 MB x 1/4 / 2 processes / 1 MB
+    assert sizing.size(3, 800).matches == 100  # 800 MB x 1/4 / 2 processes / 1 MB
     assert sizing.size(2, 1_000_000).matches == sizing.MAX_MATCHES
     assert sizing.size(16, 2_000).matches == DEFAULT_MATCHES  # shared by 12 processes
 
