@@ -13,11 +13,11 @@
         main(MyBot())          # --server HOST:PORT --token TOKEN [--tls-ca CA.pem]
 
 The SDK keeps one stream open to the referee (``arena.v1.BotGateway/Play``), answers every
-``TurnRequest`` by calling ``choose`` in a thread pool (so a slow ``choose`` never blocks the
-stream, and several matches are served at once), reconnects with capped exponential backoff,
-and logs what the referee refused and why (a bot whose ``choose`` returns in microseconds
-may set ``choose_inline = True`` to skip the thread pool). It imports neither ``referee``
-nor ``workers``: only the generated ``arena.v1`` code, grpcio and protobuf.
+``TurnRequest`` by calling ``choose`` (on the stream's own thread while it is fast, else in
+a thread pool so that a slow ``choose`` never blocks the stream and several matches are
+served at once: :attr:`Bot.choose_inline`), reconnects with capped exponential backoff,
+and logs what the referee refused and why. It imports neither ``referee`` nor ``workers``:
+only the generated ``arena.v1`` code, grpcio and protobuf.
 docs/PROTOCOL.md is the protocol.
 """
 
@@ -31,6 +31,7 @@ import os
 import random
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,8 +42,52 @@ import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 
 from arena.v1 import bot_pb2, bot_pb2_grpc
+from arena_sdk.observation import HistoryItem, Observation, SedmaFields, SevensFields, TrickCard
 
 log = logging.getLogger("arena.sdk")
+
+__all__ = [
+    "CHOOSE_BAD_RETURN",
+    "CHOOSE_RAISED",
+    "INLINE_LIMIT_MS",
+    "KEEPALIVE_TIMEOUT_MS",
+    "KEEPALIVE_TIME_MS",
+    "MAX_ACTION_CHARS",
+    "MAX_MESSAGE_BYTES",
+    "MIN_KEEPALIVE_TIMEOUT_MS",
+    "MIN_KEEPALIVE_TIME_MS",
+    "PROBE_DECISIONS",
+    "PROTOCOL_VERSION",
+    "SEASON_NOTICES",
+    "ActionInfo",
+    "ActionOutcome",
+    "Bot",
+    "BotRefused",
+    "Clock",
+    "Fallback",
+    "HistoryItem",
+    "Observation",
+    "SedmaFields",
+    "SevensFields",
+    "TrickCard",
+    "Turn",
+    "TurnParser",
+    "channel_options",
+    "check_keepalive",
+    "first_legal",
+    "is_fatal",
+    "main",
+    "notice_to_dict",
+    "notification_to_dict",
+    "observation_to_dict",
+    "open_channel",
+    "outcome_from_proto",
+    "turn_from_proto",
+]
+"""The public surface: what ``from arena_sdk.sdk import *`` (and the alias
+``sample_bots.sdk``) gives. ``tests/gateway/test_sdk_surface.py`` fails when it changes
+without this list and docs/bots.md changing with it."""
+
 
 PROTOCOL_VERSION = 1
 # Keepalive (docs/PROTOCOL.md section 7): the SDK pings its connection every 5 s and gives
@@ -60,6 +105,11 @@ MAX_ACTION_CHARS = 200
 """The referee ends the stream (INVALID_ARGUMENT) for a longer action; a message over
 MAX_MESSAGE_BYTES would end it RESOURCE_EXHAUSTED and fail again after every reconnect."""
 BACKOFF_START_S = 0.5
+PROBE_DECISIONS = 3
+"""Decisions whose ``choose`` runs in the pool, timed, before it may run inline
+(:attr:`Bot.choose_inline` None)."""
+INLINE_LIMIT_MS = 5.0
+"""The default :attr:`Bot.inline_limit_ms`."""
 BACKOFF_MAX_S = 15.0
 
 FATAL_CODES = frozenset(
@@ -122,7 +172,7 @@ class Turn:
     seq: int
     seat: int
     game: str
-    observation: dict[str, Any]
+    observation: Observation
     legal_actions: list[str]
     clock: Clock
     season: str
@@ -225,49 +275,13 @@ def open_channel(
 
 
 # --- proto -> dict (the JSON form of docs/OBSERVATIONS.md) ----------------------------------
-def observation_to_dict(obs: Any) -> dict[str, Any]:
+def observation_to_dict(obs: Any) -> Observation:
     """``arena.v1.Observation`` -> the observation dict of docs/OBSERVATIONS.md."""
-    out: dict[str, Any] = {
-        "game": obs.game,
-        "preset": obs.preset,
-        "rules": json.loads(obs.rules_json) if obs.rules_json else {},
-        "seat": obs.seat,
-        "num_players": obs.num_players,
-        "deal_index": obs.deal_index,
-        "num_deals": obs.num_deals,
-        "dealer": obs.dealer,
-        "to_act": obs.to_act,
-        "hand": list(obs.hand),
-        "hand_sizes": list(obs.hand_sizes),
-        "totals": list(obs.totals),
-        "unit": obs.unit,
-        "history": [_history_entry(h) for h in obs.history],
-    }
-    view = obs.WhichOneof("view")
-    if view == "sevens":
-        s = obs.sevens
-        out["table"] = {row.suit: list(row.cards) for row in s.table}
-        out["pot"] = s.pot
-        out["passes"] = list(s.passes)
-        out["free_passes_left"] = list(s.free_passes_left)
-        out["eliminated"] = list(s.eliminated)
-        out["skip_next"] = list(s.skip_next)
-    elif view == "sedma":
-        d = obs.sedma
-        out["sides"] = [list(side.seats) for side in d.sides]
-        out["leader"] = d.leader
-        out["trick"] = [{"seat": t.seat, "card": t.card} for t in d.trick]
-        out["talon_size"] = d.talon_size
-        out["tricks_won"] = list(d.tricks_won)
-        out["card_points"] = list(d.card_points)
-        out["match_points"] = list(d.match_points)
-        out["target"] = d.target
-        out["marriages"] = [list(m.cards) for m in d.marriages]
-    return out
+    return TurnParser().observation(obs)
 
 
-def _history_entry(entry: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {"seat": entry.seat, "kind": entry.kind}
+def _history_entry(entry: Any) -> HistoryItem:
+    item: HistoryItem = {"seat": entry.seat, "kind": entry.kind}
     if entry.action:
         item["action"] = entry.action
     if entry.reason:
@@ -276,22 +290,131 @@ def _history_entry(entry: Any) -> dict[str, Any]:
 
 
 def turn_from_proto(request: Any) -> Turn:
-    observation = observation_to_dict(request.observation)
-    return Turn(
-        match_id=request.match_id,
-        attempt=request.attempt,
-        seq=request.seq,
-        seat=request.seat,
-        game=observation["game"],
-        observation=observation,
-        legal_actions=list(request.legal_actions),
-        clock=Clock(request.clock.move_ms, request.clock.bank_ms, request.clock.grace_ms),
-        season=request.season,
-        action_info=[
-            ActionInfo(info.action, info.kind, info.cost, info.eliminates)
-            for info in request.action_info
-        ],
-    )
+    return TurnParser().turn(request)
+
+
+class TurnParser:
+    """Turns ``TurnRequest`` messages into :class:`Turn` objects, parsing what repeats once.
+
+    A match's requests repeat most of what they carry: the rules (the same JSON text at
+    every decision), and the deal's history, which grows by a few entries per decision.
+    The parser keeps the rules parsed per text and, per seat of a match, the history items
+    already converted: a request whose history continues the last one (same deal, the
+    old last entry where it was) converts only its new entries. Every :class:`Turn` still
+    gets dicts and lists of its own (copies), so a ``choose`` that changes its observation
+    changes nothing of the next one. One parser per stream; it forgets a match when its
+    ``MatchEnd`` comes (:meth:`forget`), and keeps at most :attr:`MAX_SEATS` seats."""
+
+    MAX_SEATS = 1024
+
+    def __init__(self) -> None:
+        self._rules: dict[str, tuple[dict[str, Any], bool]] = {}
+        # (match_id, attempt, seat) -> (deal_index, items converted, the last entry's fields)
+        self._history: dict[tuple[str, int, int], tuple[int, list[HistoryItem], Any]] = {}
+
+    def forget(self, match_id: str) -> None:
+        """Drop what was kept for ``match_id`` (its match ended)."""
+        for key in [k for k in self._history if k[0] == match_id]:
+            del self._history[key]
+
+    def rules(self, text: str) -> dict[str, Any]:
+        if not text:
+            return {}
+        known = self._rules.get(text)
+        if known is None:
+            parsed = json.loads(text)
+            flat = isinstance(parsed, dict) and not any(
+                isinstance(v, (dict, list)) for v in parsed.values()
+            )
+            if len(self._rules) >= 64:
+                self._rules.clear()
+            known = self._rules[text] = (parsed, flat)
+        parsed, flat = known
+        return dict(parsed) if flat else json.loads(text)
+
+    def history(self, obs: Any, key: tuple[str, int, int] | None) -> list[HistoryItem]:
+        entries = obs.history
+        if key is None:
+            return [_history_entry(h) for h in entries]
+        n = len(entries)
+        kept = self._history.get(key)
+        items: list[HistoryItem] = []
+        if kept is not None and kept[0] == obs.deal_index and len(kept[1]) <= n:
+            done = len(kept[1])
+            if done == 0 or _entry_fields(entries[done - 1]) == kept[2]:
+                items = kept[1]
+        if len(items) < n:
+            items.extend([_history_entry(h) for h in entries[len(items) :]])
+        if key not in self._history and len(self._history) >= self.MAX_SEATS:
+            self._history.clear()
+        last = _entry_fields(entries[n - 1]) if n else None
+        self._history[key] = (obs.deal_index, items, last)
+        return [item.copy() for item in items]
+
+    def observation(self, obs: Any, key: tuple[str, int, int] | None = None) -> Observation:
+        """``arena.v1.Observation`` -> the observation dict (``key``: the match, attempt
+        and seat it is for, when its history may continue an earlier one)."""
+        out: Observation = {
+            "game": obs.game,
+            "preset": obs.preset,
+            "rules": self.rules(obs.rules_json),
+            "seat": obs.seat,
+            "num_players": obs.num_players,
+            "deal_index": obs.deal_index,
+            "num_deals": obs.num_deals,
+            "dealer": obs.dealer,
+            "to_act": obs.to_act,
+            "hand": list(obs.hand),
+            "hand_sizes": list(obs.hand_sizes),
+            "totals": list(obs.totals),
+            "unit": obs.unit,
+            "history": self.history(obs, key),
+        }
+        view = obs.WhichOneof("view")
+        if view == "sevens":
+            s = obs.sevens
+            out["table"] = {row.suit: list(row.cards) for row in s.table}
+            out["pot"] = s.pot
+            out["passes"] = list(s.passes)
+            out["free_passes_left"] = list(s.free_passes_left)
+            out["eliminated"] = list(s.eliminated)
+            out["skip_next"] = list(s.skip_next)
+        elif view == "sedma":
+            d = obs.sedma
+            out["sides"] = [list(side.seats) for side in d.sides]
+            out["leader"] = d.leader
+            out["trick"] = [{"seat": t.seat, "card": t.card} for t in d.trick]
+            out["talon_size"] = d.talon_size
+            out["tricks_won"] = list(d.tricks_won)
+            out["card_points"] = list(d.card_points)
+            out["match_points"] = list(d.match_points)
+            out["target"] = d.target
+            out["marriages"] = [list(m.cards) for m in d.marriages]
+        return out
+
+    def turn(self, request: Any) -> Turn:
+        key = (request.match_id, request.attempt, request.seat)
+        observation = self.observation(request.observation, key)
+        clock = request.clock
+        return Turn(
+            match_id=request.match_id,
+            attempt=request.attempt,
+            seq=request.seq,
+            seat=request.seat,
+            game=observation["game"],
+            observation=observation,
+            legal_actions=list(request.legal_actions),
+            clock=Clock(clock.move_ms, clock.bank_ms, clock.grace_ms),
+            season=request.season,
+            action_info=[
+                ActionInfo(info.action, info.kind, info.cost, info.eliminates)
+                for info in request.action_info
+            ],
+        )
+
+
+def _entry_fields(entry: Any) -> tuple[int, str, str, str]:
+    return (entry.seat, entry.kind, entry.action, entry.reason)
 
 
 def outcome_from_proto(result: Any) -> ActionOutcome:
@@ -407,10 +530,19 @@ class Bot:
     than :attr:`keepalive_timeout_ms`: a vanished referee is noticed within about the sum
     of the two, and the bot reconnects (to the next referee given)."""
     keepalive_timeout_ms: int = _env_ms("ARENA_KEEPALIVE_TIMEOUT_MS", KEEPALIVE_TIMEOUT_MS)
-    choose_inline: bool = False
-    """Call ``choose`` on the stream's own thread instead of the thread pool. Saves two
-    thread hops per decision, but while ``choose`` runs nothing else is read or answered:
-    only for bots whose ``choose`` never blocks and returns in well under a millisecond."""
+    choose_inline: bool | None = None
+    """Where ``choose`` runs. None (the default): on the stream's own thread while it stays
+    fast, which saves two thread hops per decision. The first :data:`PROBE_DECISIONS`
+    decisions run in the thread pool and are timed; when each took under
+    :attr:`inline_limit_ms`, later ones run on the stream's thread, still timed; the first
+    that takes longer moves ``choose`` back to the pool for good (while ``choose`` runs on
+    the stream's thread nothing else is read or answered). True: always on the stream's
+    thread. False: always in the pool; set it on a bot whose ``choose`` may block or search
+    for long only now and then (an endgame solver, I/O), so that not even one call holds the
+    stream."""
+    inline_limit_ms: float = INLINE_LIMIT_MS
+    """A ``choose`` slower than this (wall time) moves to the thread pool for good
+    (:attr:`choose_inline` None)."""
     accepted_results: bool | None = None
     """Whether :meth:`on_result` hears of plain ACCEPTED answers too. None (the default):
     only when the subclass overrides :meth:`on_result`; otherwise Hello asks the referee not
@@ -603,10 +735,10 @@ class Bot:
         write_lock = asyncio.Lock()
         pending: set[asyncio.Task[None]] = set()
         loop = asyncio.get_running_loop()
+        parser = TurnParser()
+        placement = self._placement
 
-        async def answer(request: Any) -> None:
-            turn = turn_from_proto(request)
-            answer = await self._choose_safely(loop, executor, turn)
+        async def send(turn: Turn, answer: str | Fallback) -> None:
             action, fallback = (
                 (answer.action, answer.reason) if isinstance(answer, Fallback) else (answer, "")
             )
@@ -632,6 +764,11 @@ class Bot:
                     exc,
                 )
 
+        async def answer_in_pool(turn: Turn) -> None:
+            outcome = await loop.run_in_executor(executor, self._call_choose, turn)
+            placement.timed(self, outcome[1])
+            await send(turn, self._answer_of(turn, outcome))
+
         try:
             while True:
                 message = await call.read()
@@ -645,12 +782,20 @@ class Bot:
                         # The referee gives the request back to the inbox.
                         call.cancel()
                         return
-                    task = asyncio.ensure_future(answer(message.turn))
+                    turn = parser.turn(message.turn)
+                    if placement.inline():
+                        outcome = self._call_choose(turn)
+                        placement.timed(self, outcome[1])
+                        await send(turn, self._answer_of(turn, outcome))
+                        continue
+                    task = asyncio.ensure_future(answer_in_pool(turn))
                     pending.add(task)
                     task.add_done_callback(pending.discard)
                 elif kind == "result":
                     self._hook(self.on_result, outcome_from_proto(message.result))
                 elif kind in ("match_start", "deal_end", "match_end"):
+                    if kind == "match_end":
+                        parser.forget(message.match_end.match_id)
                     hook = getattr(self, f"on_{kind}")
                     self._hook(hook, notification_to_dict(kind, getattr(message, kind)))
                 elif kind == "notice":
@@ -669,52 +814,100 @@ class Bot:
             for task in pending:
                 task.cancel()
 
+    @property
+    def _placement(self) -> _Placement:
+        """Where ``choose`` runs (kept across reconnects: a ``choose`` found slow stays in
+        the pool)."""
+        placement: _Placement | None = self.__dict__.get("_placement_state")
+        if placement is None or placement.declared is not self.choose_inline:
+            placement = self.__dict__["_placement_state"] = _Placement(self.choose_inline)
+        return placement
+
     def _hook(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
         except Exception:
             log.exception("%s: %s raised", self.name, getattr(fn, "__name__", fn))
 
-    async def _choose_safely(
-        self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor, turn: Turn
-    ) -> str | Fallback:
-        """``choose`` in the pool; on an error (logged here, on the loop's thread: Python
-        3.11 may corrupt its parser state when two threads format tracebacks) the first
-        legal action, marked as a :class:`Fallback` so the referee counts it."""
+    def _call_choose(self, turn: Turn) -> tuple[object, float, Exception | None]:
+        """``choose(turn)`` timed: (what it returned, seconds, what it raised). Runs in the
+        pool or on the stream's thread; nothing is logged here (see :meth:`_answer_of`)."""
+        start = time.perf_counter()
         try:
-            if self.choose_inline:
-                action = self.choose(turn)
-            else:
-                action = await loop.run_in_executor(executor, self.choose, turn)
-            if isinstance(action, Fallback):
-                return action
-            if isinstance(action, str) and len(action) <= MAX_ACTION_CHARS:
-                return action
-            if isinstance(action, str):
-                log.error(
-                    "%s: choose returned an action of %d characters (at most %d); sent the "
-                    "first legal action (counted as a fallback)",
-                    self.name,
-                    len(action),
-                    MAX_ACTION_CHARS,
-                )
-            else:
-                log.error(
-                    "%s: choose returned %r, not a str; sent the first legal action (counted "
-                    "as a fallback)",
-                    self.name,
-                    action,
-                )
-            return Fallback(first_legal(turn), CHOOSE_BAD_RETURN)
-        except Exception:
-            log.exception(
+            action: object = self.choose(turn)
+        except Exception as exc:
+            return None, time.perf_counter() - start, exc
+        return action, time.perf_counter() - start, None
+
+    def _answer_of(
+        self, turn: Turn, outcome: tuple[object, float, Exception | None]
+    ) -> str | Fallback:
+        """What to send for ``choose``'s ``outcome``: its action, or on an error (logged
+        here, on the loop's thread: Python 3.11 may corrupt its parser state when two
+        threads format tracebacks) the first legal action, marked as a :class:`Fallback`
+        so the referee counts it."""
+        action, _seconds, error = outcome
+        if error is not None:
+            log.error(
                 "%s: choose raised on %s seq %d; sent the first legal action (counted as a "
                 "fallback)",
                 self.name,
                 turn.match_id,
                 turn.seq,
+                exc_info=error,
             )
-        return Fallback(first_legal(turn), CHOOSE_RAISED)
+            return Fallback(first_legal(turn), CHOOSE_RAISED)
+        if isinstance(action, Fallback):
+            return action
+        if isinstance(action, str) and len(action) <= MAX_ACTION_CHARS:
+            return action
+        if isinstance(action, str):
+            log.error(
+                "%s: choose returned an action of %d characters (at most %d); sent the "
+                "first legal action (counted as a fallback)",
+                self.name,
+                len(action),
+                MAX_ACTION_CHARS,
+            )
+        else:
+            log.error(
+                "%s: choose returned %r, not a str; sent the first legal action (counted "
+                "as a fallback)",
+                self.name,
+                action,
+            )
+        return Fallback(first_legal(turn), CHOOSE_BAD_RETURN)
+
+
+class _Placement:
+    """Whether the next ``choose`` runs on the stream's thread (:attr:`Bot.choose_inline`)."""
+
+    __slots__ = ("declared", "fast", "slow")
+
+    def __init__(self, declared: bool | None) -> None:
+        self.declared = declared
+        self.fast = 0  # decisions timed under Bot.inline_limit_ms
+        self.slow = False  # one took longer: the pool from now on
+
+    def inline(self) -> bool:
+        if self.declared is not None:
+            return self.declared
+        return not self.slow and self.fast >= PROBE_DECISIONS
+
+    def timed(self, bot: Bot, seconds: float) -> None:
+        if self.declared is not None or self.slow:
+            return
+        if seconds * 1000.0 > bot.inline_limit_ms:
+            self.slow = True
+            log.info(
+                "%s: choose took %.1f ms (over %.0f ms): it runs in the thread pool from now "
+                "on (set choose_inline = False to start there)",
+                bot.name,
+                seconds * 1000.0,
+                bot.inline_limit_ms,
+            )
+        else:
+            self.fast += 1
 
 
 async def _sleep_unless(stop: StopFlag | None, seconds: float) -> None:

@@ -204,13 +204,15 @@ class TimedBot(Bot):
         self,
         delay_s: float = 0.0,
         alternate: bool = False,
-        inline: bool = False,
+        inline: bool | None = None,
         concurrency: int = 32,
     ):
         self.max_concurrent_matches = concurrency
         self.delay_s = delay_s
         self.alternate = alternate
-        self.choose_inline = inline and not delay_s  # instant bots may skip the thread pool
+        # None: the SDK's default (choose inline once timed fast; a thinking bot stays in
+        # the pool); True (--inline-choose): instant bots on the stream's thread from the start
+        self.choose_inline = inline if not delay_s else None
 
     def choose(self, turn: Turn) -> str:
         if self.delay_s and not (self.alternate and turn.seq % 2 == 0):
@@ -225,10 +227,11 @@ class TimedBot(Bot):
 
 @contextlib.contextmanager
 def platform(
-    url: str, processes: int, matches: int, cohost: bool = True
+    url: str, processes: int, matches: int, cohost: bool = True, extra_hosts: int = 0
 ) -> Iterator[tuple[str, dict[str, int]]]:
     """A referee running ``matches`` matches itself (``cohost``), or a referee and
-    ``arena worker -n processes --matches matches``."""
+    ``arena worker -n processes --matches matches``; co-hosted with ``extra_hosts``, also
+    ``arena worker -n extra_hosts --matches matches`` beside it (``arena up``'s shape)."""
     cli = [sys.executable, "-m", "referee.cli.main"]
     env = {**os.environ}
     env.setdefault("ARENA_CLUSTER_SECRET", secrets.token_urlsafe(32))
@@ -243,12 +246,13 @@ def platform(
         env=env,
     )
     procs = [referee]
-    if not cohost:
+    hosts = extra_hosts if cohost else processes
+    if hosts:
         pool = subprocess.Popen(
             [
                 *cli,
                 "worker",
-                *("-n", str(processes), "--matches", str(matches)),
+                *("-n", str(hosts), "--matches", str(matches)),
                 *("--redis-url", url, "--log-level", "WARNING"),
             ],
             stdout=subprocess.DEVNULL,
@@ -269,7 +273,7 @@ def platform(
             f"127.0.0.1:{port}",
             {
                 "referee": referee.pid,
-                "workers": 0 if cohost else procs[0].pid,
+                "workers": procs[0].pid if hosts else 0,
             },
         )
     finally:
@@ -500,7 +504,8 @@ def main() -> int:
     parser.add_argument(
         "--inline-choose",
         action="store_true",
-        help="the instant bots set choose_inline (no thread pool hop in the SDK)",
+        help="the instant bots set choose_inline = True (on the stream's thread from the "
+        "first decision; by default the SDK moves a fast choose there after a few)",
     )
     parser.add_argument("--serve-bots", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -530,7 +535,8 @@ def main() -> int:
         with platform(server.url, processes=1, matches=64) as (addr, pids):
             assert server.pid is not None
             pids["redis"] = server.pid
-            named = {f"inst{i}": TimedBot(inline=args.inline_choose) for i in range(4)}
+            inline = True if args.inline_choose else None
+            named = {f"inst{i}": TimedBot(inline=inline) for i in range(4)}
             with running_bots(conn, addr, named):
                 for count in (1, 16):
                     label = f"{count} match{'es' if count > 1 else ''}, instant bots"
@@ -597,7 +603,7 @@ def main() -> int:
         with platform(server.url, processes=1, matches=64, cohost=False) as (addr, pids):
             assert server.pid is not None
             pids["redis"] = server.pid
-            named = {f"sep{i}": TimedBot(inline=args.inline_choose) for i in range(4)}
+            named = {f"sep{i}": TimedBot(inline=inline) for i in range(4)}
             with running_bots(conn, addr, named):
                 label = "16 matches, instant bots, separate host"
                 run = run_matches(conn, pids, "sep16", list(named), 16, deals, fast)

@@ -8,16 +8,23 @@ a process of its own (``first legal action``); its CPU per decision comes from /
 the measured decisions. Each variant runs ``--rounds`` times, interleaved, and is printed
 beside the first one (the SDK's defaults) measured in the same run:
 
-* ``pool``: the defaults (``choose`` in the SDK's threads; accepted results declined,
-  since the bot does not override ``on_result``);
+* ``default``: the SDK's defaults (``choose_inline`` left as it is: with an SDK that
+  times ``choose``, a fast one runs on the stream's own thread after a few decisions in the
+  pool; an older SDK always uses the pool); accepted results declined, since the bot does
+  not override ``on_result``;
+* ``pool``: ``choose_inline = False`` (``choose`` always in the SDK's threads);
 * ``pool+results``: the same bot taking every result (``accepted_results = True``, what
   every bot got before ``skip_accepted_results``);
-* ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread).
+* ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
+* ``bridge``: the stdio bridge (``arena bridge``, defaults) in front of a small Python
+  program that answers the first legal action: the bridge's process only (the program's
+  CPU is its own).
 
     .venv/bin/python bench/sdk_bot.py [--decisions N] [--window W] [--rounds R]
 
-To compare two versions of the SDK, run it with ``PYTHONPATH`` set to each tree: the bot
-process imports ``arena_sdk`` from there.
+To compare two versions of the SDK in one run, interleaved: ``--base-tree PATH`` (another
+checkout) adds each variant again as ``VARIANT@base``, its bot process importing
+``arena_sdk`` from PATH.
 """
 
 from __future__ import annotations
@@ -48,17 +55,34 @@ from arena_sdk.sdk import Bot
 class B(Bot):
     name = "bench"
     max_concurrent_matches = 64
-    choose_inline = sys.argv[2] == "inline"
+    if sys.argv[2] != "default":
+        choose_inline = sys.argv[2] == "inline"
     accepted_results = sys.argv[3] == "results"
     def choose(self, turn):
         return turn.legal_actions[0]
 B().run(sys.argv[1], "token")
 """
 
+BRIDGE = """
+import sys
+from arena_sdk.bridge import BridgeOptions, run_bridge
+sys.exit(run_bridge(sys.argv[1], "token", [sys.executable, "-c", sys.argv[4]], BridgeOptions()))
+"""
+
+PROGRAM = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("type") == "turn":
+        print(message["legal_actions"][0], flush=True)
+"""
+
 VARIANTS = {
+    "default": ("default", "skip"),
     "pool": ("pool", "skip"),
     "pool+results": ("pool", "results"),
     "inline": ("inline", "skip"),
+    "bridge": ("bridge", "skip"),
 }
 
 
@@ -152,7 +176,9 @@ class Referee:
         )
 
 
-async def measure(variant: str, requests: list[bytes], decisions: int, window: int) -> float:
+async def measure(
+    variant: str, requests: list[bytes], decisions: int, window: int, base_tree: str | None
+) -> float:
     """CPU ms per decision of one bot process playing ``decisions`` turns."""
     warm = 200
     referee = Referee(requests, decisions, window, warm)
@@ -160,11 +186,17 @@ async def measure(variant: str, requests: list[bytes], decisions: int, window: i
     server.add_generic_rpc_handlers((referee.handler(),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    mode, results = VARIANTS[variant]
+    name, _, tree = variant.partition("@")
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [base_tree, env.get("PYTHONPATH")]))
+    mode, results = VARIANTS[name]
+    code = BRIDGE if mode == "bridge" else BOT
     bot = subprocess.Popen(
-        [sys.executable, "-c", BOT, f"127.0.0.1:{port}", mode, results],
+        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
@@ -183,15 +215,20 @@ def main() -> int:
     parser.add_argument("--decisions", type=int, default=3000)
     parser.add_argument("--window", type=int, default=4, help="turns open at once")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="comma-separated; the first is the base"
+    )
+    parser.add_argument("--base-tree", help="also run each variant with arena_sdk from here")
     args = parser.parse_args()
     variants = args.variants.split(",")
+    if args.base_tree:
+        variants += [f"{v}@base" for v in variants]
     requests = turn_requests()
     runs: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
             runs[variant].append(
-                asyncio.run(measure(variant, requests, args.decisions, args.window))
+                asyncio.run(measure(variant, requests, args.decisions, args.window, args.base_tree))
             )
             print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
     base = statistics.median(runs[variants[0]])
@@ -203,7 +240,8 @@ def main() -> int:
         print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
-        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')})"
+        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')}, load average "
+        f"{os.getloadavg()[0]:.1f})"
     )
     return 0
 

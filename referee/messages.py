@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, NotRequired, TypedDict
 
+from arena_sdk.observation import Observation
+
 
 def now_ms() -> float:
     return time.time() * 1000.0
@@ -31,7 +33,7 @@ class TurnMessage(TypedDict):
     seq: int
     seat: int
     season: str
-    observation: dict[str, Any]
+    observation: Observation
     legal_actions: list[str]
     clock: ClockInfo
 

@@ -30,7 +30,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
@@ -781,7 +781,7 @@ _AUTOPILOT_NOTE = "; %d failures in a row: the autopilot plays this seat to the 
 _NOT_RECORDED: Final = frozenset({"rules", "history"})
 
 
-def _recorded(observation: dict[str, Any]) -> dict[str, Any]:
+def _recorded(observation: Mapping[str, Any]) -> dict[str, Any]:
     """A request's observation as the match record keeps it: without the rules (the
     record's own ``rules``) and the deal's history (the record's ``events`` of the deal up
     to this step; ``history_entries`` says how many the seat was shown), which every step

@@ -18,6 +18,7 @@ from typing import Any
 import redis
 
 from arena.v1 import internal_pb2
+from arena_sdk.observation import Observation
 from referee import cluster, keys
 from referee.gateway import convert
 from referee.messages import ClockInfo, Notification, TurnMessage, now_ms
@@ -127,7 +128,7 @@ class Probe:
         attempt: int,
         seq: int,
         seat: int,
-        observation: dict[str, Any],
+        observation: Observation,
         legal_actions: list[str],
         clock: ClockInfo,
         season: str = "",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from referee.games.base import PASS, RUN_SEPARATOR, Game, Match, Rules
+from referee.games.base import PASS, RUN_SEPARATOR, Game, Match, Observation, Rules
 from referee.games.registry import GAMES, get_game
 
 
@@ -24,7 +24,7 @@ class Decision:
     game: str
     preset: str
     seat: int
-    observation: dict[str, Any]
+    observation: Observation
     legal_actions: list[str]
 
 

@@ -1,6 +1,8 @@
 """``arena up``: the whole platform in the foreground: Redis, a referee that runs
 ``--matches`` matches itself (co-hosted, docs/workers.md "Co-hosted matches") and ``-n``
-separate match-host processes (none by default).
+separate match-host processes; without ``-n`` / ``--matches`` sized to the machine
+(:mod:`workers.sizing`: one process per core less a quarter left for bots, matches as
+memory allows).
 
 The referee is a child process; it gets its Redis URL and the admin token through its
 environment (``$ARENA_REDIS_URL``, ``$ARENA_ADMIN_TOKEN``), never its command line, which
@@ -52,12 +54,12 @@ def register(commands: Commands) -> None:
     p = commands.add(
         "up",
         up,
-        help="run everything in the foreground: Redis, a referee running the matches, and "
-        "N separate match hosts (0)",
+        help="run everything in the foreground: Redis, a referee running matches, and "
+        "separate match hosts (by default sized to the machine's cores and memory)",
     )
     add_redis_options(p)
     # the referee co-hosts --matches matches; -n adds separate hosts of --matches each
-    workers_cmd.add_host_options(p, processes=0)
+    workers_cmd.add_host_options(p, referee_runs_matches=True)
     p.add_argument("--host", default="127.0.0.1", help="address the referee listens on")
     p.add_argument("--port", type=int, default=50051, help="referee gRPC port (50051)")
     p.add_argument("--http-port", type=int, default=8080, help="referee HTTP port (8080)")
@@ -128,6 +130,7 @@ def _refuse_a_second_platform(args: argparse.Namespace) -> None:
 def up(args: argparse.Namespace) -> int:
     level = str(args.log_level).upper()
     logging.basicConfig(level=level, format=LOG_FORMAT)
+    plan = workers_cmd.resolve_sizing(args, referee_runs_matches=True)
     if args.num_workers < 0:
         raise ConfigError("-n must be 0 (the referee runs the matches alone) or more")
     if args.matches < 1:
@@ -192,6 +195,7 @@ def up(args: argparse.Namespace) -> int:
                     if args.num_workers
                     else ""
                 )
+                + f"\n          (machine: {plan.describe()})"
                 + "; Ctrl-C stops everything",
                 flush=True,
             )

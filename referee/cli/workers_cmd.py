@@ -31,7 +31,7 @@ from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.seasons import store
-from workers import queue
+from workers import queue, sizing
 from workers.health import HealthServer
 from workers.pool import (
     DEFAULT_CASUAL_MATCHES,
@@ -52,7 +52,7 @@ def register(commands: Commands) -> None:
         "worker", _worker, help="run match hosts in the foreground (N processes x M matches)"
     )
     add_redis_options(p)
-    add_host_options(p, processes=1)
+    add_host_options(p, referee_runs_matches=False)
     p.add_argument(
         "--health-host", default="127.0.0.1", help="address of the health port (127.0.0.1)"
     )
@@ -110,22 +110,35 @@ def register(commands: Commands) -> None:
 # --- arena worker ---------------------------------------------------------------------------
 
 
-def add_host_options(p: argparse.ArgumentParser, processes: int) -> None:
-    """The match-host options of ``arena worker`` and ``arena up``."""
+def add_host_options(p: argparse.ArgumentParser, referee_runs_matches: bool) -> None:
+    """The match-host options of ``arena worker`` and ``arena up`` (``referee_runs_matches``:
+    ``arena up``, whose referee is one of the processes). Without ``-n`` / ``--matches``
+    both size themselves to the machine (:mod:`workers.sizing`)."""
     p.add_argument(
         "-n",
         "--num-workers",
         type=int,
-        default=processes,
-        help=f"match-host processes ({processes})"
-        if processes
-        else "separate match-host processes beside the matches the referee runs itself (0)",
+        default=None,
+        help="separate match-host processes beside the referee, which runs matches itself "
+        "(default: one per core the rule gives, less the referee's; docs/workers.md "
+        '"Sizing to the machine")'
+        if referee_runs_matches
+        else "match-host processes (default: one per core the rule gives; docs/workers.md "
+        '"Sizing to the machine")',
     )
     p.add_argument(
         "--matches",
         type=int,
-        default=DEFAULT_MATCHES,
-        help=f"matches each process runs at once ({DEFAULT_MATCHES})",
+        default=None,
+        help="matches each process runs at once (default: as memory allows, "
+        f"{DEFAULT_MATCHES} to {sizing.MAX_MATCHES})",
+    )
+    p.add_argument(
+        "--reserve-cores",
+        type=int,
+        default=None,
+        help="cores left for the bots on this machine when sizing the processes (default: "
+        "a quarter of the cores, rounded up; never all)",
     )
     p.add_argument(
         "--casual-matches",
@@ -161,6 +174,20 @@ def check_casual_matches(value: int) -> None:
         )
 
 
+def resolve_sizing(args: argparse.Namespace, referee_runs_matches: bool) -> sizing.Sizing:
+    """Fill ``-n`` and ``--matches`` the operator left out from this machine's sizing
+    (:mod:`workers.sizing`); the sizing is returned so that the command can say it."""
+    try:
+        plan = sizing.this_machine(args.reserve_cores)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if args.matches is None:
+        args.matches = plan.matches
+    if args.num_workers is None:
+        args.num_workers = plan.processes - 1 if referee_runs_matches else plan.processes
+    return plan
+
+
 def make_pool(args: argparse.Namespace, url: str, secret: str) -> WorkerPool:
     """The match-host pool of ``arena worker``/``arena up`` from their options."""
     if args.num_workers < 1:
@@ -183,13 +210,14 @@ def make_pool(args: argparse.Namespace, url: str, secret: str) -> WorkerPool:
 
 def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
+    plan = resolve_sizing(args, referee_runs_matches=False)
     secret = cluster.resolve_secret(args.cluster_secret_file, str(data_dir_of(args)))
     with running_or_embedded_redis(args) as url:
         pool = make_pool(args, url, secret)
         up_cmd.install_stop(pool)
         print(
             f"{args.num_workers} match host(s) x {args.matches} matches on "
-            f"{redacted_url(url)}; Ctrl-C stops them",
+            f"{redacted_url(url)} (machine: {plan.describe()}); Ctrl-C stops them",
             flush=True,
         )
         with contextlib.ExitStack() as stack:

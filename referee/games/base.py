@@ -26,8 +26,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
+from arena_sdk.observation import HistoryItem as HistoryItem
+from arena_sdk.observation import Observation as Observation
 from referee.games.cards import Card
 
 PASS = "pass"
@@ -240,38 +242,6 @@ class DealSpec:
         return cls(seed=data["seed"], rotation=data.get("rotation", 0), dealer=data.get("dealer"))
 
 
-class HistoryItem(TypedDict):
-    """One public event of the current deal, as a seat sees it (docs/OBSERVATIONS.md)."""
-
-    seat: int
-    kind: str
-    action: NotRequired[str]
-    reason: NotRequired[str]
-
-
-class Observation(TypedDict):
-    """The fields every game's observation has (docs/OBSERVATIONS.md, "Common fields").
-
-    Each engine adds its own documented fields (Sevens: ``table``, ``pot`` …; Sedma:
-    ``trick``, ``talon_size`` …); :func:`build_observation` builds the common part.
-    """
-
-    game: str
-    preset: str
-    rules: JSON
-    seat: int
-    num_players: int
-    deal_index: int
-    num_deals: int
-    dealer: int
-    to_act: int
-    hand: list[str]
-    hand_sizes: list[int]
-    totals: list[int]
-    unit: str
-    history: list[HistoryItem]
-
-
 def history_view(events: Sequence[Event], seat: int) -> list[HistoryItem]:
     """The events of the current deal as ``seat`` may see them.
 
@@ -464,9 +434,10 @@ class Match(Protocol):
         """``None`` when ``action`` is legal for the seat to act, else the reason in words."""
         ...
 
-    def observation(self, seat: int) -> JSON:
+    def observation(self, seat: int) -> Observation:
         """Everything ``seat`` may know now, and nothing more (docs/OBSERVATIONS.md): the
-        :class:`Observation` fields built by :func:`build_observation` plus the game's own."""
+        common fields built by :func:`build_observation` plus the game's own (the type is
+        ``arena_sdk.observation.Observation``, the one declaration every side uses)."""
         ...
 
     def apply(self, action: str, source: str = Source.BOT) -> list[Event]:

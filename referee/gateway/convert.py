@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from google.protobuf import descriptor
+
 from arena.v1 import bot_pb2, game_pb2
 from referee.games.action_info import action_info
 from referee.messages import (
@@ -143,8 +145,9 @@ def turn_to_proto(
 # byte, low first; a length-delimited value (strings, sub-messages, packed repeated
 # scalars) is its length as a varint, then its bytes; a negative int32 is the varint of
 # its 64-bit two's complement (10 bytes); a repeated field is the concatenation of its
-# entries; proto3 leaves a scalar at its default (0, "", false) out. Field numbers:
-# proto/arena/v1/bot.proto and game.proto.
+# entries; proto3 leaves a scalar at its default (0, "", false) out. Field numbers and wire
+# types are read from the generated descriptors (proto/arena/v1/bot.proto and game.proto)
+# once, at import: a renumbered field changes the bytes written here with it.
 
 _VARINTS = tuple(bytes([n]) for n in range(128))
 _INT32_MIN, _INT32_MAX, _UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
@@ -236,26 +239,93 @@ class _Strings:
             return b"".join([self.one(t) for t in texts])
 
 
-# Keys of the fields written below (name: message.field).
-_K_TURN = _key(2, 2)  # RefereeMessage.turn
-_K_REQ_ATTEMPT, _K_REQ_SEQ, _K_REQ_SEAT = _key(2, 0), _key(3, 0), _key(4, 0)
-_K_REQ_OBSERVATION, _K_REQ_CLOCK = _key(5, 2), _key(7, 2)
-_K_OBS_SEAT, _K_OBS_PLAYERS, _K_OBS_DEAL = _key(4, 0), _key(5, 0), _key(6, 0)
-_K_OBS_DEALS, _K_OBS_DEALER, _K_OBS_TO_ACT = _key(7, 0), _key(8, 0), _key(9, 0)
-_K_OBS_HAND_SIZES, _K_OBS_TOTALS = _key(11, 2), _key(12, 2)
-_K_OBS_SEVENS, _K_OBS_SEDMA = _key(20, 2), _key(21, 2)
-_K_SEVENS_POT = _key(2, 0)
-_K_SEVENS_PASSES, _K_SEVENS_FREE = _key(3, 2), _key(4, 2)
-_K_SEVENS_ELIMINATED, _K_SEVENS_SKIP = _key(5, 2), _key(6, 2)
-_K_SEDMA_LEADER, _K_SEDMA_TALON, _K_SEDMA_TARGET = _key(2, 0), _key(4, 0), _key(8, 0)
-_K_SEDMA_TRICKS, _K_SEDMA_POINTS, _K_SEDMA_MATCH = _key(5, 2), _key(6, 2), _key(7, 2)
-_K_PACKED_1 = _key(1, 2)  # Side.seats
-_K_VARINT_1 = _key(1, 0)  # TrickCard.seat, Clock.move_ms
-_K_CLOCK_BANK, _K_CLOCK_GRACE = _key(2, 0), _key(3, 0)
-_K_INFO_COST, _K_INFO_ELIMINATES = _key(3, 0), _key(4, 0)
-_K_ROW, _K_TRICK_CARD, _K_MARRIAGE = _key(1, 2), _key(3, 2), _key(9, 2)  # in their views
-_HISTORY_FIELD = 14  # Observation.history
-_K_RESULT, _K_RESULT_THINK = _key(3, 2), _key(9, 0)  # RefereeMessage.result, ActionResult.think_ms
+_LENGTH_DELIMITED = frozenset(
+    {
+        descriptor.FieldDescriptor.TYPE_STRING,
+        descriptor.FieldDescriptor.TYPE_BYTES,
+        descriptor.FieldDescriptor.TYPE_MESSAGE,
+    }
+)
+
+
+def _field(message: Any, name: str) -> tuple[int, int]:
+    """(number, wire type) of ``message``'s field ``name``, from the generated descriptor:
+    length-delimited (2) for strings, sub-messages and proto3's packed repeated scalars,
+    varint (0) for the int32, uint32, bool and enum scalars this encoder writes."""
+    field = message.DESCRIPTOR.fields_by_name[name]
+    wire = 2 if field.type in _LENGTH_DELIMITED or field.is_repeated else 0
+    return field.number, wire
+
+
+def _fkey(message: Any, name: str) -> bytes:
+    """The key of ``message``'s field ``name`` (its number and wire type)."""
+    return _key(*_field(message, name))
+
+
+def _fnum(message: Any, name: str) -> int:
+    """The number of ``message``'s length-delimited field ``name``."""
+    number, wire = _field(message, name)
+    if wire != 2:
+        raise TypeError(f"{message.DESCRIPTOR.full_name}.{name} is not length-delimited")
+    return number
+
+
+_REF, _REQ, _OBS = bot_pb2.RefereeMessage, bot_pb2.TurnRequest, game_pb2.Observation
+_SEVENS, _SEDMA, _INFO = game_pb2.SevensView, game_pb2.SedmaView, bot_pb2.ActionInfo
+_HIST, _RESULT = game_pb2.HistoryEntry, bot_pb2.ActionResult
+
+# Keys of the fields written below.
+_K_TURN = _fkey(_REF, "turn")
+_K_REQ_ATTEMPT, _K_REQ_SEQ, _K_REQ_SEAT = (_fkey(_REQ, n) for n in ("attempt", "seq", "seat"))
+_K_REQ_OBSERVATION, _K_REQ_CLOCK = _fkey(_REQ, "observation"), _fkey(_REQ, "clock")
+_F_REQ_MATCH, _F_REQ_SEASON = _fnum(_REQ, "match_id"), _fnum(_REQ, "season")
+_F_REQ_LEGAL, _F_REQ_INFO = _fnum(_REQ, "legal_actions"), _fnum(_REQ, "action_info")
+_K_OBS_SEAT, _K_OBS_PLAYERS, _K_OBS_DEAL = (
+    _fkey(_OBS, n) for n in ("seat", "num_players", "deal_index")
+)
+_K_OBS_DEALS, _K_OBS_DEALER, _K_OBS_TO_ACT = (
+    _fkey(_OBS, n) for n in ("num_deals", "dealer", "to_act")
+)
+_K_OBS_HAND_SIZES, _K_OBS_TOTALS = _fkey(_OBS, "hand_sizes"), _fkey(_OBS, "totals")
+_K_OBS_SEVENS, _K_OBS_SEDMA = _fkey(_OBS, "sevens"), _fkey(_OBS, "sedma")
+_F_OBS_GAME, _F_OBS_PRESET, _F_OBS_RULES = (
+    _fnum(_OBS, n) for n in ("game", "preset", "rules_json")
+)
+_F_OBS_UNIT, _F_OBS_HAND = _fnum(_OBS, "unit"), _fnum(_OBS, "hand")
+_K_SEVENS_POT = _fkey(_SEVENS, "pot")
+_K_SEVENS_PASSES, _K_SEVENS_FREE = _fkey(_SEVENS, "passes"), _fkey(_SEVENS, "free_passes_left")
+_K_SEVENS_ELIMINATED, _K_SEVENS_SKIP = _fkey(_SEVENS, "eliminated"), _fkey(_SEVENS, "skip_next")
+_K_SEDMA_LEADER, _K_SEDMA_TALON, _K_SEDMA_TARGET = (
+    _fkey(_SEDMA, n) for n in ("leader", "talon_size", "target")
+)
+_K_SEDMA_TRICKS, _K_SEDMA_POINTS, _K_SEDMA_MATCH = (
+    _fkey(_SEDMA, n) for n in ("tricks_won", "card_points", "match_points")
+)
+_K_SIDE_SEATS, _K_SIDE = _fkey(game_pb2.Side, "seats"), _fkey(_SEDMA, "sides")
+_K_TRICK_SEAT, _F_TRICK_CARD = _fkey(game_pb2.TrickCard, "seat"), _fnum(game_pb2.TrickCard, "card")
+_K_CLOCK_MOVE, _K_CLOCK_BANK, _K_CLOCK_GRACE = (
+    _fkey(bot_pb2.Clock, n) for n in ("move_ms", "bank_ms", "grace_ms")
+)
+_F_INFO_ACTION, _F_INFO_KIND = _fnum(_INFO, "action"), _fnum(_INFO, "kind")
+_K_INFO_COST, _K_INFO_ELIMINATES = _fkey(_INFO, "cost"), _fkey(_INFO, "eliminates")
+_K_ROW, _K_TRICK_CARD, _K_MARRIAGE = (
+    _fkey(_SEVENS, "table"),
+    _fkey(_SEDMA, "trick"),
+    _fkey(_SEDMA, "marriages"),
+)
+_F_ROW_SUIT, _F_ROW_CARDS = _fnum(game_pb2.Row, "suit"), _fnum(game_pb2.Row, "cards")
+_F_MARRIAGE_CARDS = _fnum(game_pb2.Marriage, "cards")
+_HISTORY_FIELD = _fnum(_OBS, "history")
+_K_HIST_SEAT = _fkey(_HIST, "seat")
+_F_HIST_KIND, _F_HIST_ACTION, _F_HIST_REASON = (
+    _fnum(_HIST, n) for n in ("kind", "action", "reason")
+)
+_K_RESULT, _K_RESULT_THINK = _fkey(_REF, "result"), _fkey(_RESULT, "think_ms")
+_F_RESULT_MATCH, _K_RESULT_ATTEMPT = _fnum(_RESULT, "match_id"), _fkey(_RESULT, "attempt")
+_K_RESULT_SEQ, _K_RESULT_STATUS = _fkey(_RESULT, "seq"), _fkey(_RESULT, "status")
+_F_RESULT_REASON, _F_RESULT_MESSAGE = _fnum(_RESULT, "reason"), _fnum(_RESULT, "message")
+_K_RESULT_PENALTY, _F_RESULT_APPLIED = _fkey(_RESULT, "penalty"), _fnum(_RESULT, "applied_action")
+_K_RESULT_AUTOPILOT = _fkey(_RESULT, "autopilot")
 
 
 class TurnEncoder:
@@ -275,19 +345,19 @@ class TurnEncoder:
     """
 
     def __init__(self, match_id: str, attempt: int, season: str, rules_json: str) -> None:
-        self._match_id = _ld(1, match_id.encode())
+        self._match_id = _ld(_F_REQ_MATCH, match_id.encode())
         self._attempt = _K_REQ_ATTEMPT + _uint32(attempt) if attempt else b""
-        self._season = _ld(8, season.encode()) if season else b""
-        self._rules_json = _ld(3, rules_json.encode()) if rules_json else b""
-        self._game = _Strings(1)
-        self._preset = _Strings(2)
-        self._unit = _Strings(13)
-        self._hand = _Strings(10)
-        self._legal = _Strings(6)
-        self._row_suit = _Strings(1)
-        self._row_cards = _Strings(2)
-        self._trick_card = _Strings(2)
-        self._marriage_cards = _Strings(1)
+        self._season = _ld(_F_REQ_SEASON, season.encode()) if season else b""
+        self._rules_json = _ld(_F_OBS_RULES, rules_json.encode()) if rules_json else b""
+        self._game = _Strings(_F_OBS_GAME)
+        self._preset = _Strings(_F_OBS_PRESET)
+        self._unit = _Strings(_F_OBS_UNIT)
+        self._hand = _Strings(_F_OBS_HAND)
+        self._legal = _Strings(_F_REQ_LEGAL)
+        self._row_suit = _Strings(_F_ROW_SUIT)
+        self._row_cards = _Strings(_F_ROW_CARDS)
+        self._trick_card = _Strings(_F_TRICK_CARD)
+        self._marriage_cards = _Strings(_F_MARRIAGE_CARDS)
         self._fixed: dict[tuple[Any, ...], bytes] = {}
         self._rows: dict[tuple[str, tuple[Any, ...]], bytes] = {}
         self._clocks: dict[tuple[int, int, int], bytes] = {}
@@ -311,7 +381,7 @@ class TurnEncoder:
         if clock_field is None:
             body = b"".join(
                 [
-                    _opt_uint32(_K_VARINT_1, times[0]),
+                    _opt_uint32(_K_CLOCK_MOVE, times[0]),
                     _opt_uint32(_K_CLOCK_BANK, times[1]),
                     _opt_uint32(_K_CLOCK_GRACE, times[2]),
                 ]
@@ -427,10 +497,10 @@ class TurnEncoder:
                 if data is None:
                     body = b"".join(
                         [
-                            _opt_int32(_K_VARINT_1, key[0]),
-                            _ld(2, key[1].encode()) if key[1] else b"",
-                            _ld(3, key[2].encode()) if key[2] else b"",
-                            _ld(4, key[3].encode()) if key[3] else b"",
+                            _opt_int32(_K_HIST_SEAT, key[0]),
+                            _ld(_F_HIST_KIND, key[1].encode()) if key[1] else b"",
+                            _ld(_F_HIST_ACTION, key[2].encode()) if key[2] else b"",
+                            _ld(_F_HIST_REASON, key[3].encode()) if key[3] else b"",
                         ]
                     )
                     data = memo[key] = _ld(_HISTORY_FIELD, body)
@@ -463,12 +533,12 @@ class TurnEncoder:
     def _sedma(self, obs: Mapping[str, Any]) -> bytes:
         parts = []
         for side in obs.get("sides", ()):
-            seats = self._ints(_K_PACKED_1, side)
-            parts.append(_K_ROW + _varint(len(seats)) + seats)  # SedmaView.sides = 1
+            seats = self._ints(_K_SIDE_SEATS, side)
+            parts.append(_K_SIDE + _varint(len(seats)) + seats)
         parts.append(_opt_int32(_K_SEDMA_LEADER, int(obs.get("leader", -1))))
         for played in obs.get("trick", ()):
             card = self._trick_card.one(str(played["card"]))
-            body = _opt_int32(_K_VARINT_1, int(played["seat"])) + card
+            body = _opt_int32(_K_TRICK_SEAT, int(played["seat"])) + card
             parts.append(_K_TRICK_CARD + _varint(len(body)) + body)
         parts.append(_opt_int32(_K_SEDMA_TALON, int(obs.get("talon_size", 0))))
         parts.append(self._ints(_K_SEDMA_TRICKS, obs.get("tricks_won", ())))
@@ -489,13 +559,13 @@ class TurnEncoder:
             if data is None:
                 body = b"".join(
                     [
-                        _ld(1, key[0].encode()) if key[0] else b"",
-                        _ld(2, key[1].encode()) if key[1] else b"",
+                        _ld(_F_INFO_ACTION, key[0].encode()) if key[0] else b"",
+                        _ld(_F_INFO_KIND, key[1].encode()) if key[1] else b"",
                         _opt_int32(_K_INFO_COST, key[2]),
                         _K_INFO_ELIMINATES + _VARINTS[1] if key[3] else b"",
                     ]
                 )
-                data = memo[key] = _ld(9, body)
+                data = memo[key] = _ld(_F_REQ_INFO, body)
             parts.append(data)
         return b"".join(parts)
 
@@ -531,7 +601,9 @@ class ResultEncoder:
     and think time."""
 
     def __init__(self, match_id: str, attempt: int) -> None:
-        self._head = _ld(1, match_id.encode()) + (_key(2, 0) + _uint32(attempt) if attempt else b"")
+        self._head = _ld(_F_RESULT_MATCH, match_id.encode()) + (
+            _K_RESULT_ATTEMPT + _uint32(attempt) if attempt else b""
+        )
         self._outcomes: dict[tuple[str, str, str, int, str, bool], tuple[bytes, bytes, bytes]] = {}
 
     def encode(self, msg: ActionResultMessage) -> bytes:
@@ -552,18 +624,18 @@ class ResultEncoder:
                 raise ValueError(f"unknown action_result status {outcome[0]!r}")
             status_reason_message = b"".join(
                 [
-                    _key(4, 0) + _varint(status),
-                    _ld(5, outcome[1].encode()) if outcome[1] else b"",
-                    _ld(6, outcome[2].encode()) if outcome[2] else b"",
+                    _K_RESULT_STATUS + _varint(status),
+                    _ld(_F_RESULT_REASON, outcome[1].encode()) if outcome[1] else b"",
+                    _ld(_F_RESULT_MESSAGE, outcome[2].encode()) if outcome[2] else b"",
                 ]
             )
             penalty_action = b"".join(
                 [
-                    _opt_int32(_key(7, 0), outcome[3]),
-                    _ld(8, outcome[4].encode()) if outcome[4] else b"",
+                    _opt_int32(_K_RESULT_PENALTY, outcome[3]),
+                    _ld(_F_RESULT_APPLIED, outcome[4].encode()) if outcome[4] else b"",
                 ]
             )
-            autopilot = _key(10, 0) + _VARINTS[1] if outcome[5] else b""
+            autopilot = _K_RESULT_AUTOPILOT + _VARINTS[1] if outcome[5] else b""
             fields = (status_reason_message, penalty_action, autopilot)
             self._outcomes[outcome] = fields
         seq = int(msg["seq"])
@@ -571,7 +643,7 @@ class ResultEncoder:
         body = b"".join(
             [
                 self._head,
-                _K_REQ_SEQ + _uint32(seq) if seq else b"",
+                _K_RESULT_SEQ + _uint32(seq) if seq else b"",
                 fields[0],
                 fields[1],
                 _K_RESULT_THINK + _uint32(think) if think else b"",

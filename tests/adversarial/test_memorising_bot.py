@@ -18,6 +18,7 @@ import contextlib
 import re
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -49,7 +50,7 @@ class Memoriser(Bot):
         self.caught: dict[str, set[tuple[str, int, int]]] = {}  # season -> deals/seats
 
     def choose(self, turn: Turn) -> str:
-        obs: dict[str, Any] = turn.observation
+        obs: Mapping[str, Any] = turn.observation
         key = (turn.match_id, int(obs["deal_index"]))
         with self.lock:
             if key not in self.deals:

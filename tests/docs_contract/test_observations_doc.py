@@ -12,12 +12,12 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from arena.v1 import game_pb2
+from arena_sdk.observation import Observation
 from referee.games.registry import GAMES, get_game
 from referee.gateway.convert import observation_to_proto
 from sample_bots.sdk import observation_to_dict
@@ -82,7 +82,7 @@ def test_every_proto_field_is_documented_with_its_type() -> None:
             assert row["type"] == proto_type(fields[row["field"]]), (name, row)
 
 
-def observations(game: str) -> list[dict[str, Any]]:
+def observations(game: str) -> list[Observation]:
     """Real observations under every preset of ``game``, a few moves into a match."""
     engine = get_game(game)
     out = []

@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 
 import grpc  # type: ignore[import-untyped]
 import pytest
@@ -85,7 +86,7 @@ class Colluder(Honest):
         return action
 
 
-def _opens(obs: dict[str, object], action: str) -> set[str]:
+def _opens(obs: Mapping[str, object], action: str) -> set[str]:
     """The cards ``action`` makes playable (none for a pass)."""
     if action == "pass":
         return set()

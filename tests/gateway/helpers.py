@@ -17,6 +17,7 @@ import redis
 import redis.asyncio
 
 from arena.v1 import bot_pb2, bot_pb2_grpc, internal_pb2
+from arena_sdk.observation import Observation
 from referee import bots, cluster, keys
 from referee.gateway import convert
 from referee.gateway.server import RefereeConfig, RefereeServer
@@ -56,7 +57,7 @@ def deal_hands(num_players: int, seed: int) -> list[list[str]]:
     return [sorted(cards[i * size : (i + 1) * size]) for i in range(num_players)]
 
 
-def sevens_observation(seat: int, hands: list[list[str]]) -> dict[str, Any]:
+def sevens_observation(seat: int, hands: list[list[str]]) -> Observation:
     n = len(hands)
     return {
         "game": "sevens",

@@ -8,12 +8,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import redis
 
 from arena.v1 import internal_pb2
+from arena_sdk import sdk
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import Turn
@@ -23,23 +25,40 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class ThreadRecordingBot(FirstLegalBot):
-    """First legal action; remembers which thread ``choose`` ran on."""
+    """First legal action (after ``delay_s``); remembers which thread ``choose`` ran on."""
 
-    def __init__(self, inline: bool) -> None:
+    def __init__(self, inline: bool | None, delay_s: float = 0.0) -> None:
         self.choose_inline = inline
+        self.delay_s = delay_s
+        # a fast choose is never slow, even preempted on a loaded machine; a slow one sleeps
+        self.inline_limit_ms = 10_000.0 if not delay_s else delay_s * 1000.0 / 2
         self.threads: list[threading.Thread] = []
 
     def choose(self, turn: Turn) -> str:
         self.threads.append(threading.current_thread())
+        if self.delay_s:
+            time.sleep(self.delay_s)
         return super().choose(turn)
 
 
-@pytest.mark.parametrize("inline", [False, True], ids=["thread-pool", "choose-inline"])
-def test_sdk_bot_answers_a_pushed_turn(
-    redis_url: str, redis_client: redis.Redis, inline: bool
+PLACEMENTS = {
+    # name: (choose_inline, choose's delay, inline decision by decision, of five)
+    "thread-pool": (False, 0.0, [False] * 5),
+    "choose-inline": (True, 0.0, [True] * 5),
+    "auto-fast": (None, 0.0, [False] * sdk.PROBE_DECISIONS + [True] * (5 - sdk.PROBE_DECISIONS)),
+    "auto-slow": (None, 0.02, [False] * 5),
+}
+
+
+@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+def test_sdk_bot_answers_pushed_turns(
+    redis_url: str, redis_client: redis.Redis, placement: str
 ) -> None:
+    """Where ``choose`` runs: the pool, the stream's own thread, or (the default) the pool
+    for the first decisions, timed, then the stream's thread while ``choose`` stays fast."""
+    inline, delay_s, expected = PLACEMENTS[placement]
     token = register(redis_client, "alice")
-    bot = ThreadRecordingBot(inline)
+    bot = ThreadRecordingBot(inline, delay_s)
 
     async def scenario() -> None:
         async with running_referee(redis_url) as referee:
@@ -49,20 +68,19 @@ def test_sdk_bot_answers_a_pushed_turn(
             )
             host = FakeHost(redis_url)
             try:
-                turn = turn_message("alice", "m1", 1)
-                answer = await host.ask(turn, route_s=10)
+                for seq in range(1, len(expected) + 1):
+                    turn = turn_message("alice", "m1", seq)
+                    answer = await host.ask(turn, route_s=10)
+                    assert answer.kind == internal_pb2.Reply.ANSWER
+                    assert answer.action == turn["legal_actions"][0]
+                    assert answer.received_ms >= answer.sent_ms > 0
             finally:
                 stop.set()
                 await asyncio.wait_for(task, 10)
                 await host.close()
-        assert answer.kind == internal_pb2.Reply.ANSWER
-        assert answer.action == turn["legal_actions"][0]
-        assert answer.received_ms >= answer.sent_ms > 0
 
     asyncio.run(scenario())
-    # choose_inline runs choose on the stream's own thread; otherwise a pool thread does.
-    assert len(bot.threads) == 1
-    assert (bot.threads[0] is threading.main_thread()) == inline
+    assert [t is threading.main_thread() for t in bot.threads] == expected
 
 
 def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: redis.Redis) -> None:

@@ -7,7 +7,8 @@ import json
 import re
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import pytest
 import redis
@@ -184,7 +185,15 @@ def test_sdk_serves_matches_concurrently_and_survives_choose_errors(
 
 def test_random_bot_is_seeded() -> None:
     turn = sdk.Turn(
-        "m", 1, 1, 0, "sevens", {}, [f"{r}C" for r in "23456789"], sdk.Clock(1, 1, 1), ""
+        "m",
+        1,
+        1,
+        0,
+        "sevens",
+        cast(sdk.Observation, {}),
+        [f"{r}C" for r in "23456789"],
+        sdk.Clock(1, 1, 1),
+        "",
     )
     picks = [RandomBot(seed=5).choose(turn) for _ in range(3)]
     assert len(set(picks)) == 1
@@ -281,10 +290,57 @@ def test_real_engine_observations_round_trip(game_name: str) -> None:
     assert checked > 0
 
 
+@pytest.mark.parametrize("game_name", ["sevens", "sedma"])
+def test_turn_parser_reuses_what_repeats_and_parses_the_same(game_name: str) -> None:
+    """One parser over whole matches of several deals (seats interleaved, as on a stream)
+    gives every turn the observation a fresh parse gives, and a turn whose ``choose``
+    changes its observation changes nothing of the next turn's."""
+    import random
+
+    from referee.games.base import DealSpec
+    from referee.games.registry import get_game
+
+    game = get_game(game_name)
+    parser = sdk.TurnParser()
+    checked = 0
+    for seed in range(2):
+        rng = random.Random(seed)
+        deals = [DealSpec(seed * 10 + d) for d in range(3)]
+        match = game.new_match(game.preset(game_name), 4, seed, deals)
+        seq = 0
+        while not match.is_over():
+            seat = match.to_act()
+            seq += 1
+            turn = {
+                "type": "turn",
+                "bot": "b",
+                "match_id": f"m{seed}",
+                "attempt": 1,
+                "seq": seq,
+                "seat": seat,
+                "season": "",
+                "observation": match.observation(seat),
+                "legal_actions": match.legal_actions(),
+                "clock": {"move_ms": 1000, "bank_ms": 0, "grace_ms": 0},
+            }
+            request = convert.turn_to_proto(turn).turn  # type: ignore[arg-type]
+            parsed = parser.turn(request)
+            assert parsed.observation == sdk.observation_to_dict(request.observation)
+            assert parsed == sdk.turn_from_proto(request)
+            parsed.observation["history"].append({"seat": 9, "kind": "mine"})
+            parsed.observation["rules"]["name"] = "changed"
+            if parsed.observation["history"][:-1]:
+                parsed.observation["history"][0]["kind"] = "changed"
+            match.apply(rng.choice(match.legal_actions()))
+            checked += 1
+        parser.forget(f"m{seed}")
+    assert checked > 100
+
+
 CARD_TOKENS = re.compile(r"(?<![0-9A-Za-z])[2-9TJQKA][CDHS](?![0-9A-Za-z])")
 
 
-def _public_cards(observation: dict[str, Any]) -> set[str]:
+def _public_cards(observation: Mapping[str, Any]) -> set[str]:
     """Cards any seat may know: on the table, in the trick, in history, in marriages."""
     text = json.dumps({k: v for k, v in observation.items() if k not in ("hand",)}, sort_keys=True)
     return set(CARD_TOKENS.findall(text))
@@ -434,3 +490,31 @@ def test_the_match_hosts_result_bytes_parse_equal_the_plain_encoding() -> None:
     unknown: Any = {**result, "status": "maybe"}
     with pytest.raises(ValueError, match="unknown action_result status"):
         encoder.encode(unknown)
+
+
+def test_the_encoders_take_field_numbers_from_the_descriptors() -> None:
+    """No field number is typed by hand in convert.py: every key and length-delimited field
+    the byte encoders write is named by message and field and read from the generated
+    descriptors, so a renumbered field in the .proto changes the bytes with it."""
+    import ast
+    from pathlib import Path
+
+    source = Path(convert.__file__).read_text()
+    typed = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("_key", "_ld", "_Strings")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
+    assert not typed, "\n".join(typed)
+    from arena.v1 import bot_pb2, game_pb2
+
+    number = game_pb2.Observation.DESCRIPTOR.fields_by_name["history"].number
+    assert number == convert._HISTORY_FIELD
+    assert (
+        convert._key(bot_pb2.RefereeMessage.DESCRIPTOR.fields_by_name["turn"].number, 2)
+        == convert._K_TURN
+    )

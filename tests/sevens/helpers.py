@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.games.base import PASS, Event, action_sort_key
@@ -97,7 +97,7 @@ def check_invariants(match: SevensMatch) -> None:
         assert me["pot"] >= 0
 
 
-def _public_cards(obs: dict[str, Any]) -> set[str]:
+def _public_cards(obs: Mapping[str, Any]) -> set[str]:
     public = {c for row in obs["table"].values() for c in row}
     for h in obs["history"]:
         public |= set(h.get("action", "").split("+"))

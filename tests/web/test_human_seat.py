@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from referee.web import human
-from sample_bots.sdk import ActionOutcome, Clock, Fallback, Turn
+from sample_bots.sdk import ActionOutcome, Clock, Fallback, Observation, Turn
 
 
 def turn(seq: int, move_ms: int = 60_000) -> Turn:
@@ -21,7 +21,7 @@ def turn(seq: int, move_ms: int = 60_000) -> Turn:
         seq=seq,
         seat=0,
         game="sevens",
-        observation={"hand": ["7D", "8D"]},
+        observation=cast(Observation, {"hand": ["7D", "8D"]}),  # partial: what the seat reads
         legal_actions=["7D", "pass"],
         clock=Clock(move_ms=move_ms, bank_ms=0, grace_ms=0),
         season="",

@@ -12,7 +12,7 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from referee.games.base import (
     PASS,
@@ -22,6 +22,7 @@ from referee.games.base import (
     EventKind,
     Match,
     MatchResult,
+    Observation,
     Rules,
     Source,
 )
@@ -82,16 +83,20 @@ class FakeMatch:
     def check(self, action: str) -> str | None:
         return None if action in self.legal_actions() else "play your lowest card"
 
-    def observation(self, seat: int) -> dict[str, Any]:
-        # Shaped like a Sevens observation (arena.v1.Observation carries it to the bot).
-        return {
-            "game": "sevens",
-            "seat": seat,
-            "num_players": self.num_players,
-            "hand": [str(c) for c in self.hands[seat]],
-            "num_deals": len(self.specs),
-            "deal_index": self.deal,
-        }
+    def observation(self, seat: int) -> Observation:
+        # Shaped like a Sevens observation (arena.v1.Observation carries it to the bot), with
+        # only the fields this fake has: partial on purpose, hence the cast.
+        return cast(
+            Observation,
+            {
+                "game": "sevens",
+                "seat": seat,
+                "num_players": self.num_players,
+                "hand": [str(c) for c in self.hands[seat]],
+                "num_deals": len(self.specs),
+                "deal_index": self.deal,
+            },
+        )
 
     def _step(self, events: list[Event]) -> list[Event]:
         seat = self.turn

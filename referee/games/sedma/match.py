@@ -15,7 +15,6 @@ from typing import Any
 
 from referee.games import record
 from referee.games.base import (
-    JSON,
     RUN_SEPARATOR,
     DealHistory,
     DealResult,
@@ -24,6 +23,7 @@ from referee.games.base import (
     EventKind,
     Match,
     MatchResult,
+    Observation,
     Rules,
     Source,
     build_observation,
@@ -200,7 +200,7 @@ class SedmaMatch(Match):
             deals=tuple(self._results),
         )
 
-    def observation(self, seat: int) -> JSON:
+    def observation(self, seat: int) -> Observation:
         if type(seat) is not int or not 0 <= seat < self.num_players:
             raise MatchStateError(f"seat must be 0..{self.num_players - 1}, got {seat!r}")
         rules = self.sedma_rules
@@ -221,18 +221,16 @@ class SedmaMatch(Match):
             unit=UNIT,
             history=self._history.view(self._events, self._deal_start, seat),
         )
-        return {
-            **common,
-            "sides": [list(side) for side in rules.sides()],
-            "leader": hand.leader,
-            "trick": [{"seat": s, "card": str(card)} for s, card in hand.trick],
-            "talon_size": len(hand.talon),
-            "tricks_won": list(hand.tricks_won),
-            "card_points": list(hand.card_points),
-            "match_points": list(self._side_totals),
-            "target": rules.target if rules.session == "target" else 0,
-            "marriages": [[str(q), str(k)] for _, q, k in hand.marriages],
-        }
+        common["sides"] = [list(side) for side in rules.sides()]
+        common["leader"] = hand.leader
+        common["trick"] = [{"seat": s, "card": str(card)} for s, card in hand.trick]
+        common["talon_size"] = len(hand.talon)
+        common["tricks_won"] = list(hand.tricks_won)
+        common["card_points"] = list(hand.card_points)
+        common["match_points"] = list(self._side_totals)
+        common["target"] = rules.target if rules.session == "target" else 0
+        common["marriages"] = [[str(q), str(k)] for _, q, k in hand.marriages]
+        return common
 
     # Match protocol: changes ------------------------------------------------------------
 

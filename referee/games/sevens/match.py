@@ -23,6 +23,7 @@ from referee.games.base import (
     EventKind,
     Match,
     MatchResult,
+    Observation,
     PenaltyRecord,
     Rules,
     Source,
@@ -955,7 +956,7 @@ class SevensMatch(Match):
     def initial_hands(self) -> list[list[list[str]]]:
         return [[list(mask_actions(mask)) for mask in deal] for deal in self._initial]
 
-    def observation(self, seat: int) -> dict[str, Any]:
+    def observation(self, seat: int) -> Observation:
         if not 0 <= seat < self.num_players:
             raise MatchStateError(f"seat {seat} is not a seat of 0..{self.num_players - 1}")
         t = self._t
@@ -985,15 +986,13 @@ class SevensMatch(Match):
             unit=r.unit,
             history=self._history.view(self._events, self._deal_event_start, seat),
         )
-        return {
-            **common,
-            "table": table,
-            "pot": self._pot,
-            "passes": list(self._passes),
-            "free_passes_left": list(self._free_left),
-            "eliminated": list(self._elim),
-            "skip_next": list(self._skip),
-        }
+        common["table"] = table
+        common["pot"] = self._pot
+        common["passes"] = list(self._passes)
+        common["free_passes_left"] = list(self._free_left)
+        common["eliminated"] = list(self._elim)
+        common["skip_next"] = list(self._skip)
+        return common
 
     # ------------------------------------------------------------------ serialization
 
