@@ -78,8 +78,14 @@ class BotGroup(Protocol):
     def pids(self) -> list[int]:
         """The processes in the group now."""
 
-    def freeze(self) -> None:
-        """Stop every process of the group until :meth:`thaw` (returns once frozen)."""
+    def exists(self) -> bool: ...
+
+    def create(self, limits: GroupLimits) -> None:
+        """Make the group (or keep it) and set ``limits``."""
+
+    def freeze(self, wait: bool = True) -> None:
+        """Stop every process of the group until :meth:`thaw` (``wait``: return only once
+        the kernel reports it frozen)."""
 
     def thaw(self) -> None: ...
 
@@ -163,9 +169,14 @@ def _wait_frozen(state: Path, expect: str) -> None:
 class V1Group:
     """A bot's group in each v1 controller tree: ``<root>/<controller>/<parent>/<name>``."""
 
-    def __init__(self, root: Path, parent: str, name: str, limits: GroupLimits) -> None:
+    def __init__(self, root: Path, parent: str, name: str) -> None:
         self.name = name
         self.dirs = {c: root / c / parent / name for c in V1_CONTROLLERS}
+
+    def exists(self) -> bool:
+        return all(d.is_dir() for d in self.dirs.values())
+
+    def create(self, limits: GroupLimits) -> None:
         for d in self.dirs.values():
             d.mkdir(parents=True, exist_ok=True)
         mem = self.dirs["memory"]
@@ -187,10 +198,11 @@ class V1Group:
     def pids(self) -> list[int]:
         return _procs(self.dirs["pids"])
 
-    def freeze(self) -> None:
+    def freeze(self, wait: bool = True) -> None:
         state = self.dirs["freezer"] / "freezer.state"
         _write(state, "FROZEN")
-        _wait_frozen(state, "FROZEN")
+        if wait:
+            _wait_frozen(state, "FROZEN")
 
     def thaw(self) -> None:
         _write(self.dirs["freezer"] / "freezer.state", "THAWED")
@@ -225,9 +237,14 @@ class V1Group:
 class V2Group:
     """A bot's group in the unified tree: ``<root>/<parent>/<name>``."""
 
-    def __init__(self, root: Path, parent: str, name: str, limits: GroupLimits) -> None:
+    def __init__(self, root: Path, parent: str, name: str) -> None:
         self.name = name
         self.dir = root / parent / name
+
+    def exists(self) -> bool:
+        return self.dir.is_dir()
+
+    def create(self, limits: GroupLimits) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         limit = str(limits.memory_mb * 1024 * 1024)
         _write(self.dir / "memory.max", limit)
@@ -245,8 +262,10 @@ class V2Group:
     def pids(self) -> list[int]:
         return _procs(self.dir)
 
-    def freeze(self) -> None:
+    def freeze(self, wait: bool = True) -> None:
         _write(self.dir / "cgroup.freeze", "1")
+        if not wait:
+            return
         events = self.dir / "cgroup.events"
         for _ in range(1000):
             if _keyed(events, "frozen") == 1:
@@ -296,14 +315,20 @@ class Hierarchy:
 
     def group(self, name: str, limits: GroupLimits) -> BotGroup:
         """Make (or reuse) the group of ``name`` with ``limits``."""
+        group = self.handle(name)
+        group.create(limits)
+        return group
+
+    def handle(self, name: str) -> BotGroup:
+        """The group of ``name``, made or not (see ``exists``)."""
         if not _NAME.match(name):
             raise ValueError(
                 f"cgroup name {name!r} refused: use letters, digits, '_', '.' or '-' "
                 "(up to 100, not starting with a symbol)"
             )
         if self.version == 2:
-            return V2Group(self.root, self.parent, name, limits)
-        return V1Group(self.root, self.parent, name, limits)
+            return V2Group(self.root, self.parent, name)
+        return V1Group(self.root, self.parent, name)
 
     def path_of(self, name: str) -> Path:
         """The directory whose CPU counter :func:`cpu_ns_of` reads for ``name``."""
