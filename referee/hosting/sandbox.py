@@ -148,6 +148,22 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _parents(target: str, made: set[str]) -> list[str]:
+    """``--dir`` for the folders above ``target`` not made yet, world-readable: bwrap would
+    make them 0700 as root, and the sandboxed user could not reach the mount."""
+    args: list[str] = []
+    parent = os.path.dirname(os.path.normpath(target))
+    missing: list[str] = []
+    while parent not in made and parent != "/":
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    for folder in reversed(missing):
+        args += ["--perms", "0755", "--dir", folder]
+        made.add(folder)
+    made.add(os.path.normpath(target))
+    return args
+
+
 def _prlimit(limits: SandboxLimits) -> list[str]:
     mib = MIB
     args = [
@@ -199,9 +215,11 @@ def sandbox_argv(
     argv += _system_binds()
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--perms", "1777", "--size", str(limits.disk_mb * MIB), "--tmpfs", SCRATCH]
+    made = {"/", SCRATCH, *SYSTEM_DIRS, "/etc", "/proc", "/dev"}
     for mount in mounts:
         if not mount.source.exists():
             raise ValueError(f"mount source {mount.source} does not exist")
+        argv += _parents(mount.target, made)
         flag = "--bind" if mount.writable else "--ro-bind"
         argv += [flag, str(mount.source), mount.target]
     argv += ["--chdir", workdir, "--clearenv"]
