@@ -32,6 +32,12 @@ HOSTING_EVENTS = PREFIX + "hosted:events"
 new version before its next match."""
 
 
+def hosted_run_events(name: str) -> str:
+    """List, newest first, bounded: JSON {ts_ms, bot, event, detail} of what happened to a
+    hosted bot's sandbox (started, exited, oom_kill, ...; referee.hosting.supervisor)."""
+    return f"{PREFIX}bot:{name}:hosted-events"
+
+
 def bot_pending_notices(name: str) -> str:
     """List of notices not yet delivered to the bot (``season_end:<season>``), newest last:
     written when a season ends, removed (LREM, so one referee delivers each) when a stream

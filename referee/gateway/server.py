@@ -452,6 +452,9 @@ class RefereeServer:
             path.unlink()
         if server.add_insecure_port(f"unix:{path}") == 0:
             raise OSError(f"could not listen on the hosted bots' socket {path}")
+        # Each hosted bot runs as a user id of its own: any of them may connect (and then
+        # authenticate with its token, as on the TCP port).
+        path.chmod(0o666)
         try:
             hierarchy = open_hierarchy(self.config.hosted_cgroup_parent)
         except CgroupUnavailable as exc:

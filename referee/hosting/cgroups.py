@@ -78,6 +78,9 @@ class BotGroup(Protocol):
     def pids(self) -> list[int]:
         """The processes in the group now."""
 
+    def procs_files(self) -> list[Path]:
+        """Where a process writes its pid to join the group (one file per tree)."""
+
     def exists(self) -> bool: ...
 
     def create(self, limits: GroupLimits) -> None:
@@ -198,6 +201,9 @@ class V1Group:
     def pids(self) -> list[int]:
         return _procs(self.dirs["pids"])
 
+    def procs_files(self) -> list[Path]:
+        return [d / "cgroup.procs" for d in self.dirs.values()]
+
     def freeze(self, wait: bool = True) -> None:
         state = self.dirs["freezer"] / "freezer.state"
         _write(state, "FROZEN")
@@ -261,6 +267,9 @@ class V2Group:
 
     def pids(self) -> list[int]:
         return _procs(self.dir)
+
+    def procs_files(self) -> list[Path]:
+        return [self.dir / "cgroup.procs"]
 
     def freeze(self, wait: bool = True) -> None:
         _write(self.dir / "cgroup.freeze", "1")
