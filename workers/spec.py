@@ -45,7 +45,7 @@ send to receive stamps; ``cpu``, the CPU time a hosted bot's sandbox used in bet
 (docs/HOSTING-RUN.md; a bot whose CPU is not measured, an external one, is judged by the
 wall)."""
 CLOCK_KINDS: Final = ("wall", "cpu")
-CPU_CLOCK_BACKSTOP: Final = 3.0
+CPU_CLOCK_BACKSTOP: Final = 10.0
 """On the CPU clock, a decision may take this many times its limit in wall time."""
 
 

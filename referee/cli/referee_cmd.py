@@ -166,6 +166,11 @@ def register(commands: Commands) -> None:
         default=True,
         help="freeze hosted bots between their turns (default on)",
     )
+    parser.add_argument(
+        "--hosted-cgroup-parent",
+        default="arena",
+        help="the cgroup under which `arena bots run` makes hosted bots' groups (default arena)",
+    )
     add_cluster_secret_option(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
@@ -231,6 +236,7 @@ def _run(args: argparse.Namespace) -> int:
         limits=limits,
         hosted_socket=args.hosted_socket,
         hosted_freeze=args.hosted_freeze,
+        hosted_cgroup_parent=args.hosted_cgroup_parent,
     )
     problem = config.link_plaintext_problem()
     if problem:

@@ -67,6 +67,9 @@ CRASH_LOOP = 5
 CRASH_WINDOW_S = 300.0
 EVENTS_KEPT = 200
 POLL_S = 0.25
+LINGER_S = 30.0
+"""A bot no season wants any more is stopped this long after (its season-end notice, or the
+next season created meanwhile)."""
 HOSTED_NOTICE = "hosted"
 """The Notice code that tells a bot's author (on its stream) what happened to its sandbox."""
 
@@ -120,6 +123,7 @@ class Running:
     quick_exits: int = 0
     exits: deque[float] = field(default_factory=deque)
     seen: Events = field(default_factory=Events)
+    unwanted_since: float = 0.0
 
 
 def cgroup_wrapper(procs_files: Iterable[Path], argv: list[str]) -> list[str]:
@@ -180,6 +184,7 @@ class Supervisor:
         bots_to_run: Callable[[], Iterable[str]] | None = None,
         hierarchy: Hierarchy | None = None,
         cgroup_parent: str = "arena",
+        linger_s: float = LINGER_S,
     ) -> None:
         require_sandbox()  # raises SandboxUnavailable saying what is missing
         self.hierarchy = hierarchy or open_hierarchy(cgroup_parent)
@@ -189,6 +194,7 @@ class Supervisor:
         self.run_dir = Path(run_dir)
         self.limits = limits or RunLimits()
         self.bots_to_run = bots_to_run or (lambda: wanted_bots(conn, store))
+        self.linger_s = linger_s
         self.running: dict[str, Running] = {}
         self._lock = threading.Lock()
 
@@ -196,17 +202,19 @@ class Supervisor:
     def step(self) -> None:
         wanted = set(self.bots_to_run())
         with self._lock:
-            for bot in sorted(set(self.running) - wanted):
-                self._stop(self.running.pop(bot))
             now = time.monotonic()
+            for bot in sorted(set(self.running) - wanted):
+                entry = self.running[bot]
+                entry.unwanted_since = entry.unwanted_since or now
+                if now - entry.unwanted_since >= self.linger_s:
+                    self._stop(self.running.pop(bot))
             for bot in sorted(wanted):
-                entry = self.running.get(bot)
-                if entry is None:
-                    entry = self._prepare(bot)
-                    if entry is None:
-                        continue
-                    self.running[bot] = entry
-                self._check(entry, now)
+                found = self.running.get(bot) or self._prepare(bot)
+                if found is None:
+                    continue
+                self.running[bot] = found
+                found.unwanted_since = 0.0
+                self._check(found, now)
 
     def _prepare(self, bot: str) -> Running | None:
         try:
