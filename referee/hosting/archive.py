@@ -161,7 +161,7 @@ def _zip_members(
             target = archive.read(info)[:4096].decode("utf-8", "replace")
             check_link(path, target)
             yield Member(path, "symlink", link=target), info
-        elif mode and not stat.S_ISREG(mode):
+        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: no type recorded, a file
             raise ArchiveRefused(
                 f"member {path!r} is a device or special file; an archive holds only files, "
                 "folders and links"

@@ -141,7 +141,7 @@ def _compiled(src: Path, cpp: bool) -> Recipe | None:
         build = "cc -O2 -std=c11 -o bot " + " ".join(map(shlex.quote, c_files)) + " -lm"
     else:
         return None
-    build += " && test -x bot || { echo 'the build made no executable ./bot' >&2; exit 1; }"
+    build += " && { test -x bot || { echo 'the build made no executable ./bot' >&2; exit 1; }; }"
     return Recipe("cpp" if cpp else "c", build=build, run=["./bot"], protocol="stdio")
 
 

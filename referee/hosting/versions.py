@@ -359,10 +359,7 @@ class VersionStore:
             if status == WALL_TIME_STATUS:
                 summary = f"the build took longer than {limits.wall_s:g} s (its wall limit)"
             elif status != 0:
-                last = [line for line in text.splitlines() if line.strip()][-1:]
-                summary = f"the build failed (exit status {status})" + (
-                    f": {last[0][:200]}" if last else ""
-                )
+                summary = f"the build failed (exit status {status})" + _first_error(text)
             if not summary:
                 try:
                     with open(out_path, "rb") as stream:
@@ -391,6 +388,14 @@ class VersionStore:
 def _output_limits(limits: SandboxLimits) -> ArchiveLimits:
     disk = limits.disk_mb * MIB
     return ArchiveLimits(archive_bytes=disk, unpacked_bytes=disk, files=50_000)
+
+
+def _first_error(log: str) -> str:
+    """': ' and the log's first line that reports an error (else its last line), cut."""
+    lines = [line for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    chosen = (errors or lines)[:1]
+    return f": {chosen[0].strip()[:200]}" if chosen else ""
 
 
 def _bounded_log(path: Path) -> str:
