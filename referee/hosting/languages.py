@@ -49,6 +49,7 @@ class Recipe:
     run: list[str]
     protocol: str  # "stdio" or "grpc"
     env: dict[str, str] = field(default_factory=dict)
+    makes: str = ""  # an executable the build must leave, if any
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,7 @@ def _compiled(src: Path, cpp: bool) -> Recipe | None:
         build = "cc -O2 -std=c11 -o bot " + " ".join(map(shlex.quote, c_files)) + " -lm"
     else:
         return None
-    build += " && { test -x bot || { echo 'the build made no executable ./bot' >&2; exit 1; }; }"
-    return Recipe("cpp" if cpp else "c", build=build, run=["./bot"], protocol="stdio")
+    return Recipe("cpp" if cpp else "c", build=build, run=["./bot"], protocol="stdio", makes="bot")
 
 
 def _script(src: Path) -> Recipe | None:

@@ -336,9 +336,14 @@ class VersionStore:
         """Run the build; write build/, build.log and manifest.json. Returns (ok, summary)."""
         limits = self.build_limits
         step = recipe.build or "true"
+        if recipe.makes:
+            made = shlex.quote(recipe.makes)
+            missing = shlex.quote(f"the build made no executable ./{recipe.makes}")
+            step = f"{{ {step}; }} && {{ test -x {made} || {{ echo {missing}; exit 1; }}; }}"
         script = (
             f"cp -R /src/. {BUILD_DIR} && cd {BUILD_DIR} && "
-            f"{{ echo {shlex.quote('$ ' + step)}; {step}; }} 1>&2 && tar -cf - ."
+            f"{{ echo {shlex.quote('$ ' + (recipe.build or 'true'))}; {step}; }} 1>&2 "
+            "&& tar -cf - ."
         )
         argv = sandbox_argv(
             ["/bin/sh", "-c", script],
