@@ -216,6 +216,7 @@ def _run(args: argparse.Namespace) -> int:
         match_grace_s=args.grace_s,
         link_tls_ca=args.link_tls_ca,
         limits=limits,
+        hosting_dir=str(data_dir_of(args)),
     )
     problem = config.link_plaintext_problem()
     if problem:

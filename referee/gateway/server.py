@@ -167,6 +167,7 @@ class RefereeConfig:
     match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
     link_tls_ca: str | None = None  # CA of other referees' TLS internal ports (co-hosted)
     limits: Limits = field(default_factory=Limits)  # per client and in total (--limit)
+    hosting_dir: str = ""  # data dir keeping hosted bots' code ("" = no submissions here)
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -321,6 +322,7 @@ class RefereeServer:
             self.config.admin_token,
             self.pop_redis,
             self.config.limits,
+            Path(self.config.hosting_dir) if self.config.hosting_dir else None,
         )
         league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
