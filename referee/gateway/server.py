@@ -477,6 +477,7 @@ class RefereeServer:
                     admin_token=self.config.admin_token,
                     casual_play=self.config.casual_play,
                     limits=self.config.limits,
+                    hosting_dir=self.config.hosting_dir,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}

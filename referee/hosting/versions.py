@@ -336,6 +336,10 @@ class VersionStore:
         """Run the build; write build/, build.log and manifest.json. Returns (ok, summary)."""
         limits = self.build_limits
         step = recipe.build or "true"
+        if recipe.requires:
+            needed = shlex.quote(recipe.requires)
+            missing = shlex.quote(f"the interpreter {recipe.requires} is not installed here")
+            step = f"{{ test -x {needed} || {{ echo {missing}; exit 1; }}; }} && {step}"
         if recipe.makes:
             made = shlex.quote(recipe.makes)
             missing = shlex.quote(f"the build made no executable ./{recipe.makes}")
