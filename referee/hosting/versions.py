@@ -326,10 +326,19 @@ class VersionStore:
         pipe.execute()
         return built
 
-    def submit_and_build(self, bot: str, path: Path | None = None, **kwargs: object) -> VersionInfo:
-        """:meth:`submit` then :meth:`build` (refuses before storing when no sandbox)."""
+    def submit_and_build(
+        self,
+        bot: str,
+        path: Path | None = None,
+        *,
+        data: bytes | None = None,
+        filename: str = "",
+        language: str | None = None,
+    ) -> VersionInfo:
+        """:meth:`submit` then :meth:`build`; refuses before storing anything where no
+        sandbox can be had."""
         require_sandbox()
-        info = self.submit(bot, path, **kwargs)  # type: ignore[arg-type]
+        info = self.submit(bot, path, data=data, filename=filename, language=language)
         return self.build(bot, info.version)
 
     def _run_build(self, folder: Path, recipe: Recipe, uid: int) -> tuple[bool, str]:
