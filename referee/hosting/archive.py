@@ -206,6 +206,17 @@ def _empty() -> IO[bytes]:
 
 
 def _write(dest: Path, member: Member, data: IO[bytes], budget: _Budget) -> None:
+    try:
+        _write_member(dest, member, data, budget)
+    except ArchiveRefused:
+        raise
+    except OSError as exc:  # a file where a folder should be, a name too long, ...
+        raise ArchiveRefused(
+            f"member {member.path!r} cannot be written: {exc.strerror or exc}"
+        ) from None
+
+
+def _write_member(dest: Path, member: Member, data: IO[bytes], budget: _Budget) -> None:
     target = dest / member.path
     _parents(dest, member.path)
     if member.kind == "dir":

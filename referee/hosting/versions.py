@@ -29,10 +29,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +73,11 @@ RUN_DIR = "/bot"
 """Where a version's build folder is mounted (read-only) when the bot runs."""
 
 BUILD_DIR = f"{SCRATCH}/build"
+
+BUILDS_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
+"""Builds one process runs at a time (the CLI, a referee's API and upload form): more wait,
+so a burst of submissions cannot take every core from the matches."""
+_build_slots = threading.BoundedSemaphore(BUILDS_AT_ONCE)
 
 
 class BuildState:
@@ -305,15 +312,16 @@ class VersionStore:
         info = self.version(bot, version)
         folder = self.version_dir(bot, version)
         recipe = Recipe(**json.loads((folder / "recipe.json").read_text()))
-        started = time.monotonic()
-        with self._locked(bot):
+        with _build_slots, self._locked(bot):
+            started = time.monotonic()
             ok, summary = self._run_build(folder, recipe, self.uid(bot))
+            took = time.monotonic() - started
         built = VersionInfo(
             **{
                 **asdict(info),
                 "build": BuildState.OK if ok else BuildState.FAILED,
                 "built_at": int(time.time()),
-                "build_seconds": round(time.monotonic() - started, 3),
+                "build_seconds": round(took, 3),
                 "summary": summary,
             }
         )

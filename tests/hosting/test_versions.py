@@ -286,6 +286,12 @@ def _zip(names: list[str]) -> bytes:
             _tar([BOT_PY, (_member("h", tarfile.LNKTYPE, "/etc/passwd"), b"")]),
             "is a hard link",
         ),
+        (
+            "clash.tar.gz",
+            _tar([BOT_PY, (_member("lib"), b"x"), (_member("lib/m.py"), b"x")]),
+            "member 'lib/m.py' cannot be written",
+        ),
+        ("dup.tar.gz", _tar([BOT_PY, BOT_PY]), "member 'bot.py' appears twice"),
         ("unknown.zip", _zip(["README.md"]), "unknown language: none of bot.py or main.py"),
         ("bot.rar", b"Rar!", "not an archive this platform takes"),
         ("broken.tar.gz", b"\x1f\x8b not really", "not a readable tar archive"),
