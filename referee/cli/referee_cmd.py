@@ -237,6 +237,7 @@ def _run(args: argparse.Namespace) -> int:
         hosted_socket=args.hosted_socket,
         hosted_freeze=args.hosted_freeze,
         hosted_cgroup_parent=args.hosted_cgroup_parent,
+        hosting_dir=str(data_dir_of(args)),
     )
     problem = config.link_plaintext_problem()
     if problem:

@@ -172,6 +172,7 @@ class RefereeConfig:
     hosted_socket: str = ""  # a Unix socket for hosted bots' sandboxes ("" = none)
     hosted_freeze: bool = True  # freeze hosted bots between their turns (referee.hosting)
     hosted_cgroup_parent: str = "arena"  # where the bot supervisor makes their groups
+    hosting_dir: str = ""  # data dir keeping hosted bots' code ("" = no submissions here)
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -327,6 +328,7 @@ class RefereeServer:
             self.config.admin_token,
             self.pop_redis,
             self.config.limits,
+            Path(self.config.hosting_dir) if self.config.hosting_dir else None,
         )
         league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -506,6 +508,7 @@ class RefereeServer:
                     admin_token=self.config.admin_token,
                     casual_play=self.config.casual_play,
                     limits=self.config.limits,
+                    hosting_dir=self.config.hosting_dir,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}

@@ -161,7 +161,7 @@ def _zip_members(
             target = archive.read(info)[:4096].decode("utf-8", "replace")
             check_link(path, target)
             yield Member(path, "symlink", link=target), info
-        elif mode and not stat.S_ISREG(mode):
+        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: no type recorded, a file
             raise ArchiveRefused(
                 f"member {path!r} is a device or special file; an archive holds only files, "
                 "folders and links"
@@ -206,6 +206,17 @@ def _empty() -> IO[bytes]:
 
 
 def _write(dest: Path, member: Member, data: IO[bytes], budget: _Budget) -> None:
+    try:
+        _write_member(dest, member, data, budget)
+    except ArchiveRefused:
+        raise
+    except OSError as exc:  # a file where a folder should be, a name too long, ...
+        raise ArchiveRefused(
+            f"member {member.path!r} cannot be written: {exc.strerror or exc}"
+        ) from None
+
+
+def _write_member(dest: Path, member: Member, data: IO[bytes], budget: _Budget) -> None:
     target = dest / member.path
     _parents(dest, member.path)
     if member.kind == "dir":

@@ -49,6 +49,8 @@ class Recipe:
     run: list[str]
     protocol: str  # "stdio" or "grpc"
     env: dict[str, str] = field(default_factory=dict)
+    makes: str = ""  # an executable the build must leave, if any
+    requires: str = ""  # an interpreter the sandbox must hold (a #! line's), if any
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,7 @@ def _compiled(src: Path, cpp: bool) -> Recipe | None:
         build = "cc -O2 -std=c11 -o bot " + " ".join(map(shlex.quote, c_files)) + " -lm"
     else:
         return None
-    build += " && test -x bot || { echo 'the build made no executable ./bot' >&2; exit 1; }"
-    return Recipe("cpp" if cpp else "c", build=build, run=["./bot"], protocol="stdio")
+    return Recipe("cpp" if cpp else "c", build=build, run=["./bot"], protocol="stdio", makes="bot")
 
 
 def _script(src: Path) -> Recipe | None:
@@ -153,13 +154,13 @@ def _script(src: Path) -> Recipe | None:
                 first = head.readline(256)
             if first.startswith(b"#!"):
                 interpreter = first[2:].decode("utf-8", "replace").split()
-                check = f"test -x {shlex.quote(interpreter[0])}" if interpreter else "false"
-                missing = f"the interpreter {first[2:].decode('utf-8', 'replace').strip()!r}"
-                build = (
-                    f"chmod +x {shlex.quote(name)} && {{ {check} || "
-                    f"{{ echo {shlex.quote(missing + ' is not installed here')} >&2; exit 1; }}; }}"
+                return Recipe(
+                    "script",
+                    build=f"chmod +x {shlex.quote(name)}",
+                    run=[f"./{name}"],
+                    protocol="stdio",
+                    requires=interpreter[0] if interpreter else "/nonexistent",
                 )
-                return Recipe("script", build=build, run=[f"./{name}"], protocol="stdio")
     return None
 
 

@@ -29,10 +29,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +73,11 @@ RUN_DIR = "/bot"
 """Where a version's build folder is mounted (read-only) when the bot runs."""
 
 BUILD_DIR = f"{SCRATCH}/build"
+
+BUILDS_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
+"""Builds one process runs at a time (the CLI, a referee's API and upload form): more wait,
+so a burst of submissions cannot take every core from the matches."""
+_build_slots = threading.BoundedSemaphore(BUILDS_AT_ONCE)
 
 
 class BuildState:
@@ -305,15 +312,16 @@ class VersionStore:
         info = self.version(bot, version)
         folder = self.version_dir(bot, version)
         recipe = Recipe(**json.loads((folder / "recipe.json").read_text()))
-        started = time.monotonic()
-        with self._locked(bot):
+        with _build_slots, self._locked(bot):
+            started = time.monotonic()
             ok, summary = self._run_build(folder, recipe, self.uid(bot))
+            took = time.monotonic() - started
         built = VersionInfo(
             **{
                 **asdict(info),
                 "build": BuildState.OK if ok else BuildState.FAILED,
                 "built_at": int(time.time()),
-                "build_seconds": round(time.monotonic() - started, 3),
+                "build_seconds": round(took, 3),
                 "summary": summary,
             }
         )
@@ -326,19 +334,37 @@ class VersionStore:
         pipe.execute()
         return built
 
-    def submit_and_build(self, bot: str, path: Path | None = None, **kwargs: object) -> VersionInfo:
-        """:meth:`submit` then :meth:`build` (refuses before storing when no sandbox)."""
+    def submit_and_build(
+        self,
+        bot: str,
+        path: Path | None = None,
+        *,
+        data: bytes | None = None,
+        filename: str = "",
+        language: str | None = None,
+    ) -> VersionInfo:
+        """:meth:`submit` then :meth:`build`; refuses before storing anything where no
+        sandbox can be had."""
         require_sandbox()
-        info = self.submit(bot, path, **kwargs)  # type: ignore[arg-type]
+        info = self.submit(bot, path, data=data, filename=filename, language=language)
         return self.build(bot, info.version)
 
     def _run_build(self, folder: Path, recipe: Recipe, uid: int) -> tuple[bool, str]:
         """Run the build; write build/, build.log and manifest.json. Returns (ok, summary)."""
         limits = self.build_limits
         step = recipe.build or "true"
+        if recipe.requires:
+            needed = shlex.quote(recipe.requires)
+            missing = shlex.quote(f"the interpreter {recipe.requires} is not installed here")
+            step = f"{{ test -x {needed} || {{ echo {missing}; exit 1; }}; }} && {step}"
+        if recipe.makes:
+            made = shlex.quote(recipe.makes)
+            missing = shlex.quote(f"the build made no executable ./{recipe.makes}")
+            step = f"{{ {step}; }} && {{ test -x {made} || {{ echo {missing}; exit 1; }}; }}"
         script = (
             f"cp -R /src/. {BUILD_DIR} && cd {BUILD_DIR} && "
-            f"{{ echo {shlex.quote('$ ' + step)}; {step}; }} 1>&2 && tar -cf - ."
+            f"{{ echo {shlex.quote('$ ' + (recipe.build or 'true'))}; {step}; }} 1>&2 "
+            "&& tar -cf - ."
         )
         argv = sandbox_argv(
             ["/bin/sh", "-c", script],
@@ -359,10 +385,7 @@ class VersionStore:
             if status == WALL_TIME_STATUS:
                 summary = f"the build took longer than {limits.wall_s:g} s (its wall limit)"
             elif status != 0:
-                last = [line for line in text.splitlines() if line.strip()][-1:]
-                summary = f"the build failed (exit status {status})" + (
-                    f": {last[0][:200]}" if last else ""
-                )
+                summary = f"the build failed (exit status {status})" + _first_error(text)
             if not summary:
                 try:
                     with open(out_path, "rb") as stream:
@@ -391,6 +414,14 @@ class VersionStore:
 def _output_limits(limits: SandboxLimits) -> ArchiveLimits:
     disk = limits.disk_mb * MIB
     return ArchiveLimits(archive_bytes=disk, unpacked_bytes=disk, files=50_000)
+
+
+def _first_error(log: str) -> str:
+    """': ' and the log's first line that reports an error (else its last line), cut."""
+    lines = [line for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    chosen = (errors or lines)[:1]
+    return f": {chosen[0].strip()[:200]}" if chosen else ""
 
 
 def _bounded_log(path: Path) -> str:

@@ -185,3 +185,28 @@ def test_bad_mount_targets_are_refused(target: str, words: str) -> None:
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="memory_mb must be a positive integer"):
         SandboxLimits(memory_mb=0)
+
+
+def test_no_signal_reaches_a_process_outside_the_sandbox() -> None:
+    neighbour = subprocess.Popen(
+        sandbox_argv(
+            ["/bin/sleep", "30"],
+            workdir=SCRATCH,
+            mounts=(),
+            uid=UID + 1,
+            limits=SandboxLimits(wall_s=40),
+        )
+    )
+    try:
+        time.sleep(0.5)
+        found = subprocess.run(
+            ["pgrep", "-u", str(UID + 1), "-x", "sleep"], capture_output=True, text=True
+        )
+        targets = [os.getpid(), 1, *map(int, found.stdout.split())]
+        assert len(targets) == 3, found  # the neighbour's sleep runs, under its own user
+        done = run(" ; ".join(f"kill -9 {pid} 2>&1 || echo failed {pid}" for pid in targets))
+        assert all(f"failed {pid}" in done.stdout for pid in targets if pid != 1), done
+        assert neighbour.poll() is None  # the neighbour still runs
+    finally:
+        neighbour.kill()
+        neighbour.wait()
