@@ -104,7 +104,11 @@ def revoke(client: redis.Redis, name: str) -> None:
     pipe = client.pipeline(transaction=True)
     if data.get("token_sha256"):
         pipe.hdel(keys.TOKEN_INDEX, data["token_sha256"])
-    pipe.hset(keys.bot(name), mapping={"revoked": "1", "token_sha256": ""})
+    if data.get("hosted_token_sha256"):
+        pipe.hdel(keys.TOKEN_INDEX, data["hosted_token_sha256"])
+    pipe.hset(
+        keys.bot(name), mapping={"revoked": "1", "token_sha256": "", "hosted_token_sha256": ""}
+    )
     pipe.publish(keys.TOKEN_EVENTS, name)
     pipe.execute()
 
@@ -120,6 +124,24 @@ def rotate_token(client: redis.Redis, name: str) -> str:
     pipe.hset(keys.bot(name), mapping={"revoked": "0", "token_sha256": digest})
     pipe.hset(keys.TOKEN_INDEX, digest, name)
     pipe.publish(keys.TOKEN_EVENTS, name)
+    pipe.execute()
+    return token
+
+
+def hosted_token(client: redis.Redis, name: str) -> str:
+    """A new token for the platform's own run of hosted bot ``name`` (the bot supervisor's;
+    referee.hosting.supervisor), replacing the previous one of that kind. The author's token
+    (``register``, ``rotate_token``) stays valid; ``revoke`` ends both."""
+    data = _require(client, name)
+    if data.get("revoked") == "1":
+        raise AuthError(f"bot {name!r} was revoked: it is not run")
+    token = new_token()
+    digest = hash_token(token)
+    pipe = client.pipeline(transaction=True)
+    if data.get("hosted_token_sha256"):
+        pipe.hdel(keys.TOKEN_INDEX, data["hosted_token_sha256"])
+    pipe.hset(keys.bot(name), "hosted_token_sha256", digest)
+    pipe.hset(keys.TOKEN_INDEX, digest, name)
     pipe.execute()
     return token
 

@@ -13,8 +13,29 @@ BOTS = PREFIX + "bots"  # set of bot names
 
 
 def bot(name: str) -> str:
-    """Hash: owner, description, token_sha256, revoked, created_at."""
+    """Hash: owner, description, token_sha256, revoked, created_at; for a hosted bot also
+    active_version (the version its next match runs; absent: an external bot), last_version
+    and hosted_uid (``referee.hosting.versions``)."""
     return f"{PREFIX}bot:{name}"
+
+
+def bot_versions(name: str) -> str:
+    """Hash: version number -> JSON of a hosted bot's version (archive sha256, language,
+    build state; ``referee.hosting.versions.VersionInfo``); the code lives in the data dir."""
+    return f"{PREFIX}bot:{name}:versions"
+
+
+HOSTED_UIDS = PREFIX + "hosted:uids"  # counter: the last user id offset given to a hosted bot
+HOSTING_EVENTS = PREFIX + "hosted:events"
+"""Pub/sub channel: JSON {bot, version, event} when a hosted bot's version is built
+(``activated``) or fails to build (``build_failed``), so the run side restarts a bot on its
+new version before its next match."""
+
+
+def hosted_run_events(name: str) -> str:
+    """List, newest first, bounded: JSON {ts_ms, bot, event, detail} of what happened to a
+    hosted bot's sandbox (started, exited, oom_kill, ...; referee.hosting.supervisor)."""
+    return f"{PREFIX}bot:{name}:hosted-events"
 
 
 def bot_pending_notices(name: str) -> str:

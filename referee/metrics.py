@@ -65,6 +65,10 @@ _METRIC_NAME = re.compile(r"^arena_[a-z0-9_]+$")
 # standings gets initialised with (a zero series lets rate() and increase() work from the
 # first failure on, and lets dashboards show "0" rather than "no data").
 COUNTER_HELP: dict[str, str] = {
+    "arena_hosted_bot_events_total": (
+        "What happened to hosted bots' sandboxes (by bot and kind: started, exited, "
+        "oom_kill, pids_limit, disk_limit, cpu_limit, crash_loop, start_failed)."
+    ),
     "arena_decisions_total": "Decisions asked of bots (by season, bot and game).",
     "arena_timeouts_total": "Decisions a bot did not answer in time (docs/workers.md).",
     "arena_invalid_actions_total": "Actions refused as not held, not legal or malformed (SV-21).",

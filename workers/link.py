@@ -244,6 +244,15 @@ class LocalReply:
     sent_ms: float
     received_ms: float
     fallback: str = ""
+    cpu_ms: float | None = None
+
+
+def cpu_ms_of(reply: Any) -> float | None:
+    """The CPU time a metered (hosted) bot's sandbox used on the request ``reply``
+    answers (``Reply.cpu_ms``), or None when the referee did not meter it."""
+    if isinstance(reply, LocalReply):
+        return reply.cpu_ms
+    return float(reply.cpu_ms) if reply.HasField("cpu_ms") else None
 
 
 class LocalLink:
@@ -284,10 +293,11 @@ class LocalLink:
         sent_ms: float = 0.0,
         received: float = 0.0,
         fallback: str = "",
+        cpu_ms: float | None = None,
     ) -> None:
         future = self.pending.pop(key, None)
         if future is not None and not future.done():
-            future.set_result(LocalReply(int(kind), action, sent_ms, received, fallback))
+            future.set_result(LocalReply(int(kind), action, sent_ms, received, fallback, cpu_ms))
 
     def notify(self, bot: str, match_id: str, payload: bytes, accepted: bool = False) -> None:
         if self.alive:

@@ -53,7 +53,7 @@ from referee.messages import (
 )
 from workers import metrics
 from workers.clock import MatchClock
-from workers.link import LinkLost, Router
+from workers.link import LinkLost, Router, cpu_ms_of
 from workers.queue import MatchState, RunningMatches, season_state
 from workers.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
 
@@ -333,6 +333,7 @@ class Reply:
     failure: Literal["", "timeout", "disconnected"]
     wait_ms: float = 0.0  # request ready -> referee's send stamp (diagnostics only)
     fallback: str = ""  # Action.fallback: why the bot's SDK or bridge answered for it
+    cpu_clock: bool = False  # think_ms is the bot's sandbox CPU time (TimeControl.clock)
 
 
 FAILURE_KINDS: Final = frozenset(
@@ -491,6 +492,7 @@ class MatchRun:
                 "status": status,
                 "reason": reason,
                 "think_ms": round(reply.think_ms, 3),
+                **({"cpu_clock": True} if reply.cpu_clock else {}),
                 "wall_ms": round(wall_ms, 3),
                 "wait_ms": round(reply.wait_ms, 3),
                 "bank_left_ms": round(self.clock.bank_left_ms[seat], 3),
@@ -583,7 +585,7 @@ class MatchRun:
         seat = turn["seat"]
         bot = turn["bot"]
         key = (turn["match_id"], turn["attempt"], turn["seq"])
-        limit = self.clock.limit_ms(seat)
+        limit = tc.wall_limit_ms(self.clock.limit_ms(seat))  # the referee's TIMEOUT
         encoder = self.encoder
         if encoder is None:
             rules = convert.rules_json(turn["observation"])
@@ -642,7 +644,15 @@ class MatchRun:
             if kind == Kind.ANSWER:
                 think = max(0.0, reply.received_ms - reply.sent_ms)
                 wait = max(0.0, reply.sent_ms - ready)
-                return Reply(reply.action, think, "", wait, reply.fallback[:MAX_FALLBACK_CHARS])
+                cpu = cpu_ms_of(reply) if tc.clock == "cpu" else None
+                return Reply(
+                    reply.action,
+                    think if cpu is None else cpu,
+                    "",
+                    wait,
+                    reply.fallback[:MAX_FALLBACK_CHARS],
+                    cpu_clock=cpu is not None,
+                )
             if kind == Kind.TIMEOUT:
                 return Reply(None, max(limit, now_ms() - reply.sent_ms), "timeout")
             if kind == Kind.EXPIRED:

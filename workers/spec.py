@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, Final, Literal, TypedDict
 
 from referee.games.base import DealSpec, derive_seed
 
@@ -39,6 +39,16 @@ class FallbackMode(StrEnum):
     INVALID = "invalid"  # refused as an invalid action (the rules' consequence, a strike)
 
 
+ClockKind = Literal["wall", "cpu"]
+"""What a decision's think time is (docs/workers.md, "The clock"): ``wall``, the referee's
+send to receive stamps; ``cpu``, the CPU time a hosted bot's sandbox used in between
+(docs/HOSTING-RUN.md; a bot whose CPU is not measured, an external one, is judged by the
+wall)."""
+CLOCK_KINDS: Final = ("wall", "cpu")
+CPU_CLOCK_BACKSTOP: Final = 10.0
+"""On the CPU clock, a decision may take this many times its limit in wall time."""
+
+
 @dataclass(frozen=True, slots=True)
 class TimeControl:
     """Clock of every decision (docs/workers.md, "The clock"): ``move_ms`` per decision, a
@@ -47,23 +57,33 @@ class TimeControl:
     ``queue_ms`` is not thinking time: it is how long a request may wait, uncharged, at
     the referee for a free slot of a busy bot before it counts as a timeout (reason
     ``disconnected``). ``absent_ms``: how long past its clock a bot with no stream
-    anywhere is waited for before its decision is judged ``disconnected``.
-    docs/workers.md defines the clock precisely."""
+    anywhere is waited for before its decision is judged ``disconnected``. ``clock``:
+    what think time is (:data:`ClockKind`). docs/workers.md defines the clock precisely."""
 
     move_ms: int = 1000
     bank_ms: int = 5000
     grace_ms: int = 50
     queue_ms: int = 30_000
     absent_ms: int = 3000
+    clock: ClockKind = "wall"
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "move_ms": self.move_ms,
             "bank_ms": self.bank_ms,
             "grace_ms": self.grace_ms,
             "queue_ms": self.queue_ms,
             "absent_ms": self.absent_ms,
         }
+        if self.clock != "wall":  # stored specs of wall-clock seasons keep their old form
+            data["clock"] = self.clock
+        return data
+
+    def wall_limit_ms(self, limit_ms: float) -> float:
+        """The wall time a decision of ``limit_ms`` may take: the limit itself on the wall
+        clock; on the CPU clock a backstop of :data:`CPU_CLOCK_BACKSTOP` times it (a bot
+        that sleeps, or waits on nothing, still loses its turn)."""
+        return limit_ms * CPU_CLOCK_BACKSTOP if self.clock == "cpu" else limit_ms
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TimeControl:
@@ -73,6 +93,7 @@ class TimeControl:
             grace_ms=int(data.get("grace_ms", 50)),
             queue_ms=int(data.get("queue_ms", 30_000)),
             absent_ms=int(data.get("absent_ms", 3000)),
+            clock="cpu" if data.get("clock") == "cpu" else "wall",
         )
 
 

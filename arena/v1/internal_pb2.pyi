@@ -230,6 +230,7 @@ class Reply(_message.Message):
     SENT_MS_FIELD_NUMBER: _builtins.int
     RECEIVED_MS_FIELD_NUMBER: _builtins.int
     FALLBACK_FIELD_NUMBER: _builtins.int
+    CPU_MS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     attempt: _builtins.int
     seq: _builtins.int
@@ -239,6 +240,10 @@ class Reply(_message.Message):
     received_ms: _builtins.float
     fallback: _builtins.str
     """ANSWER: the bot's Action.fallback (empty when its own code chose the action)."""
+    cpu_ms: _builtins.float
+    """ANSWER or TIMEOUT of a bot whose sandbox this referee meters (a hosted bot): the CPU
+    time its sandbox used while the request was held. Unset for any other bot.
+    """
     def __init__(
         self,
         *,
@@ -250,11 +255,14 @@ class Reply(_message.Message):
         sent_ms: _builtins.float = ...,
         received_ms: _builtins.float = ...,
         fallback: _builtins.str = ...,
+        cpu_ms: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cpu_ms", b"_cpu_ms", "cpu_ms", b"cpu_ms"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "attempt", b"attempt", "fallback", b"fallback", "kind", b"kind", "match_id", b"match_id", "received_ms", b"received_ms", "sent_ms", b"sent_ms", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cpu_ms", b"_cpu_ms", "action", b"action", "attempt", b"attempt", "cpu_ms", b"cpu_ms", "fallback", b"fallback", "kind", b"kind", "match_id", b"match_id", "received_ms", b"received_ms", "sent_ms", b"sent_ms", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__cpu_ms: _TypeAlias = _typing.Literal["cpu_ms"]  # noqa: Y015
+    _WhichOneofArgType__cpu_ms: _TypeAlias = _typing.Literal["_cpu_ms", b"_cpu_ms"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cpu_ms) -> _WhichOneofReturnType__cpu_ms | None: ...
 
 Global___Reply: _TypeAlias = Reply  # noqa: Y015

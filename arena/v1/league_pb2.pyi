@@ -910,3 +910,153 @@ class LeagueEvent(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LeagueEvent: _TypeAlias = LeagueEvent  # noqa: Y015
+
+@_typing.final
+class SubmitBotChunk(_message.Message):
+    """One piece of a submitted archive: the first names the bot, the file and the language;
+    every piece carries at most 32 KiB of the archive's bytes, in order.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    FILENAME_FIELD_NUMBER: _builtins.int
+    LANGUAGE_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    filename: _builtins.str
+    """The archive's file name: its ending says .tar.gz (.tgz, .tar) or .zip."""
+    language: _builtins.str
+    """python, node, c, cpp or script; empty: recognised from the files."""
+    data: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        filename: _builtins.str = ...,
+        language: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "filename", b"filename", "language", b"language", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitBotChunk: _TypeAlias = SubmitBotChunk  # noqa: Y015
+
+@_typing.final
+class BotVersion(_message.Message):
+    """A version of a hosted bot and its build."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    SHA256_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    LANGUAGE_FIELD_NUMBER: _builtins.int
+    PROTOCOL_FIELD_NUMBER: _builtins.int
+    FILES_FIELD_NUMBER: _builtins.int
+    ARCHIVE_BYTES_FIELD_NUMBER: _builtins.int
+    BUILD_FIELD_NUMBER: _builtins.int
+    BUILT_AT_FIELD_NUMBER: _builtins.int
+    BUILD_SECONDS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    ACTIVE_FIELD_NUMBER: _builtins.int
+    BUILD_LOG_FIELD_NUMBER: _builtins.int
+    bot: _builtins.str
+    version: _builtins.int
+    sha256: _builtins.str
+    """SHA-256 of the archive as submitted, in hex."""
+    created_at: _builtins.int
+    """Unix seconds."""
+    language: _builtins.str
+    protocol: _builtins.str
+    """"stdio" (JSON lines through the bridge) or "grpc"."""
+    files: _builtins.int
+    archive_bytes: _builtins.int
+    build: _builtins.str
+    """"pending", "ok" or "failed"."""
+    built_at: _builtins.int
+    build_seconds: _builtins.float
+    summary: _builtins.str
+    """Why the build failed, in one line (its first error)."""
+    active: _builtins.bool
+    """The version the bot's next match runs."""
+    build_log: _builtins.str
+    """The build's output: its first and last 10 KiB (only where asked for)."""
+    def __init__(
+        self,
+        *,
+        bot: _builtins.str = ...,
+        version: _builtins.int = ...,
+        sha256: _builtins.str = ...,
+        created_at: _builtins.int = ...,
+        language: _builtins.str = ...,
+        protocol: _builtins.str = ...,
+        files: _builtins.int = ...,
+        archive_bytes: _builtins.int = ...,
+        build: _builtins.str = ...,
+        built_at: _builtins.int = ...,
+        build_seconds: _builtins.float = ...,
+        summary: _builtins.str = ...,
+        active: _builtins.bool = ...,
+        build_log: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active", b"active", "archive_bytes", b"archive_bytes", "bot", b"bot", "build", b"build", "build_log", b"build_log", "build_seconds", b"build_seconds", "built_at", b"built_at", "created_at", b"created_at", "files", b"files", "language", b"language", "protocol", b"protocol", "sha256", b"sha256", "summary", b"summary", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BotVersion: _TypeAlias = BotVersion  # noqa: Y015
+
+@_typing.final
+class BotVersionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    LOG_VERSION_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    log_version: _builtins.int
+    """The version whose build log comes with the answer; 0: the last one."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        log_version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["log_version", b"log_version", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BotVersionsRequest: _TypeAlias = BotVersionsRequest  # noqa: Y015
+
+@_typing.final
+class BotVersions(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSIONS_FIELD_NUMBER: _builtins.int
+    ACTIVE_VERSION_FIELD_NUMBER: _builtins.int
+    active_version: _builtins.int
+    """0: none (an external bot, or nothing built yet)."""
+    @_builtins.property
+    def versions(self) -> _containers.RepeatedCompositeFieldContainer[Global___BotVersion]:
+        """Oldest first."""
+
+    def __init__(
+        self,
+        *,
+        versions: _abc.Iterable[Global___BotVersion] | None = ...,
+        active_version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active_version", b"active_version", "versions", b"versions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BotVersions: _TypeAlias = BotVersions  # noqa: Y015

@@ -119,6 +119,16 @@ class LeagueStub:
                 request_serializer=arena_dot_v1_dot_league__pb2.CollusionRequest.SerializeToString,
                 response_deserializer=arena_dot_v1_dot_league__pb2.CollusionReport.FromString,
                 _registered_method=True)
+        self.SubmitBot = channel.stream_unary(
+                '/arena.v1.League/SubmitBot',
+                request_serializer=arena_dot_v1_dot_league__pb2.SubmitBotChunk.SerializeToString,
+                response_deserializer=arena_dot_v1_dot_league__pb2.BotVersion.FromString,
+                _registered_method=True)
+        self.ListBotVersions = channel.unary_unary(
+                '/arena.v1.League/ListBotVersions',
+                request_serializer=arena_dot_v1_dot_league__pb2.BotVersionsRequest.SerializeToString,
+                response_deserializer=arena_dot_v1_dot_league__pb2.BotVersions.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -232,6 +242,22 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitBot(self, request_iterator, context):
+        """Hosted bots (docs/HOSTING.md): the admin token or the bot's own token. SubmitBot takes
+        the archive in chunks (the first names the bot), stores a new version and builds it in
+        the sandbox; the answer carries the build's result and log. A failed build leaves the
+        active version as it was.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBotVersions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -319,6 +345,16 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.GetCollusion,
                     request_deserializer=arena_dot_v1_dot_league__pb2.CollusionRequest.FromString,
                     response_serializer=arena_dot_v1_dot_league__pb2.CollusionReport.SerializeToString,
+            ),
+            'SubmitBot': grpc.stream_unary_rpc_method_handler(
+                    servicer.SubmitBot,
+                    request_deserializer=arena_dot_v1_dot_league__pb2.SubmitBotChunk.FromString,
+                    response_serializer=arena_dot_v1_dot_league__pb2.BotVersion.SerializeToString,
+            ),
+            'ListBotVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBotVersions,
+                    request_deserializer=arena_dot_v1_dot_league__pb2.BotVersionsRequest.FromString,
+                    response_serializer=arena_dot_v1_dot_league__pb2.BotVersions.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -780,6 +816,60 @@ class League:
             '/arena.v1.League/GetCollusion',
             arena_dot_v1_dot_league__pb2.CollusionRequest.SerializeToString,
             arena_dot_v1_dot_league__pb2.CollusionReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitBot(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/arena.v1.League/SubmitBot',
+            arena_dot_v1_dot_league__pb2.SubmitBotChunk.SerializeToString,
+            arena_dot_v1_dot_league__pb2.BotVersion.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBotVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arena.v1.League/ListBotVersions',
+            arena_dot_v1_dot_league__pb2.BotVersionsRequest.SerializeToString,
+            arena_dot_v1_dot_league__pb2.BotVersions.FromString,
             options,
             channel_credentials,
             insecure,

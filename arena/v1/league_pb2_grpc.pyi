@@ -57,6 +57,13 @@ class LeagueStub:
     """Spectator feed: season and match events as they happen (best effort, live only)."""
     GetCollusion: _grpc.UnaryUnaryMultiCallable[_league_pb2.CollusionRequest, _league_pb2.CollusionReport]
     """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
+    SubmitBot: _grpc.StreamUnaryMultiCallable[_league_pb2.SubmitBotChunk, _league_pb2.BotVersion]
+    """Hosted bots (docs/HOSTING.md): the admin token or the bot's own token. SubmitBot takes
+    the archive in chunks (the first names the bot), stores a new version and builds it in
+    the sandbox; the answer carries the build's result and log. A failed build leaves the
+    active version as it was.
+    """
+    ListBotVersions: _grpc.UnaryUnaryMultiCallable[_league_pb2.BotVersionsRequest, _league_pb2.BotVersions]
 
 @_typing.type_check_only
 class LeagueAsyncStub(LeagueStub):
@@ -84,6 +91,13 @@ class LeagueAsyncStub(LeagueStub):
     """Spectator feed: season and match events as they happen (best effort, live only)."""
     GetCollusion: _aio.UnaryUnaryMultiCallable[_league_pb2.CollusionRequest, _league_pb2.CollusionReport]  # type: ignore[assignment]
     """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
+    SubmitBot: _aio.StreamUnaryMultiCallable[_league_pb2.SubmitBotChunk, _league_pb2.BotVersion]  # type: ignore[assignment]
+    """Hosted bots (docs/HOSTING.md): the admin token or the bot's own token. SubmitBot takes
+    the archive in chunks (the first names the bot), stores a new version and builds it in
+    the sandbox; the answer carries the build's result and log. A failed build leaves the
+    active version as it was.
+    """
+    ListBotVersions: _aio.UnaryUnaryMultiCallable[_league_pb2.BotVersionsRequest, _league_pb2.BotVersions]  # type: ignore[assignment]
 
 class LeagueServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -210,5 +224,24 @@ class LeagueServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_league_pb2.CollusionReport, _abc.Awaitable[_league_pb2.CollusionReport]]:
         """Fair play (admin): pairs of bots whose play helped each other (docs/SECURITY.md)."""
+
+    @_abc_1.abstractmethod
+    def SubmitBot(
+        self,
+        request_iterator: _MaybeAsyncIterator[_league_pb2.SubmitBotChunk],
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_pb2.BotVersion, _abc.Awaitable[_league_pb2.BotVersion]]:
+        """Hosted bots (docs/HOSTING.md): the admin token or the bot's own token. SubmitBot takes
+        the archive in chunks (the first names the bot), stores a new version and builds it in
+        the sandbox; the answer carries the build's result and log. A failed build leaves the
+        active version as it was.
+        """
+
+    @_abc_1.abstractmethod
+    def ListBotVersions(
+        self,
+        request: _league_pb2.BotVersionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_pb2.BotVersions, _abc.Awaitable[_league_pb2.BotVersions]]: ...
 
 def add_LeagueServicer_to_server(servicer: LeagueServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

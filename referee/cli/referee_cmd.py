@@ -153,6 +153,24 @@ def register(commands: Commands) -> None:
         + ", ".join(f"{n} ({getattr(Limits(), n)})" for n in Limits.names())
         + " (docs/SECURITY.md)",
     )
+    parser.add_argument(
+        "--hosted-socket",
+        default="",
+        metavar="PATH",
+        help="also listen on this Unix socket for hosted bots (bound into their sandboxes by "
+        "`arena bots run`; docs/HOSTING-RUN.md)",
+    )
+    parser.add_argument(
+        "--hosted-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="freeze hosted bots between their turns (default on)",
+    )
+    parser.add_argument(
+        "--hosted-cgroup-parent",
+        default="arena",
+        help="the cgroup under which `arena bots run` makes hosted bots' groups (default arena)",
+    )
     add_cluster_secret_option(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
 
@@ -216,6 +234,10 @@ def _run(args: argparse.Namespace) -> int:
         match_grace_s=args.grace_s,
         link_tls_ca=args.link_tls_ca,
         limits=limits,
+        hosted_socket=args.hosted_socket,
+        hosted_freeze=args.hosted_freeze,
+        hosted_cgroup_parent=args.hosted_cgroup_parent,
+        hosting_dir=str(data_dir_of(args)),
     )
     problem = config.link_plaintext_problem()
     if problem:

@@ -64,6 +64,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--grace-ms", type=int)
     p.add_argument("--queue-ms", type=int)
     p.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        help="think time: the referee's stamps (wall, the default) or a hosted bot's "
+        "sandbox CPU time, the wall as a backstop (cpu; docs/HOSTING-RUN.md)",
+    )
+    p.add_argument(
         "--duplicate",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -182,6 +188,7 @@ FLAG_WORDS = {
     "time_control.bank_ms": "--bank-ms",
     "time_control.grace_ms": "--grace-ms",
     "time_control.queue_ms": "--queue-ms",
+    "time_control.clock": "--clock",
     "options.duplicate = false": "--no-duplicate",
 }
 _FLAG_OF = {
@@ -197,6 +204,7 @@ _FLAG_OF = {
     "time_control.bank_ms": "bank_ms",
     "time_control.grace_ms": "grace_ms",
     "time_control.queue_ms": "queue_ms",
+    "time_control.clock": "clock",
     "options.duplicate = false": "duplicate",
 }
 
@@ -240,7 +248,7 @@ def spec_from_args(args: argparse.Namespace) -> SeasonSpec:
     if args.bots:
         data["bots"] = [b.strip() for b in args.bots.split(",") if b.strip()]
     tc = dict(data.get("time_control", {}))
-    for flag in ("move_ms", "bank_ms", "grace_ms", "queue_ms"):
+    for flag in ("move_ms", "bank_ms", "grace_ms", "queue_ms", "clock"):
         if getattr(args, flag) is not None:
             tc[flag] = getattr(args, flag)
     data["time_control"] = tc

@@ -165,6 +165,8 @@ def up(args: argparse.Namespace) -> int:
                 *(() if args.casual_play else ("--no-casual-play",)),
                 *("--grace-s", str(args.grace_s)),
                 *(("--link-tls-ca", args.link_tls_ca) if args.link_tls_ca else ()),
+                # hosted bots' code (arena bot submit, the upload form) lives in the data dir
+                *("--data-dir", str(data_dir_of(args))),
                 timeout=REFEREE_START_S,
                 on_line=echo,
                 env=child_env(**{ADMIN_TOKEN_ENV: token, cluster.SECRET_ENV: secret}),

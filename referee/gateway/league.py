@@ -1,4 +1,5 @@
-"""The League API servicer: bot registry (admin) and the spectator feed.
+"""The League API servicer: bot registry (admin), the spectator feed, and (from
+``referee.gateway.hosting_api``) hosted bots' code.
 
 Season and match methods come from ``referee.gateway.seasons_api.SeasonsServicerMixin`` (it
 relies on ``self.redis`` and ``self.require_admin``, which :class:`LeagueCore` provides).
@@ -12,6 +13,7 @@ import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
 import grpc  # type: ignore[import-untyped]
@@ -25,6 +27,7 @@ from referee.errors import ArenaError, AuthError, LimitExceeded
 from referee.gateway import status
 from referee.gateway.auth import bearer_token
 from referee.gateway.feed import EventFeed
+from referee.gateway.hosting_api import HostingServicerMixin
 from referee.gateway.seasons_api import SeasonsServicerMixin
 from referee.limits import Limits, RateLimiter, RenderCache, Slots, client_of_peer
 
@@ -65,8 +68,10 @@ class LeagueCore:
         admin_token: str | None,
         pubsub_client: redis.asyncio.Redis | None = None,
         limits: Limits | None = None,
+        hosting_dir: Path | None = None,
     ):
         self.redis = client
+        self.hosting_dir = hosting_dir
         self.limits = limits or Limits()
         # One subscription for every WatchEvents stream, on a connection of its own.
         self.feed = EventFeed(pubsub_client or client)
@@ -212,8 +217,9 @@ def _event(data: Any) -> Any:
         return None
 
 
-class LeagueServicer(SeasonsServicerMixin, LeagueCore):
-    """The whole League service: registry and feed (:class:`LeagueCore`), seasons and matches."""
+class LeagueServicer(SeasonsServicerMixin, HostingServicerMixin, LeagueCore):
+    """The whole League service: registry and feed (:class:`LeagueCore`), seasons and
+    matches, hosted bots' code (``referee.gateway.hosting_api``)."""
 
 
 def _rate_limited(name: str) -> Any:
@@ -238,6 +244,8 @@ def make_league_servicer(
     admin_token: str | None,
     pubsub_client: redis.asyncio.Redis | None = None,
     limits: Limits | None = None,
+    hosting_dir: Path | None = None,
 ) -> LeagueCore:
-    """The League servicer for one referee process."""
-    return LeagueServicer(client, redis_url, admin_token, pubsub_client, limits)
+    """The League servicer for one referee process; ``hosting_dir`` is the data dir that
+    keeps hosted bots' code (``None``: no submissions here)."""
+    return LeagueServicer(client, redis_url, admin_token, pubsub_client, limits, hosting_dir)

@@ -197,9 +197,28 @@ class ReplySink(Protocol):
         sent_ms: float = 0.0,
         received: float = 0.0,
         fallback: str = "",
+        cpu_ms: float | None = None,
     ) -> None:
         """The one reply to turn ``key``; never raises, never blocks (``fallback``: the
-        bot's ``Action.fallback``)."""
+        bot's ``Action.fallback``; ``cpu_ms``: what a metered bot's sandbox used while it
+        held the turn, :class:`TurnMeter`)."""
+        ...
+
+
+class TurnMeter(Protocol):
+    """Told when each turn of a bot is written to it and when it is closed (answered, timed
+    out, handed back): the one place the referee knows a bot has a request outstanding.
+    ``referee.hosting.meter.CgroupMeter`` thaws a hosted bot's sandbox for its turns,
+    freezes it between them and reads the CPU time it used (docs/HOSTING-RUN.md)."""
+
+    def held(self, bot: str) -> int | None:
+        """A turn of ``bot`` is about to be written: its sandbox's CPU counter (ns), or
+        None when this bot is not metered."""
+        ...
+
+    def released(self, bot: str, cpu_at_send: int | None) -> float | None:
+        """A turn :meth:`held` returned ``cpu_at_send`` for was closed: the CPU ms used
+        since (None when not metered)."""
         ...
 
 
@@ -217,6 +236,9 @@ class Request:
     sent_ms: float = 0.0
     session: BotSession | None = None
     timer: asyncio.TimerHandle | None = None
+    metered: bool = False  # TurnMeter.held was called for it (released once, when closed)
+    cpu_at: int | None = None
+    cpu_ms: float | None = None
 
 
 @dataclass
@@ -253,6 +275,7 @@ class Hub:
         self._purge_script = client.register_script(_PURGE_STALE)
         self.lag = LoopLag()  # the loop's own delay, never charged to a bot (lag.py)
         self.flooded: dict[str, float] = {}  # bot -> monotonic time its cooldown ends
+        self.meter: TurnMeter | None = None  # set where hosted bots run (referee.hosting)
 
     def all_sessions(self) -> list[BotSession]:
         return [s for group in self.sessions.values() for s in group]
@@ -360,7 +383,9 @@ class Hub:
         fallback: str = "",
     ) -> None:
         if request.link is not None:
-            request.link.reply(request.key, kind, action, request.sent_ms, received, fallback)
+            request.link.reply(
+                request.key, kind, action, request.sent_ms, received, fallback, request.cpu_ms
+            )
 
     def forget_link(self, link: ReplySink) -> None:
         """A host went away: drop its waiting turns; held ones stay until answered or timed
@@ -720,6 +745,10 @@ class BotSession:
         if request.timer is not None:
             request.timer.cancel()
             request.timer = None
+        meter = self.hub.meter
+        if request.metered and meter is not None:
+            request.metered = False
+            request.cpu_ms = meter.released(self.bot, request.cpu_at)
         return request
 
     def _time_out(self, request: Request) -> None:
@@ -813,6 +842,10 @@ class BotSession:
         """Stamp a turn's send time just before its write (a re-sent turn keeps its first
         send's stamp: the clock runs on) and arm its ``TIMEOUT`` reply,
         ``TIMEOUT_SLACK_MS`` after the limit counted from that stamp."""
+        meter = self.hub.meter
+        if meter is not None:  # before the stamp: thawing a frozen sandbox is not think time
+            request.metered = True
+            request.cpu_at = meter.held(self.bot)
         stamp = now_ms()
         request.sent_ms = request.first_sent_ms or stamp
         left_s = (request.sent_ms + request.limit_ms + TIMEOUT_SLACK_MS - stamp) / 1000.0
@@ -1048,6 +1081,7 @@ class HostLink:
         sent_ms: float = 0.0,
         received: float = 0.0,
         fallback: str = "",
+        cpu_ms: float | None = None,
     ) -> None:
         if self.closed:
             return
@@ -1061,6 +1095,7 @@ class HostLink:
                 sent_ms=sent_ms,
                 received_ms=received,
                 fallback=fallback,
+                cpu_ms=cpu_ms,
             )
         )
         self._idle.clear()

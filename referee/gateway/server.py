@@ -79,6 +79,8 @@ from referee.gateway.relay import (
     HubConfig,
     MatchRelayServicer,
 )
+from referee.hosting.cgroups import CgroupUnavailable, open_hierarchy
+from referee.hosting.meter import CgroupMeter
 from referee.limits import Limits
 from referee.seasons import driver
 from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S, MatchHost
@@ -167,6 +169,10 @@ class RefereeConfig:
     match_grace_s: float = DEFAULT_GRACE_S  # on stop, co-hosted matches get this to finish
     link_tls_ca: str | None = None  # CA of other referees' TLS internal ports (co-hosted)
     limits: Limits = field(default_factory=Limits)  # per client and in total (--limit)
+    hosted_socket: str = ""  # a Unix socket for hosted bots' sandboxes ("" = none)
+    hosted_freeze: bool = True  # freeze hosted bots between their turns (referee.hosting)
+    hosted_cgroup_parent: str = "arena"  # where the bot supervisor makes their groups
+    hosting_dir: str = ""  # data dir keeping hosted bots' code ("" = no submissions here)
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -264,6 +270,7 @@ class RefereeServer:
         self.league: LeagueCore | None = None
         self.server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.meter: CgroupMeter | None = None  # hosted bots' freezer and CPU meter
         self._sweeper: asyncio.Future[None] | None = None
         self._notices: asyncio.Future[None] | None = None
         self.token_watch = TokenWatch(self.redis)
@@ -321,6 +328,7 @@ class RefereeServer:
             self.config.admin_token,
             self.pop_redis,
             self.config.limits,
+            Path(self.config.hosting_dir) if self.config.hosting_dir else None,
         )
         league_pb2_grpc.add_LeagueServicer_to_server(cast(Any, self.league), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -338,6 +346,8 @@ class RefereeServer:
         if self.port == 0:
             await server.stop(None)
             raise OSError(f"could not listen on {address}")
+        if self.config.hosted_socket:
+            self._listen_hosted(server)
         await server.start()
         self.server = server
         for name in ("", *SERVICE_NAMES):
@@ -434,6 +444,29 @@ class RefereeServer:
             f"{self.config.resolved_link_host()}:{port}"
         )
 
+    def _listen_hosted(self, server: grpc.aio.Server) -> None:
+        """The Unix socket bound into hosted bots' sandboxes (gRPC's ``unix:`` target; the
+        bots authenticate with their tokens as on the TCP port), and the meter that
+        freezes them between turns and reads their CPU time (referee.hosting.meter)."""
+        path = Path(self.config.hosted_socket)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        if server.add_insecure_port(f"unix:{path}") == 0:
+            raise OSError(f"could not listen on the hosted bots' socket {path}")
+        # Each hosted bot runs as a user id of its own: any of them may connect (and then
+        # authenticate with its token, as on the TCP port).
+        path.chmod(0o666)
+        try:
+            hierarchy = open_hierarchy(self.config.hosted_cgroup_parent)
+        except CgroupUnavailable as exc:
+            log.warning("hosted bots are not frozen or metered here: %s", exc)
+            return
+        self.meter = CgroupMeter(hierarchy, freeze=self.config.hosted_freeze)
+        self.hub.meter = self.meter
+        if self.config.hosted_freeze:
+            self._tasks.append(asyncio.ensure_future(self.meter.breathe_forever(self.stop_event)))
+
     def _add_port(self, server: grpc.aio.Server, address: str) -> int:
         if not (self.config.tls_cert or self.config.tls_key):
             port: int = server.add_insecure_port(address)
@@ -475,6 +508,7 @@ class RefereeServer:
                     admin_token=self.config.admin_token,
                     casual_play=self.config.casual_play,
                     limits=self.config.limits,
+                    hosting_dir=self.config.hosting_dir,
                 ),
             )
             waiting: set[asyncio.Future[Any]] = {ready, task}
@@ -557,6 +591,8 @@ class RefereeServer:
         if await stop_tasks(self._tasks, STOP_TASK_S, log, cancel=False):
             await stop_tasks(self._tasks, STOP_TASK_S, log)
         took("tasks")
+        if self.meter is not None:
+            self.meter.thaw_all()
         await self._close_clients()
         took("clients")
         log.info(

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from referee.errors import ConfigError
 from referee.games.base import derive_seed as derive_seed
-from workers.spec import FallbackMode, TimeControl
+from workers.spec import CLOCK_KINDS, FallbackMode, TimeControl
 
 FORMAT_AUTO = "auto"
 FORMAT_FREE_FOR_ALL = "free_for_all"
@@ -125,11 +125,17 @@ def time_control_from_dict(
     refused, with every problem at once). ``bounded=False`` reads a stored season: only
     the minimums hold (a season stored before the maximums existed still lists)."""
     problems = []
-    unknown = sorted(set(data) - set(TIME_CONTROL_MIN))
+    unknown = sorted(set(data) - set(TIME_CONTROL_MIN) - {"clock"})
     if unknown:
         problems.append(
             f"unknown time_control field(s) {', '.join(unknown)}: the fields are "
-            f"{', '.join(TIME_CONTROL_MIN)}"
+            f"{', '.join(TIME_CONTROL_MIN)}, clock"
+        )
+    clock = data.get("clock", "wall")
+    if clock not in CLOCK_KINDS:
+        problems.append(
+            f'{_w(words, "time_control.clock")} = {clock!r}: use "wall" (the referee\'s '
+            'stamps) or "cpu" (a hosted bot\'s CPU time, the wall as a backstop)'
         )
     default = TimeControl().to_dict()
     values: dict[str, int] = {}
@@ -147,7 +153,7 @@ def time_control_from_dict(
             values[key] = value
     if problems:
         raise problems_error(problems)
-    return TimeControl(**values)
+    return TimeControl(**values, clock="cpu" if clock == "cpu" else "wall")
 
 
 def seed_sha256(seed: int) -> str:

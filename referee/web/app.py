@@ -63,6 +63,7 @@ from referee.limits import Limits, RateLimiter, RenderCache
 from referee.metrics import make_registry
 from referee.web import league
 from referee.web.admin import AdminRoutes
+from referee.web.hosting import HostingRoutes
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
@@ -170,6 +171,8 @@ class WebConfig:
     """The League API's admin token, which the admin pages ask for (None: no admin pages)."""
     limits: Limits = field(default_factory=Limits)
     """Rates and caps per client and in total (``arena referee --limit``)."""
+    hosting_dir: str = ""
+    """The data dir that keeps hosted bots' code ("": no upload form, ``referee.web.hosting``)."""
 
 
 @web.middleware
@@ -303,6 +306,7 @@ class ArenaWeb:
         self.pages = Pages(self)
         self.play = PlayRoutes(self)
         self.admin = AdminRoutes(self)
+        self.hosting = HostingRoutes(self)
         self.app = web.Application(middlewares=[_errors, _limits], client_max_size=MAX_BODY_BYTES)
         self.app[WEB_KEY] = self
         self._routes()
@@ -334,6 +338,7 @@ class ArenaWeb:
         r.add_static("/static/", STATIC_DIR, append_version=False)
         self.play.add_routes(r)
         self.admin.add_routes(r)
+        self.hosting.add_routes(r)
 
     async def close(self) -> None:
         await self.live.close()
@@ -469,6 +474,7 @@ async def serve_http(
     readiness: Readiness | None = None,
     admin_token: str | None = None,
     limits: Limits | None = None,
+    hosting_dir: str = "",
 ) -> None:
     """Serve the referee's HTTP routes until ``stop_event`` is set.
 
@@ -477,7 +483,8 @@ async def serve_http(
     ``human_move_s`` per decision and a ``human_bank_s`` reserve (0 turns ``/play`` off);
     ``casual_play`` False refuses casual matches on ``/play`` (joins stay); ``person_idle_s``
     how long an unused person identity lives; ``readiness`` the referee's checks for
-    ``/readyz``; ``limits`` its rates and caps; ``admin_token`` opens the admin pages.
+    ``/readyz``; ``limits`` its rates and caps; ``admin_token`` opens the admin pages;
+    ``hosting_dir`` (the data dir) turns on the hosted bots' upload form.
     """
     config = WebConfig(
         redis_url,
@@ -489,6 +496,7 @@ async def serve_http(
         readiness=readiness,
         admin_token=admin_token,
         limits=limits or Limits(),
+        hosting_dir=hosting_dir,
     )
     server = await HttpServer.start(config, host, port)
     log.info("HTTP on http://%s:%d/ (metrics at /metrics)", host, server.port)

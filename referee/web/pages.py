@@ -16,6 +16,7 @@ from aiohttp import web
 from referee import keys
 from referee.seasons import embargo
 from referee.web import charts, league
+from referee.web.hosting import LANGUAGE_CHOICES
 from referee.web.records import RecordError, read_record
 from referee.web.replay import replay_data, replay_text
 from referee.web.responses import error, json_response
@@ -202,12 +203,17 @@ class Pages:
         if missing:
             fetched = await self.conn.mget([keys.match_record(m) for m in missing])
             raws = dict(zip(missing, fetched, strict=True))
+        versions, active = await self.web.hosting.versions(name)
         context = {
             "name": name,
             "registered": registered,
             "seasons": seasons,
             "standing": standing,
             "matches": matches,
+            "hosting": self.web.hosting.enabled and registered,
+            "versions": versions,
+            "active_version": active,
+            "languages": LANGUAGE_CHOICES,
         }
         # The same inputs and no new record within BOT_PAGE_TTL_S: the same page (a seal
         # lifted meanwhile shows at most that much later).

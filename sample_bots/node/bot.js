@@ -38,7 +38,8 @@ function usage(message) {
       '                   [--exit-after-season SEASON]\n' +
       '                   [--keepalive-ms MS] [--keepalive-timeout-ms MS]\n' +
       '  --server, --token default to $ARENA_SERVER and $ARENA_TOKEN; the keepalive ones\n' +
-      '  to $ARENA_KEEPALIVE_MS and $ARENA_KEEPALIVE_TIMEOUT_MS, else 5000 and 5000\n',
+      '  to $ARENA_KEEPALIVE_MS and $ARENA_KEEPALIVE_TIMEOUT_MS, else 5000 and 5000;\n' +
+      '  --proto-dir to $ARENA_PROTO_DIR, else the repository\'s proto/ folder\n',
   );
   process.exit(2);
 }
@@ -49,7 +50,7 @@ function parseArgs(argv) {
     token: process.env.ARENA_TOKEN || '',
     games: [],
     concurrency: 4,
-    protoDir: path.resolve(__dirname, '..', '..', 'proto'),
+    protoDir: path.resolve(process.env.ARENA_PROTO_DIR || path.join(__dirname, '..', '..', 'proto')),
     maxRetries: Infinity,
     exitAfterSeason: '',
     // docs/PROTOCOL.md section 7: ping every 5 s, drop the connection after 5 s without

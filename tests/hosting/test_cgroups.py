@@ -1,0 +1,135 @@
+"""The bot control groups on the host's real cgroups (v1 on these machines; v2 where the
+host has it). Skipped, with the reason, where no writable hierarchy exists."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from referee.hosting.cgroups import (
+    BotGroup,
+    CgroupUnavailable,
+    GroupLimits,
+    Hierarchy,
+    cpu_ns_of,
+    open_hierarchy,
+)
+
+BURN = "import time\nwhile True: pass\n"
+
+
+@pytest.fixture(scope="module")
+def hierarchy() -> Iterator[Hierarchy]:
+    try:
+        h = open_hierarchy(parent=f"arena-test-{os.getpid()}")
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    yield h
+    h.cleanup()
+
+
+def start_in(group: BotGroup, code: str) -> subprocess.Popen[bytes]:
+    """A Python child moved into ``group`` before it runs ``code`` (it waits on stdin)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.readline()\n" + code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    group.add(proc.pid)
+    assert proc.stdin is not None
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    return proc
+
+
+def test_a_frozen_group_uses_no_cpu_and_thaws(hierarchy: Hierarchy) -> None:
+    group = hierarchy.group("burner", GroupLimits(cpus=1.0))
+    proc = start_in(group, BURN)
+    try:
+        time.sleep(0.3)
+        assert group.cpu_ns() > 50_000_000  # it burned while thawed
+        group.freeze()
+        assert group.frozen()
+        frozen_at = group.cpu_ns()
+        time.sleep(0.3)
+        assert group.cpu_ns() - frozen_at < 5_000_000
+        group.thaw()
+        time.sleep(0.2)
+        assert group.cpu_ns() - frozen_at > 30_000_000
+        assert cpu_ns_of(hierarchy.path_of("burner")) == pytest.approx(group.cpu_ns(), rel=0.5)
+    finally:
+        group.remove()
+        proc.wait(5)
+    assert proc.returncode == -9
+    assert not hierarchy.path_of("burner").exists()
+
+
+def test_memory_past_the_limit_is_an_oom_kill_counted(hierarchy: Hierarchy) -> None:
+    group = hierarchy.group("hog", GroupLimits(memory_mb=64))
+    proc = start_in(group, "b = []\nwhile True: b.append(bytearray(8 << 20))\n")
+    try:
+        proc.wait(20)
+        assert proc.returncode == -9
+        assert group.events().oom_kills >= 1
+    finally:
+        group.remove()
+
+
+def test_forks_past_pids_max_are_refused_and_counted(hierarchy: Hierarchy) -> None:
+    group = hierarchy.group("forker", GroupLimits(pids=8))
+    code = (
+        "import os, sys, time\nn = 0\n"
+        "try:\n"
+        "    for _ in range(50):\n"
+        "        if os.fork() == 0: time.sleep(30); os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError: pass\n"
+        "sys.stderr.write(str(n)); sys.stderr.flush(); time.sleep(30)\n"
+    )
+    proc = start_in(group, code)
+    try:
+        deadline = time.monotonic() + 10
+        while group.events().pids_refused == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group.events().pids_refused >= 1
+        assert len(group.pids()) <= 8
+    finally:
+        group.remove()
+        proc.wait(5)
+    assert proc.stderr is not None and int(proc.stderr.read() or b"99") < 8
+
+
+def test_the_cpu_quota_holds_a_burner_to_its_share(hierarchy: Hierarchy) -> None:
+    group = hierarchy.group("quota", GroupLimits(cpus=0.2))
+    proc = start_in(group, BURN)
+    try:
+        start = group.cpu_ns()
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        used = (group.cpu_ns() - start) / 1e9
+        wall = time.monotonic() - t0
+        assert used < 0.2 * wall * 1.5  # 20 % of a core, with room for the period edges
+        assert group.events().cpu_throttled > 0
+    finally:
+        group.remove()
+        proc.wait(5)
+
+
+def test_a_bad_group_name_is_refused_with_what_would_work(hierarchy: Hierarchy) -> None:
+    with pytest.raises(ValueError, match="use letters, digits"):
+        hierarchy.group("../escape", GroupLimits())
+
+
+def test_cleanup_kills_and_removes_groups_left_behind(hierarchy: Hierarchy) -> None:
+    group = hierarchy.group("orphan", GroupLimits())
+    proc = start_in(group, "import time\ntime.sleep(60)\n")
+    assert hierarchy.cleanup() >= 1
+    proc.wait(5)
+    assert proc.returncode == -9
+    assert not hierarchy.path_of("orphan").exists()

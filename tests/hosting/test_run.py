@@ -1,0 +1,338 @@
+"""Hosted bots run by the bot supervisor on the real sandbox, in seasons of the real
+platform (``arena referee --hosted-socket`` + ``arena worker``, embedded Redis).
+
+One platform and one supervisor for the module; each test submits its bots, builds them in
+the sandbox and plays a small season. Skipped, with the reason, where no sandbox or no
+writable cgroup hierarchy can be had.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from referee import bots
+from referee.embedded_redis import EmbeddedRedis
+from referee.hosting.cgroups import CgroupUnavailable, Hierarchy, open_hierarchy
+from referee.hosting.meter import group_name
+from referee.hosting.supervisor import RunLimits, Supervisor, read_events
+from referee.hosting.versions import VersionStore
+from referee.seasons import store
+from referee.seasons.model import SeasonOptions, SeasonSpec
+from tests.platform_fixtures import running_platform
+from workers.spec import TimeControl
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Hosting:
+    conn: redis.Redis
+    store: VersionStore
+    supervisor: Supervisor
+    hierarchy: Hierarchy
+    run_dir: Path
+    data_dir: Path
+    referee_port: int
+    referee_pid: int
+
+
+@pytest.fixture(scope="module")
+def hosting(sandbox: None, embedded_redis: EmbeddedRedis) -> Iterator[Hosting]:
+    parent = f"arena-run-test-{os.getpid()}"
+    try:
+        hierarchy = open_hierarchy(parent)
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    root = Path(tempfile.mkdtemp(prefix="arena-hosted-"))
+    socket = root / "sock" / "referee.sock"
+    args = ("--hosted-socket", str(socket), "--hosted-cgroup-parent", parent)
+    with contextlib.ExitStack() as stack:
+        platform = stack.enter_context(running_platform(embedded_redis.url, referee_args=args))
+        conn = platform.conn
+        data_dir = root / "data"
+        versions = VersionStore(conn, data_dir)
+        supervisor = Supervisor(
+            conn,
+            versions,
+            socket,
+            root / "run",
+            limits=RunLimits(memory_mb=256, pids=32, disk_mb=16),
+            hierarchy=hierarchy,
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
+        thread.start()
+        stack.callback(hierarchy.cleanup)
+        stack.callback(thread.join, 20)
+        stack.callback(stop.set)
+        yield Hosting(
+            conn,
+            versions,
+            supervisor,
+            hierarchy,
+            root / "run",
+            data_dir,
+            int(platform.server.rsplit(":", 1)[1]),
+            platform.referee.pid,
+        )
+
+
+def submit(hosting: Hosting, name: str, folder: Path) -> None:
+    bots.register(hosting.conn, name)
+    info = hosting.store.submit_and_build(name, folder)
+    assert info.build == "ok", hosting.store.build_log(name, info.version)
+
+
+def python_bot(tmp: Path, name: str, prelude: str, choose: str = "") -> Path:
+    """A hosted SDK bot whose module runs ``prelude`` first and whose ``choose`` runs
+    ``choose`` before it plays the first legal action."""
+    folder = tmp / name
+    folder.mkdir()
+    body = textwrap.indent(textwrap.dedent(choose), "        ") if choose else ""
+    (folder / "bot.py").write_text(
+        "import json, os, sys, threading, time\n"
+        "from arena_sdk.sdk import Bot, Turn, main\n"
+        "def report(probe, ok, error=''):\n"
+        "    print(json.dumps({'probe': probe, 'ok': ok, 'error': error}), file=sys.stderr,"
+        " flush=True)\n"
+        + textwrap.dedent(prelude)
+        + "\nclass B(Bot):\n    def choose(self, turn: Turn) -> str:\n"
+        + body
+        + "\n        return turn.legal_actions[0]\n"
+        "main(B())\n"
+    )
+    return folder
+
+
+def play_season(
+    hosting: Hosting,
+    name: str,
+    names: list[str],
+    tc: TimeControl | None = None,
+    *,
+    deals: int = 1,
+    on_ready: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Create a season of ``names`` (the supervisor starts its hosted bots), start it once
+    each has a stream (``on_ready`` first), wait for its end; return its seat stats (every
+    seat of every committed match)."""
+    spec = SeasonSpec(
+        name=name,
+        game="sevens",
+        preset="fan-tan",
+        bots=tuple(names),
+        table_size=len(names) if len(names) <= 4 else 3,
+        deals_per_match=deals,
+        time_control=tc or TimeControl(move_ms=2000, bank_ms=2000),
+        options=SeasonOptions(duplicate=False, rounds=1),
+    )
+    store.create_season(hosting.conn, spec)
+    deadline = time.monotonic() + 90
+    while store.bots_without_stream(hosting.conn, names):
+        assert time.monotonic() < deadline, store.bots_without_stream(hosting.conn, names)
+        time.sleep(0.2)
+    if on_ready is not None:
+        on_ready()
+    store.start_season(hosting.conn, name)
+    deadline = time.monotonic() + 180
+    while store.get_season(hosting.conn, name)["state"] != store.FINISHED:
+        assert time.monotonic() < deadline, store.match_states(hosting.conn, name)
+        time.sleep(0.2)
+    results = store.committed_results(hosting.conn, name)
+    assert results
+    return [dict(s) for r in results for s in r["stats"]]
+
+
+def probes(hosting: Hosting, bot: str) -> dict[str, dict[str, object]]:
+    text = (hosting.run_dir / bot / "bot.log").read_text(errors="replace")
+    found = {}
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            data = json.loads(line)
+            if isinstance(data, dict) and "probe" in data:
+                found[str(data["probe"])] = data
+    return found
+
+
+def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
+    hosting: Hosting, tmp_path: Path
+) -> None:
+    secret = hosting.data_dir / "cluster.secret"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("platform-secret")
+    other = hosting.data_dir / "hosted" / "hpy"
+    hostile = python_bot(
+        tmp_path,
+        "hostile",
+        f"""
+        import socket, signal
+        def attempt(probe, fn):
+            try:
+                fn()
+                report(probe, True)
+            except Exception as exc:
+                report(probe, False, repr(exc))
+        attempt("tcp_out", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+        attempt("tcp_referee", lambda: socket.create_connection(
+            ("127.0.0.1", {hosting.referee_port}), timeout=2))
+        attempt("dns", lambda: socket.getaddrinfo("example.com", 80))
+        attempt("other_bot", lambda: os.listdir({str(other)!r}))
+        attempt("data_dir", lambda: open({str(secret)!r}).read())
+        attempt("repo", lambda: os.listdir({str(REPO)!r}))
+        def env_secret():
+            if not any("SECRET" in k or k == "ARENA_ADMIN_TOKEN" for k in os.environ):
+                raise LookupError("no platform secret in the environment")
+        attempt("env_secret", env_secret)
+        attempt("write_code", lambda: open("/bot/evil", "w"))
+        attempt("write_usr", lambda: open("/usr/evil", "w"))
+        def kill_others():
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+            for pid in [1, {hosting.referee_pid}, *pids]:
+                if pid != os.getpid():
+                    os.kill(pid, signal.SIGKILL)
+        attempt("signal", kill_others)
+        # and burn CPU all the time: frozen between its turns
+        threading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()
+        """,
+    )
+    submit(hosting, "hpy", REPO / "examples" / "hosted" / "python")
+    submit(hosting, "hsh", REPO / "examples" / "hosted" / "shell")
+    submit(hosting, "hostile", hostile)
+    group = hosting.hierarchy.handle(group_name("hostile"))
+    at: list[float] = []
+
+    def measure() -> None:
+        at[:] = [time.monotonic(), group.cpu_ns() / 1e9]
+
+    stats = play_season(hosting, "escape", ["hpy", "hsh", "hostile"], deals=2, on_ready=measure)
+    wall_s = time.monotonic() - at[0]
+    burned_s = group.cpu_ns() / 1e9 - at[1]
+
+    seen = probes(hosting, "hostile")
+    expected = {
+        "tcp_out", "tcp_referee", "dns", "other_bot", "data_dir", "repo", "env_secret",
+        "write_code", "write_usr", "signal",
+    }  # fmt: skip
+    assert expected <= set(seen), seen
+    assert not [p for p in seen.values() if p["ok"]], seen
+    assert all(s["timeouts"] == 0 and not s["autopilot"] for s in stats), stats
+    # A burner thawed all the time would use a whole core (its quota) of the season's wall
+    # time; frozen between turns it uses its turns' share only.
+    assert burned_s < 0.6 * wall_s, (burned_s, wall_s)
+    assert {e["event"] for e in read_events(hosting.conn, "hpy")} == {"started"}
+
+
+def test_fork_bomb_memory_hog_and_disk_filler_are_contained_and_reported(
+    hosting: Hosting, tmp_path: Path
+) -> None:
+    bomb = python_bot(
+        tmp_path,
+        "bomb",
+        """
+        def bomb():
+            n = 0
+            try:
+                while n < 1000:
+                    if os.fork() == 0:
+                        time.sleep(1)
+                        os._exit(0)
+                    n += 1
+            except OSError as exc:
+                report("fork", False, repr(exc))
+            for _ in range(n):
+                os.wait()
+        bomb()
+        """,
+    )
+    hog = python_bot(
+        tmp_path,
+        "hog",
+        """
+        if os.fork() == 0:
+            hoard = []
+            while True:
+                hoard.append(bytearray(16 << 20))
+        """,
+    )
+    filler = python_bot(
+        tmp_path,
+        "filler",
+        """
+        try:
+            with open("/tmp/fill", "wb") as f:
+                while True:
+                    f.write(b"x" * (1 << 20))
+                    f.flush()
+        except OSError as exc:
+            report("disk", False, repr(exc))
+        """,
+    )
+    for name, folder in (("bomb", bomb), ("hog", hog), ("filler", filler)):
+        submit(hosting, name, folder)
+    submit(hosting, "calm", REPO / "examples" / "hosted" / "python")
+    stats = play_season(hosting, "limits", ["calm", "bomb", "hog", "filler"])
+    calm = [s for s in stats if s["bot"] == "calm"]
+    assert calm and all(s["timeouts"] == 0 for s in calm), stats
+
+    def events(bot: str) -> set[str]:
+        return {str(e["event"]) for e in read_events(hosting.conn, bot)}
+
+    assert "pids_limit" in events("bomb"), read_events(hosting.conn, "bomb")
+    assert "oom_kill" in events("hog"), read_events(hosting.conn, "hog")
+    disk = probes(hosting, "filler").get("disk")
+    # refused: a process that ignores SIGXFSZ (Python does) gets EFBIG, the tmpfs ENOSPC;
+    # one killed by SIGXFSZ is a disk_limit event
+    refused = disk is not None and any(
+        why in str(disk["error"]) for why in ("File too large", "No space")
+    )
+    assert refused or "disk_limit" in events("filler"), (disk, read_events(hosting.conn, "filler"))
+    assert events("calm") == {"started"}
+
+
+def test_on_the_cpu_clock_a_50ms_bot_is_never_timed_out_while_every_core_burns(
+    hosting: Hosting, tmp_path: Path
+) -> None:
+    thinker = python_bot(
+        tmp_path,
+        "cpu50",
+        "",
+        """
+        t = time.process_time()
+        while time.process_time() - t < 0.05:
+            pass
+        """,
+    )
+    submit(hosting, "cpu50", thinker)
+    submit(hosting, "idle", REPO / "examples" / "hosted" / "python")
+    submit(hosting, "idle2", REPO / "examples" / "hosted" / "shell")
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 1)
+    ]
+    try:
+        tc = TimeControl(move_ms=80, bank_ms=0, grace_ms=20, clock="cpu")
+        stats = play_season(hosting, "cpuclock", ["cpu50", "idle", "idle2"], tc, deals=2)
+    finally:
+        for proc in burners:
+            proc.kill()
+            proc.wait()
+    mine = [s for s in stats if s["bot"] == "cpu50"]
+    assert mine and sum(int(s["decisions"]) for s in mine) > 5, stats
+    assert all(s["timeouts"] == 0 for s in mine), stats
