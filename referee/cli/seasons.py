@@ -594,7 +594,8 @@ def _verify(args: argparse.Namespace) -> int:
         print(
             f"season {args.season}: seed commitment {'ok' if report.seed_ok else 'FAILED'}, "
             f"schedule {'ok' if report.schedule_ok else 'FAILED'}, "
-            f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt"
+            f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt, "
+            f"standings {'equal a recount' if report.standings_ok else 'FAILED'}"
         )
         for problem in report.problems:
             print(f"  problem: {terminal_safe(problem)}")

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 ELO_SCALE = 400.0 / math.log(10.0)
@@ -188,8 +188,36 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+PairCounts = tuple[tuple[str, str, float, float], ...]
+"""One cluster's pairwise outcomes aggregated by pair: ``(a, b, games, a's score)`` with
+``a < b``, sorted. Sums of whole and half games, so exact whatever order they were added."""
+
+
+def pair_counts(placings: Sequence[Placing]) -> PairCounts:
+    """The pairwise outcomes of ``placings`` (one cluster's deals) aggregated by pair."""
+    agg: dict[tuple[str, str], list[float]] = {}
+    for placing in placings:
+        for a, b, s in _pair_outcomes(placing.order):
+            if a > b:
+                a, b, s = b, a, 1.0 - s
+            cell = agg.setdefault((a, b), [0.0, 0.0])
+            cell[0] += 1.0
+            cell[1] += s
+    return tuple((a, b, n, w) for (a, b), (n, w) in sorted(agg.items()))
+
+
 def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
-    """Maximum-likelihood Elo of ``bots`` from ``placings``, with 95% intervals."""
+    """Maximum-likelihood Elo of ``bots`` from ``placings``, with 95% intervals (the
+    clusters in the order they first appear)."""
+    by_cluster: dict[str, list[Placing]] = {}
+    for placing in placings:
+        by_cluster.setdefault(placing.cluster, []).append(placing)
+    return bradley_terry_counts(bots, [pair_counts(ps) for ps in by_cluster.values()])
+
+
+def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) -> EloFit:
+    """:func:`bradley_terry` from each cluster's :func:`pair_counts` (what the standings'
+    tallies store per match, so a refit never re-reads the results)."""
     names = list(bots)
     n = len(names)
     index = {b: i for i, b in enumerate(names)}
@@ -198,20 +226,25 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     # games[i][j]: pairwise games between i and j; wins[i][j]: i's score against j.
     games = [[0.0] * n for _ in range(n)]
     wins = [[0.0] * n for _ in range(n)]
-    clusters: dict[str, list[tuple[int, int, float]]] = {}
-    played: list[set[str]] = [set() for _ in range(n)]  # the matches of each bot
-    for placing in placings:
-        for a, b, s in _pair_outcomes(placing.order):
-            if a not in index or b not in index:
+    compact: list[list[tuple[int, int, float, float]]] = []
+    played = [0] * n  # the matches of each bot
+    for counts in clusters:
+        cells: list[tuple[int, int, float, float]] = []
+        touched: set[int] = set()
+        for a, b, g, w in counts:
+            i, j = index.get(a), index.get(b)
+            if i is None or j is None:
                 continue
-            i, j = index[a], index[b]
-            games[i][j] += 1
-            games[j][i] += 1
-            wins[i][j] += s
-            wins[j][i] += 1.0 - s
-            clusters.setdefault(placing.cluster, []).append((i, j, s))
-            played[i].add(placing.cluster)
-            played[j].add(placing.cluster)
+            games[i][j] += g
+            games[j][i] += g
+            wins[i][j] += w
+            wins[j][i] += g - w
+            cells.append((i, j, g, w))
+            touched.update((i, j))
+        if cells:
+            compact.append(cells)
+            for i in touched:
+                played[i] += 1
     prior = 1.0 / PRIOR_SD**2
     theta = [0.0] * n
     hessian: list[list[float]] = []
@@ -240,17 +273,22 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     cov_model = _inverse([[-v for v in row] for row in hessian])
     # Sandwich (robust) covariance clustered by match: H^-1 J H^-1.
     meat = [[0.0] * n for _ in range(n)]
-    for outcomes in clusters.values():
-        score = [0.0] * n
-        for i, j, s in outcomes:
-            g = s - _sigmoid(theta[i] - theta[j])
-            score[i] += g
-            score[j] -= g
-        for i in range(n):
-            if score[i]:
-                for j in range(n):
-                    meat[i][j] += score[i] * score[j]
-    groups = len(clusters)
+    prob: dict[tuple[int, int], float] = {}
+    for cells in compact:
+        score: dict[int, float] = {}
+        for i, j, g, w in cells:
+            cached = prob.get((i, j))
+            if cached is None:
+                cached = prob[(i, j)] = _sigmoid(theta[i] - theta[j])
+            d = w - g * cached
+            score[i] = score.get(i, 0.0) + d
+            score[j] = score.get(j, 0.0) - d
+        nonzero = [(i, v) for i, v in score.items() if v]
+        for i, si in nonzero:
+            row = meat[i]
+            for j, sj in nonzero:
+                row[j] += si * sj
+    groups = len(compact)
     if groups > 1:  # small-sample correction of the cluster-robust estimate
         meat = [[v * groups / (groups - 1) for v in row] for row in meat]
         quantile = student_t_quantile(0.975, groups - 1)
@@ -269,7 +307,7 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
         var_model, var_robust = _quad(cov_model, contrast), _quad(cov_robust, contrast)
         q = quantile
         if groups > 1 and var_robust > var_model:
-            q = student_t_quantile(0.975, max(1, len(played[i]) - 1))
+            q = student_t_quantile(0.975, max(1, played[i] - 1))
         var = max(var_model, var_robust)
         half = q * math.sqrt(max(var, 0.0)) * ELO_SCALE
         value = ELO_MEAN + (theta[i] - mean) * ELO_SCALE
@@ -288,11 +326,15 @@ def _quad(matrix: list[list[float]], v: list[float]) -> float:
 
 
 def live_elo(
-    bots: Sequence[str], placings: Sequence[Placing], k: float = LIVE_K
+    bots: Sequence[str],
+    placings: Sequence[Placing],
+    k: float = LIVE_K,
+    start: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Classic incremental Elo over the placings in the order given (multiplayer deals as
-    pairwise games, each pair's update scaled by ``1 / (players - 1)``)."""
-    rating = {b: ELO_MEAN for b in bots}
+    pairwise games, each pair's update scaled by ``1 / (players - 1)``), from ``start``
+    (default: every bot at the mean)."""
+    rating = {b: float((start or {}).get(b, ELO_MEAN)) for b in bots}
     for placing in placings:
         outcomes = [
             (a, b, s) for a, b, s in _pair_outcomes(placing.order) if a in rating and b in rating
@@ -317,12 +359,23 @@ class SkillRating:
     ordinal: float
 
 
-def openskill_ratings(bots: Sequence[str], placings: Sequence[Placing]) -> dict[str, SkillRating]:
-    """OpenSkill Plackett-Luce ratings, each deal rated as one free-for-all game."""
+def openskill_ratings(
+    bots: Sequence[str],
+    placings: Sequence[Placing],
+    start: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, SkillRating]:
+    """OpenSkill Plackett-Luce ratings, each deal rated as one free-for-all game, from
+    ``start`` (``(mu, sigma)`` per bot; default: the model's new rating)."""
     from openskill.models import PlackettLuce, PlackettLuceRating
 
     model = PlackettLuce()
-    ratings = {b: model.rating(name=b) for b in bots}
+    begun = start or {}
+    ratings = {
+        b: model.rating(mu=begun[b][0], sigma=begun[b][1], name=b)
+        if b in begun
+        else model.rating(name=b)
+        for b in bots
+    }
     for placing in placings:
         teams: list[list[PlackettLuceRating]] = []
         ranks: list[float] = []

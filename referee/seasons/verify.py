@@ -8,6 +8,8 @@
    from the seeds ``workers.spec.redeal_seed`` derives from those and n: either way seeds
    of the season seed, never the record's own), its recorded steps are replayed
    on that fresh deal, and the initial hands and the result must equal the recorded ones.
+4. The standings kept incrementally (the tallies counting folded each result into, with
+   the ratings refitted now) equal :func:`compute_standings` over every counted result.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.standings import standings_rows_equal
 from workers.spec import redeal_seed
 
 
@@ -31,13 +34,14 @@ class VerifyReport:
     season: str
     seed_ok: bool = False
     schedule_ok: bool = False
+    standings_ok: bool = False
     matches_checked: int = 0
     deals_checked: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.seed_ok and self.schedule_ok and not self.problems
+        return self.seed_ok and self.schedule_ok and self.standings_ok and not self.problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class VerifyReport:
             "ok": self.ok,
             "seed_ok": self.seed_ok,
             "schedule_ok": self.schedule_ok,
+            "standings_ok": self.standings_ok,
             "matches_checked": self.matches_checked,
             "deals_checked": self.deals_checked,
             "problems": list(self.problems),
@@ -104,7 +109,34 @@ def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
             continue
         report.matches_checked += 1
         report.deals_checked += _check_match(game.new_match, rules, m, record, result, report)
+    report.standings_ok = check_standings(conn, season_id, report.problems)
     return report
+
+
+def check_standings(conn: redis.Redis, season_id: str, problems: list[str]) -> bool:
+    """Whether the incremental standings (tallies, ratings refitted now) equal the pure
+    :func:`compute_standings` over all counted results; each difference goes to
+    ``problems``."""
+    kept = store.recompute_standings(conn, season_id)
+    full = store.full_standings(conn, season_id)
+    if standings_rows_equal(kept, full):
+        return True
+    before = len(problems)
+    rows = {r["bot"]: r for r in full.get("rows", [])}
+    for row in kept.get("rows", []):
+        want = rows.get(row["bot"], {})
+        diff = {k: (v, want.get(k)) for k, v in row.items() if want.get(k) != v}
+        if diff:
+            problems.append(
+                f"standings of {row['bot']} differ from a recount of all results "
+                f"(kept, recounted): {diff}"
+            )
+    if len(problems) == before or kept.get("matches_done") != full.get("matches_done"):
+        problems.append(
+            f"the kept standings count {kept.get('matches_done')} matches, a recount of all "
+            f"results {full.get('matches_done')}"
+        )
+    return False
 
 
 def dealt_match(new_match: Any, rules: Any, m: ScheduledMatch, record: dict[str, Any]) -> Match:
