@@ -4,7 +4,7 @@ refitted from the tally log, always equal to the pure ``compute_standings``."""
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
@@ -100,7 +100,7 @@ def test_a_result_counted_twice_folds_once(redis_client: redis.Redis) -> None:
     fold = tallies.fold_of(result)
     assert store.count_done(conn, "t", result["match_id"], 9, fold)
     assert not store.count_done(conn, "t", result["match_id"], 9, fold)
-    stored = tallies.Tallies.from_hash(conn.hgetall(keys.season_tallies("t")))
+    stored = tallies.Tallies.from_hash(cast(dict[str, str], conn.hgetall(keys.season_tallies("t"))))
     assert stored.n == 1 and conn.llen(keys.season_tally_log("t")) == 1
     assert stored.bots == {
         bot: {k: float(v) for k, v in counts.items() if v} for bot, counts in fold.counts.items()
