@@ -36,8 +36,10 @@ floating-point sums are identical whatever order the results arrived in.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -120,6 +122,7 @@ def student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` > 0 degrees of freedom (bisection to
     1e-12; t(0.975, 1) = 12.706, t(0.975, 10) = 2.228, t(0.975, inf) = 1.960)."""
@@ -176,9 +179,30 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
 
 
 def _inverse(matrix: list[list[float]]) -> list[list[float]]:
+    """The inverse, column ``j`` solved as :func:`_solve` would solve ``e_j`` (the same
+    pivots and the same operations, so the same bits), with one elimination for all."""
     n = len(matrix)
-    columns = [_solve(matrix, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
-    return [[columns[j][i] for j in range(n)] for i in range(n)]
+    a = [[*row, *(1.0 if i == j else 0.0 for j in range(n))] for i, row in enumerate(matrix)]
+    width = 2 * n
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        p = a[col][col]
+        top = a[col]
+        for r in range(col + 1, n):
+            row = a[r]
+            f = row[col] / p
+            if f:
+                for c in range(col, width):
+                    row[c] -= f * top[c]
+    out = [[0.0] * n for _ in range(n)]
+    for j in range(n):
+        x = [0.0] * n
+        for r in range(n - 1, -1, -1):
+            x[r] = (a[r][n + j] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
+        for i in range(n):
+            out[i][j] = x[i]
+    return out
 
 
 def _sigmoid(x: float) -> float:
@@ -317,12 +341,16 @@ def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) ->
 
 
 def _matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
-    n, m, p = len(a), len(b), len(b[0]) if b else 0
-    return [[sum(a[i][k] * b[k][j] for k in range(m)) for j in range(p)] for i in range(n)]
+    columns = list(zip(*b, strict=True))
+    return [[sum(map(operator.mul, row, col)) for col in columns] for row in a]
 
 
 def _quad(matrix: list[list[float]], v: list[float]) -> float:
-    return sum(v[i] * matrix[i][j] * v[j] for i in range(len(v)) for j in range(len(v)))
+    return sum(
+        vi * mij * vj
+        for vi, row in zip(v, matrix, strict=True)
+        for mij, vj in zip(row, v, strict=True)
+    )
 
 
 def live_elo(
