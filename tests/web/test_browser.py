@@ -470,6 +470,7 @@ def test_a_sedma_player_sees_their_partner_who_played_each_card_and_who_took_tri
         buttons[0].click()
         last_seq = seq
     raw = wait_for(lambda: queue.get_record(conn, match_id), 30, "no record")
+    assert raw is not None
     view = read_record(raw)
     # Opponents sit in the form's order (its checkboxes: by name): the partner is seat 2.
     seats = list(view.seats)
