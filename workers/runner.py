@@ -160,6 +160,11 @@ after the INCR: an older attempt's reveal either came first or is refused, ``rev
 def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) -> Started | None:
     raw = conn.get(keys.match_spec(match_id))
     if raw is None:
+        if conn.exists(
+            keys.match_result(match_id)
+        ):  # the commit drops the spec (the record has it)
+            log.info("match %s is already committed; nothing to do", match_id)
+            return None
         raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
     spec = MatchSpec.from_json(raw)
     season = keys.season_matches(spec.season) if spec.season else keys.match_state(match_id)
@@ -312,6 +317,7 @@ def _commit_once(
                 COMMITTED_BY: token,
             },
         )
+        pipe.delete(keys.match_spec(mid))  # the record keeps it: nothing per match but pointers
         RunningMatches(pipe).remove(mid)
         pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
         season_state(pipe, spec.season, mid, MatchState.DONE)
