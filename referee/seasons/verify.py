@@ -15,18 +15,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
+from referee.errors import RecordStoreError
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
-from referee.seasons.standings import standings_rows_equal
+from referee.seasons.standings import compute_standings, standings_rows_equal
 from workers.spec import redeal_seed
+
+if TYPE_CHECKING:
+    from referee.seasons.archive import SeasonArchive
 
 
 @dataclass(slots=True)
@@ -34,7 +39,7 @@ class VerifyReport:
     season: str
     seed_ok: bool = False
     schedule_ok: bool = False
-    standings_ok: bool = False
+    standings_ok: bool = True
     matches_checked: int = 0
     deals_checked: int = 0
     problems: list[str] = field(default_factory=list)
@@ -73,42 +78,22 @@ def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
 
 
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
-    """Check the season's seed commitment, schedule and every recorded deal."""
+    """Check the season's seed commitment, schedule and every recorded deal: from its live
+    keys, or from its archive once archived (``referee.seasons.archive``)."""
+    from referee.seasons.archive import archive_of
     from workers.queue import get_record, get_result
 
     info = store.get_season(conn, season_id)
-    report = VerifyReport(season_id)
-    if not info.get("seed"):
-        report.problems.append(
-            f"season {season_id} is {info.get('state')}: its seed is revealed only when it "
-            "has finished or been cancelled; verify it then"
-        )
-        return report
-    seed = int(info["seed"])
-    report.seed_ok = seed_sha256(seed) == info.get("seed_sha256")
-    if not report.seed_ok:
-        report.problems.append(
-            f"the revealed seed {seed} does not hash to the published {info.get('seed_sha256')}"
-        )
-    spec = SeasonSpec.from_json(info["spec"])
-    owners = json.loads(info.get("owners") or "{}")
-    rebuilt = build_schedule(spec, seed, owners)
-    played = store.get_schedule(conn, season_id)
-    report.schedule_ok = [m.to_dict() for m in rebuilt] == played
-    if not report.schedule_ok:
-        report.problems.append("the schedule rebuilt from the seed differs from the one played")
-    game = get_game(spec.game)
-    rules = game.rules_from_dict(json.loads(info["rules"]))
-    for m in rebuilt:
-        result = get_result(conn, m.match_id)
-        if result is None:
-            continue
-        record = get_record(conn, m.match_id)
-        if record is None:
-            report.problems.append(f"{m.match_id}: result committed but no record")
-            continue
-        report.matches_checked += 1
-        report.deals_checked += _check_match(game.new_match, rules, m, record, result, report)
+    archived = archive_of(conn, season_id)
+    if archived is not None:
+        return verify_archive(archived)
+    report = _verify(
+        season_id,
+        info,
+        lambda: store.get_schedule(conn, season_id),
+        lambda m: get_result(conn, m),
+        lambda m: get_record(conn, m),
+    )
     report.standings_ok = check_standings(conn, season_id, report.problems)
     return report
 
@@ -137,6 +122,94 @@ def check_standings(conn: redis.Redis, season_id: str, problems: list[str]) -> b
             f"results {full.get('matches_done')}"
         )
     return False
+
+
+def verify_archive(archive: SeasonArchive) -> VerifyReport:
+    """:func:`verify_season` from a season's archive alone (its records read from the
+    record store by digest), plus: the archived standings equal those computed again from
+    the archived results."""
+    report = _verify(
+        archive.season,
+        {**archive.info, "season": archive.season},
+        lambda: archive.schedule,
+        archive.result,
+        archive.record,
+    )
+    if archive.standings is not None:
+        spec = SeasonSpec.from_json(archive.info["spec"])
+        counted = [
+            archive.matches[m]["result"]
+            for m in sorted(archive.matches)
+            if archive.matches[m].get("result") is not None and archive.matches[m].get("counted")
+        ]
+        boards = {
+            str(m["match_id"]): [
+                (label, int(d["rotation"]))
+                for label, d in zip(m["boards"], m["deals"], strict=True)
+            ]
+            for m in archive.schedule
+            if m.get("boards") and m.get("deals")
+        }
+        again = compute_standings(
+            archive.season,
+            spec.game,
+            spec.bots,
+            counted,
+            matches_total=int(archive.info.get("matches_total", 0)),
+            boards=boards,
+            rank_by=spec.options.rank_by or "elo",
+        )
+        if not standings_rows_equal(again, archive.standings):
+            report.problems.append(
+                "the archived standings differ from those computed again from the archived results"
+            )
+    return report
+
+
+def _verify(
+    season_id: str,
+    info: Mapping[str, str],
+    schedule: Callable[[], list[dict[str, Any]]],
+    get_result: Callable[[str], Any],
+    get_record: Callable[[str], dict[str, Any] | None],
+) -> VerifyReport:
+    report = VerifyReport(season_id)
+    if not info.get("seed"):
+        report.problems.append(
+            f"season {season_id} is {info.get('state')}: its seed is revealed only when it "
+            "has finished or been cancelled; verify it then"
+        )
+        return report
+    seed = int(info["seed"])
+    report.seed_ok = seed_sha256(seed) == info.get("seed_sha256")
+    if not report.seed_ok:
+        report.problems.append(
+            f"the revealed seed {seed} does not hash to the published {info.get('seed_sha256')}"
+        )
+    spec = SeasonSpec.from_json(info["spec"])
+    owners = json.loads(info.get("owners") or "{}")
+    rebuilt = build_schedule(spec, seed, owners)
+    played = schedule()
+    report.schedule_ok = [m.to_dict() for m in rebuilt] == played
+    if not report.schedule_ok:
+        report.problems.append("the schedule rebuilt from the seed differs from the one played")
+    game = get_game(spec.game)
+    rules = game.rules_from_dict(json.loads(info["rules"]))
+    for m in rebuilt:
+        result = get_result(m.match_id)
+        if result is None:
+            continue
+        try:
+            record = get_record(m.match_id)
+        except RecordStoreError as exc:
+            report.problems.append(f"{m.match_id}: its record cannot be read: {exc}")
+            continue
+        if record is None:
+            report.problems.append(f"{m.match_id}: result committed but no record")
+            continue
+        report.matches_checked += 1
+        report.deals_checked += _check_match(game.new_match, rules, m, record, result, report)
+    return report
 
 
 def dealt_match(new_match: Any, rules: Any, m: ScheduledMatch, record: dict[str, Any]) -> Match:
