@@ -13,6 +13,10 @@ Hierarchy, with the gRPC status each answers with (``status``)::
     │   └── ActingForAnotherBot (gateway)          PERMISSION_DENIED
     ├── LimitExceeded                              RESOURCE_EXHAUSTED: over a rate or a cap
     │                                              of ``referee.limits`` (retry_after_s)
+    ├── RecordStoreError                           UNAVAILABLE: the record store cannot be
+    │   │                                          reached (``workers.records``): try again
+    │   ├── RecordMissing                          DATA_LOSS: a record the commit names is gone
+    │   └── RecordCorrupt                          DATA_LOSS: a record fails its digest or replay
     ├── ConflictError                              ALREADY_EXISTS: a name already taken
     │   └── StateConflict                          FAILED_PRECONDITION: a state change that
     │                                              does not apply to the current state
@@ -77,6 +81,25 @@ class AuthError(ArenaError):
     """Authentication or authorization failed."""
 
     status = "UNAUTHENTICATED"
+
+
+class RecordStoreError(ArenaError):
+    """The record store (``workers.records``) cannot be reached or written now."""
+
+    status = "UNAVAILABLE"
+
+
+class RecordMissing(RecordStoreError):
+    """A record that a commit names is not in its store."""
+
+    status = "DATA_LOSS"
+
+
+class RecordCorrupt(RecordStoreError):
+    """A stored record whose bytes differ from the committed digest, or that does not
+    replay to its committed result."""
+
+    status = "DATA_LOSS"
 
 
 class ConflictError(ArenaError):

@@ -129,6 +129,23 @@ def season_counted(season_id: str) -> str:
     return f"{PREFIX}season:{season_id}:counted"
 
 
+def season_tallies(season_id: str) -> str:
+    """Hash: per-bot standings tallies (``<field>:<bot>``), ``n`` results folded, ``unit``;
+    folded by the counting script, once per counted result (referee/seasons/tallies.py)."""
+    return f"{PREFIX}season:{season_id}:tallies"
+
+
+def season_tally_log(season_id: str) -> str:
+    """List: one compact JSON entry per counted result, in counting order: what a refit
+    of the ratings reads instead of the results."""
+    return f"{PREFIX}season:{season_id}:tallylog"
+
+
+def season_ratings(season_id: str) -> str:
+    """String (JSON): the last refit of the season's ratings (referee/seasons/tallies.py)."""
+    return f"{PREFIX}season:{season_id}:ratings"
+
+
 def season_cancelled(season_id: str) -> str:
     """Set: match ids the season's cancel stopped; a result of theirs is never counted."""
     return f"{PREFIX}season:{season_id}:cancelled"

@@ -52,8 +52,9 @@ from rq.utils import now as rq_now
 from rq.worker import WorkerStatus
 
 from referee import keys, metrics_store
+from referee.errors import RecordStoreError
 from referee.messages import now_ms
-from workers import metrics, queue
+from workers import metrics, queue, records
 from workers.link import Router
 from workers.queue import RunningMatches
 from workers.runner import (
@@ -145,8 +146,12 @@ class MatchHost:
         grace_s: float = DEFAULT_GRACE_S,
         root_certificates: bytes | None = None,
         hub: Hub | None = None,
+        record_store: records.RecordStore | None = None,
     ) -> None:
+        """``record_store``: where records are written (default ``records.default_store()``:
+        ``$ARENA_RECORDS``, else the data dir's)."""
         self.name = name
+        self.records = record_store if record_store is not None else records.default_store()
         self.embedded = hub is not None  # runs inside that referee's process
         self.max_matches = max_matches
         self.casual_matches = casual_matches
@@ -421,13 +426,18 @@ class MatchHost:
             return None
 
     async def _commit(self, run: MatchRun) -> bool | None:
-        """The fenced commit; retried while Redis is away (None: given up)."""
-        result, record = run.committed_result(), run.record()
+        """Write the record to the record store, then the fenced commit that names it; each
+        retried while its store is away (None: given up, nothing committed). A commit that
+        loses (superseded, or done by another attempt) deletes the record it wrote."""
+        result = run.committed_result()
         deadline = now_ms() + COMMIT_GIVE_UP_S * 1000.0
+        ref = await self._save_record(run, deadline)
+        if ref is None:
+            return None
         while True:
             try:
-                ok: bool = await self.in_thread(commit, run.spec, run.attempt, result, record)
-                return ok
+                ok: bool = await self.in_thread(commit, run.spec, run.attempt, result, ref)
+                break
             except redis.RedisError as exc:
                 if now_ms() > deadline:
                     log.error(
@@ -435,6 +445,39 @@ class MatchHost:
                     )
                     return None
                 await asyncio.sleep(COMMIT_RETRY_S)
+        if not ok:
+            with contextlib.suppress(RecordStoreError):
+                await self._off_loop(records.delete_record, ref, self.records)
+        return ok
+
+    async def _save_record(self, run: MatchRun, deadline: float) -> records.RecordRef | None:
+        """The record written durably (``records.save_record``), retried while the store is
+        away; None if it stayed away past ``deadline`` or a newer attempt took over."""
+        record = run.record()
+        warned = False
+        while True:
+            try:
+                ref: records.RecordRef = await self._off_loop(
+                    records.save_record, self.records, record
+                )
+                if warned:
+                    log.warning("match %s: record store back; committing", run.spec.match_id)
+                return ref
+            except RecordStoreError as exc:
+                if not warned:
+                    log.warning("match %s: record store away, waiting: %s", run.spec.match_id, exc)
+                    warned = True
+                if now_ms() > deadline or run.superseded:
+                    log.error(
+                        "match %s: record not written (%s); the match is left to a retry",
+                        run.spec.match_id,
+                        exc,
+                    )
+                    return None
+                await asyncio.sleep(COMMIT_RETRY_S)
+
+    def _off_loop(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     def _succeed_job(self, running: Running, outcome: str) -> None:
         job = running.job
@@ -678,7 +721,10 @@ def run_match(match_id: str, conn: redis.Redis, secret: str | None = None) -> st
             if not reveal(conn, match_id, attempt):
                 raise Superseded("a newer attempt started before this one showed anything")
             await run.play()
-            ok = commit(conn, run.spec, attempt, run.committed_result(), run.record())
+            ref = records.save_record(records.default_store(), run.record())
+            ok = commit(conn, run.spec, attempt, run.committed_result(), ref)
+            if not ok:
+                records.delete_record(ref)
             if ok:
                 run.notify_match_end()
                 await asyncio.sleep(0.05)  # let the link write the notifications

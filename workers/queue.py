@@ -315,9 +315,11 @@ def get_result(conn: redis.Redis, match_id: str) -> CommittedResult | None:
 
 
 def get_record(conn: redis.Redis, match_id: str) -> dict[str, Any] | None:
-    """The committed match record (see docs/workers.md, "Match record"), or None."""
-    raw = conn.get(keys.match_record(match_id))
-    return None if raw is None else cast(dict[str, Any], json.loads(raw))
+    """The committed match record (see docs/workers.md, "Match record"), or None: read
+    through ``workers.records.load_record`` wherever it lives."""
+    from workers.records import load_record
+
+    return load_record(conn, match_id)
 
 
 def list_matches(

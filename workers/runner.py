@@ -55,6 +55,7 @@ from workers import metrics
 from workers.clock import MatchClock
 from workers.link import LinkLost, Router, cpu_ms_of
 from workers.queue import MatchState, RunningMatches, season_state
+from workers.records import RecordRef
 from workers.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
 
 log = logging.getLogger("workers.runner")
@@ -159,6 +160,11 @@ after the INCR: an older attempt's reveal either came first or is refused, ``rev
 def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) -> Started | None:
     raw = conn.get(keys.match_spec(match_id))
     if raw is None:
+        if conn.exists(
+            keys.match_result(match_id)
+        ):  # the commit drops the spec (the record has it)
+            log.info("match %s is already committed; nothing to do", match_id)
+            return None
         raise LookupError(f"match {match_id!r} has no spec at {keys.match_spec(match_id)}")
     spec = MatchSpec.from_json(raw)
     season = keys.season_matches(spec.season) if spec.season else keys.match_state(match_id)
@@ -249,10 +255,11 @@ def commit(
     spec: MatchSpec,
     attempt: int,
     result: CommittedResult,
-    record: dict[str, Any],
+    record: RecordRef | dict[str, Any],
 ) -> bool:
-    """Commit ``result`` atomically if ``attempt`` is still the match's latest and no
-    result exists yet; True if this did it.
+    """Commit ``result`` and its record's pointer (``workers.records``: written durably
+    before this call; a dict is kept inline, as before the record store) atomically if
+    ``attempt`` is still the match's latest and no result exists yet; True if this did it.
 
     A ``WatchError`` is not taken for a newer attempt: redis-py raises it too when the
     connection drops while it watches (a Redis restart, a network cut), whether or not
@@ -280,7 +287,7 @@ def _commit_once(
     spec: MatchSpec,
     attempt: int,
     result: CommittedResult,
-    record: dict[str, Any],
+    record: RecordRef | dict[str, Any],
     token: str,
 ) -> bool:
     mid = spec.match_id
@@ -293,7 +300,12 @@ def _commit_once(
             return False
         pipe.multi()
         pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
-        pipe.set(keys.match_record(mid), json.dumps(record, separators=(",", ":")))
+        pipe.set(
+            keys.match_record(mid),
+            record.to_json()
+            if isinstance(record, RecordRef)
+            else json.dumps(record, separators=(",", ":")),
+        )
         pipe.xadd(keys.RESULTS_STREAM, {"match_id": mid, "season": spec.season})
         pipe.hset(
             keys.match_state(mid),
@@ -305,6 +317,7 @@ def _commit_once(
                 COMMITTED_BY: token,
             },
         )
+        pipe.delete(keys.match_spec(mid))  # the record keeps it: nothing per match but pointers
         RunningMatches(pipe).remove(mid)
         pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
         season_state(pipe, spec.season, mid, MatchState.DONE)

@@ -117,6 +117,23 @@ def data_dir_of(args: argparse.Namespace) -> Path:
     return Path(given).expanduser().resolve() if given else default_data_dir()
 
 
+@contextlib.contextmanager
+def record_store_env(args: argparse.Namespace) -> Iterator[None]:
+    """While a command runs, the record store it and its children write to is fixed in its
+    environment (``$ARENA_RECORDS`` if set, else ``records/`` in the data dir:
+    ``workers.records.store_url``); children inherit it, whatever their own data dir."""
+    from workers.records import RECORDS_ENV, store_url
+
+    if os.environ.get(RECORDS_ENV):
+        yield
+        return
+    os.environ[RECORDS_ENV] = store_url(data_dir_of(args))
+    try:
+        yield
+    finally:
+        os.environ.pop(RECORDS_ENV, None)
+
+
 def add_cluster_secret_option(parser: argparse.ArgumentParser) -> None:
     """``--cluster-secret-file``: the secret of the internal referee <-> worker stream (a
     file, or $ARENA_CLUSTER_SECRET; never a value on the command line)."""

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from referee import __version__
-from referee.cli.common import Commands, run_handler
+from referee.cli.common import Commands, record_store_env, run_handler
 
 COMMAND_MODULES = (
     "referee.cli.games",  # presets, selfplay
@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    if hasattr(args, "data_dir"):
+        with record_store_env(args):
+            return run_handler(handler, args)
     return run_handler(handler, args)
 
 

@@ -138,6 +138,14 @@ def register(commands: Commands) -> None:
     p.add_argument("dir")
     add_redis_options(p)
     p = commands.add(
+        "archive",
+        _archive,
+        group="season",
+        help="move a finished season out of Redis into the record store (verifiable from there)",
+    )
+    p.add_argument("season")
+    add_redis_options(p)
+    p = commands.add(
         "verify", _verify, group="season", help="re-deal every match from the revealed seed"
     )
     p.add_argument("season")
@@ -591,6 +599,22 @@ def _write_gz(path: Path, text: str) -> None:
         gz.write(text.encode())
 
 
+def _archive(args: argparse.Namespace) -> int:
+    from referee.seasons.archive import archive_season
+
+    with _conn(args) as conn:
+        report = archive_season(conn, args.season)
+    print(
+        f"season {report.season} archived: {report.matches} matches, {report.records} records "
+        f"(archive {report.archive_bytes} bytes at {report.location}); "
+        f"{report.keys_dropped} Redis keys dropped"
+        + (f", {report.migrated} inline records moved to the store" if report.migrated else "")
+        + (f", {report.orphans_removed} stray records removed" if report.orphans_removed else "")
+    )
+    print(f"`arena season verify {report.season}` checks it from the archive")
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     from referee.seasons.verify import verify_season
 
@@ -602,7 +626,8 @@ def _verify(args: argparse.Namespace) -> int:
         print(
             f"season {args.season}: seed commitment {'ok' if report.seed_ok else 'FAILED'}, "
             f"schedule {'ok' if report.schedule_ok else 'FAILED'}, "
-            f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt"
+            f"{report.matches_checked} matches / {report.deals_checked} deals re-dealt, "
+            f"standings {'equal a recount' if report.standings_ok else 'FAILED'}"
         )
         for problem in report.problems:
             print(f"  problem: {terminal_safe(problem)}")

@@ -13,9 +13,11 @@ One step (in a worker thread, with a synchronous Redis client):
    dead referee read but never acknowledged are claimed after ``CLAIM_IDLE_MS``. A result
    whose boards another table may still play waits in ``keys.MATCHES_HELD`` and is counted
    on the first step after that table has stopped (:func:`embargo.counters_held`);
-4. the standings of seasons with new results are recomputed from ALL their results
-   (throttled to one recompute per ``STANDINGS_EVERY_S`` per season, or five times its
-   last duration if longer) and a season whose
+4. the standings of seasons with new results are rebuilt from their stored tallies
+   (which counting folded each result into, :mod:`referee.seasons.tallies`) at most every
+   ``STANDINGS_EVERY_S``, and their ratings refitted from the tally log at most every
+   ``REFIT_EVERY_S`` per season, or five times the last refit's duration if longer (and
+   always at the end); a season whose
    matches are all settled is finished (its seed revealed); a cancelled season's seed is
    revealed once none of its matches is queued or running any more.
 
@@ -39,6 +41,7 @@ import redis
 
 from referee import keys
 from referee.seasons import embargo, store
+from referee.seasons.tallies import fold_of
 from workers.spec import MatchState
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,7 @@ CONSUMER_FORGET_MS = 3_600_000
 RESCUE_EVERY_S = 30.0
 RESCUE_AFTER_MS = 60_000
 STANDINGS_EVERY_S = 0.5
+REFIT_EVERY_S = 2.0
 READ_BLOCK_MS = 300
 
 
@@ -61,7 +65,9 @@ class SeasonDriver:
         self.consumer = consumer or (f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}")
         self.dirty: set[str] = set()
         self.last_standings: dict[str, float] = {}
-        self.standings_cost: dict[str, float] = {}
+        self.last_refit: dict[str, float] = {}
+        self.refit_cost: dict[str, float] = {}
+        self.boards: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self.last_claim = 0.0
         self.last_rescue = 0.0
         self._group_ready = False
@@ -94,15 +100,19 @@ class SeasonDriver:
         counted += self._release_held()
         now = time.monotonic()
         for season_id in sorted(self.dirty):
-            # at most every STANDINGS_EVERY_S, and never more than a fifth of the time
-            # (a recompute of 1,000 matches of 8 deals takes about a second)
-            every = max(STANDINGS_EVERY_S, 5 * self.standings_cost.get(season_id, 0.0))
-            if now - self.last_standings.get(season_id, 0.0) >= every:
-                began = time.monotonic()
-                store.recompute_standings(self.conn, season_id)
-                self.standings_cost[season_id] = time.monotonic() - began
-                self.last_standings[season_id] = now
-                self.dirty.discard(season_id)
+            if now - self.last_standings.get(season_id, 0.0) < STANDINGS_EVERY_S:
+                continue
+            # a refit reads the season's whole tally log: at most every REFIT_EVERY_S, and
+            # never more than a sixth of the time
+            every = max(REFIT_EVERY_S, 5 * self.refit_cost.get(season_id, 0.0))
+            refit = now - self.last_refit.get(season_id, 0.0) >= every
+            began = time.monotonic()
+            store.recompute_standings(self.conn, season_id, refit=refit)
+            if refit:
+                self.refit_cost[season_id] = time.monotonic() - began
+                self.last_refit[season_id] = now
+            self.last_standings[season_id] = now
+            self.dirty.discard(season_id)
         for season_id in active:
             store.finish_if_complete(self.conn, season_id)
         for season_id in store.cancelled_unrevealed(self.conn):
@@ -180,7 +190,10 @@ class SeasonDriver:
             log.warning("results stream names %s but it has no committed result", match_id)
             return 0
         decisions = sum(int(s.get("decisions", 0)) for s in result.get("stats", []))
-        if not store.count_done(self.conn, season_id, match_id, decisions):
+        if season_id not in self.boards:
+            self.boards[season_id] = store.season_boards(self.conn, season_id)
+        fold = fold_of(result, self.boards[season_id].get(match_id))
+        if not store.count_done(self.conn, season_id, match_id, decisions, fold):
             return 0
         self.dirty.add(season_id)
         order = result["result"].get("order", [])

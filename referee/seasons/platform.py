@@ -23,6 +23,7 @@ from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis, free_port, private_dir
 from referee.errors import ArenaError
 from referee.procs import die_with_parent, stop_process
+from workers.records import RECORDS_ENV, store_url
 
 BOT_MODULES = {
     "random": ["-m", "sample_bots.random_bot"],
@@ -86,7 +87,12 @@ class Platform:
         try:
             return subprocess.Popen(
                 [sys.executable, *argv],
-                env={**os.environ, "ARENA_REDIS_URL": self.redis_url, **(env_secrets or {})},
+                env={
+                    **os.environ,
+                    "ARENA_REDIS_URL": self.redis_url,
+                    RECORDS_ENV: os.environ.get(RECORDS_ENV) or store_url(self.data_dir),
+                    **(env_secrets or {}),
+                },
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

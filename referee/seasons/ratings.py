@@ -36,9 +36,11 @@ floating-point sums are identical whatever order the results arrived in.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 ELO_SCALE = 400.0 / math.log(10.0)
@@ -120,6 +122,7 @@ def student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` > 0 degrees of freedom (bisection to
     1e-12; t(0.975, 1) = 12.706, t(0.975, 10) = 2.228, t(0.975, inf) = 1.960)."""
@@ -176,9 +179,30 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
 
 
 def _inverse(matrix: list[list[float]]) -> list[list[float]]:
+    """The inverse, column ``j`` solved as :func:`_solve` would solve ``e_j`` (the same
+    pivots and the same operations, so the same bits), with one elimination for all."""
     n = len(matrix)
-    columns = [_solve(matrix, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
-    return [[columns[j][i] for j in range(n)] for i in range(n)]
+    a = [[*row, *(1.0 if i == j else 0.0 for j in range(n))] for i, row in enumerate(matrix)]
+    width = 2 * n
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        p = a[col][col]
+        top = a[col]
+        for r in range(col + 1, n):
+            row = a[r]
+            f = row[col] / p
+            if f:
+                for c in range(col, width):
+                    row[c] -= f * top[c]
+    out = [[0.0] * n for _ in range(n)]
+    for j in range(n):
+        x = [0.0] * n
+        for r in range(n - 1, -1, -1):
+            x[r] = (a[r][n + j] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
+        for i in range(n):
+            out[i][j] = x[i]
+    return out
 
 
 def _sigmoid(x: float) -> float:
@@ -188,8 +212,36 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+PairCounts = tuple[tuple[str, str, float, float], ...]
+"""One cluster's pairwise outcomes aggregated by pair: ``(a, b, games, a's score)`` with
+``a < b``, sorted. Sums of whole and half games, so exact whatever order they were added."""
+
+
+def pair_counts(placings: Sequence[Placing]) -> PairCounts:
+    """The pairwise outcomes of ``placings`` (one cluster's deals) aggregated by pair."""
+    agg: dict[tuple[str, str], list[float]] = {}
+    for placing in placings:
+        for a, b, s in _pair_outcomes(placing.order):
+            if a > b:
+                a, b, s = b, a, 1.0 - s
+            cell = agg.setdefault((a, b), [0.0, 0.0])
+            cell[0] += 1.0
+            cell[1] += s
+    return tuple((a, b, n, w) for (a, b), (n, w) in sorted(agg.items()))
+
+
 def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
-    """Maximum-likelihood Elo of ``bots`` from ``placings``, with 95% intervals."""
+    """Maximum-likelihood Elo of ``bots`` from ``placings``, with 95% intervals (the
+    clusters in the order they first appear)."""
+    by_cluster: dict[str, list[Placing]] = {}
+    for placing in placings:
+        by_cluster.setdefault(placing.cluster, []).append(placing)
+    return bradley_terry_counts(bots, [pair_counts(ps) for ps in by_cluster.values()])
+
+
+def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) -> EloFit:
+    """:func:`bradley_terry` from each cluster's :func:`pair_counts` (what the standings'
+    tallies store per match, so a refit never re-reads the results)."""
     names = list(bots)
     n = len(names)
     index = {b: i for i, b in enumerate(names)}
@@ -198,20 +250,25 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     # games[i][j]: pairwise games between i and j; wins[i][j]: i's score against j.
     games = [[0.0] * n for _ in range(n)]
     wins = [[0.0] * n for _ in range(n)]
-    clusters: dict[str, list[tuple[int, int, float]]] = {}
-    played: list[set[str]] = [set() for _ in range(n)]  # the matches of each bot
-    for placing in placings:
-        for a, b, s in _pair_outcomes(placing.order):
-            if a not in index or b not in index:
+    compact: list[list[tuple[int, int, float, float]]] = []
+    played = [0] * n  # the matches of each bot
+    for counts in clusters:
+        cells: list[tuple[int, int, float, float]] = []
+        touched: set[int] = set()
+        for a, b, g, w in counts:
+            i, j = index.get(a), index.get(b)
+            if i is None or j is None:
                 continue
-            i, j = index[a], index[b]
-            games[i][j] += 1
-            games[j][i] += 1
-            wins[i][j] += s
-            wins[j][i] += 1.0 - s
-            clusters.setdefault(placing.cluster, []).append((i, j, s))
-            played[i].add(placing.cluster)
-            played[j].add(placing.cluster)
+            games[i][j] += g
+            games[j][i] += g
+            wins[i][j] += w
+            wins[j][i] += g - w
+            cells.append((i, j, g, w))
+            touched.update((i, j))
+        if cells:
+            compact.append(cells)
+            for i in touched:
+                played[i] += 1
     prior = 1.0 / PRIOR_SD**2
     theta = [0.0] * n
     hessian: list[list[float]] = []
@@ -240,17 +297,22 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
     cov_model = _inverse([[-v for v in row] for row in hessian])
     # Sandwich (robust) covariance clustered by match: H^-1 J H^-1.
     meat = [[0.0] * n for _ in range(n)]
-    for outcomes in clusters.values():
-        score = [0.0] * n
-        for i, j, s in outcomes:
-            g = s - _sigmoid(theta[i] - theta[j])
-            score[i] += g
-            score[j] -= g
-        for i in range(n):
-            if score[i]:
-                for j in range(n):
-                    meat[i][j] += score[i] * score[j]
-    groups = len(clusters)
+    prob: dict[tuple[int, int], float] = {}
+    for cells in compact:
+        score: dict[int, float] = {}
+        for i, j, g, w in cells:
+            cached = prob.get((i, j))
+            if cached is None:
+                cached = prob[(i, j)] = _sigmoid(theta[i] - theta[j])
+            d = w - g * cached
+            score[i] = score.get(i, 0.0) + d
+            score[j] = score.get(j, 0.0) - d
+        nonzero = [(i, v) for i, v in score.items() if v]
+        for i, si in nonzero:
+            row = meat[i]
+            for j, sj in nonzero:
+                row[j] += si * sj
+    groups = len(compact)
     if groups > 1:  # small-sample correction of the cluster-robust estimate
         meat = [[v * groups / (groups - 1) for v in row] for row in meat]
         quantile = student_t_quantile(0.975, groups - 1)
@@ -269,7 +331,7 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
         var_model, var_robust = _quad(cov_model, contrast), _quad(cov_robust, contrast)
         q = quantile
         if groups > 1 and var_robust > var_model:
-            q = student_t_quantile(0.975, max(1, len(played[i]) - 1))
+            q = student_t_quantile(0.975, max(1, played[i] - 1))
         var = max(var_model, var_robust)
         half = q * math.sqrt(max(var, 0.0)) * ELO_SCALE
         value = ELO_MEAN + (theta[i] - mean) * ELO_SCALE
@@ -279,20 +341,28 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
 
 
 def _matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
-    n, m, p = len(a), len(b), len(b[0]) if b else 0
-    return [[sum(a[i][k] * b[k][j] for k in range(m)) for j in range(p)] for i in range(n)]
+    columns = list(zip(*b, strict=True))
+    return [[sum(map(operator.mul, row, col)) for col in columns] for row in a]
 
 
 def _quad(matrix: list[list[float]], v: list[float]) -> float:
-    return sum(v[i] * matrix[i][j] * v[j] for i in range(len(v)) for j in range(len(v)))
+    return sum(
+        vi * mij * vj
+        for vi, row in zip(v, matrix, strict=True)
+        for mij, vj in zip(row, v, strict=True)
+    )
 
 
 def live_elo(
-    bots: Sequence[str], placings: Sequence[Placing], k: float = LIVE_K
+    bots: Sequence[str],
+    placings: Sequence[Placing],
+    k: float = LIVE_K,
+    start: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Classic incremental Elo over the placings in the order given (multiplayer deals as
-    pairwise games, each pair's update scaled by ``1 / (players - 1)``)."""
-    rating = {b: ELO_MEAN for b in bots}
+    pairwise games, each pair's update scaled by ``1 / (players - 1)``), from ``start``
+    (default: every bot at the mean)."""
+    rating = {b: float((start or {}).get(b, ELO_MEAN)) for b in bots}
     for placing in placings:
         outcomes = [
             (a, b, s) for a, b, s in _pair_outcomes(placing.order) if a in rating and b in rating
@@ -317,12 +387,23 @@ class SkillRating:
     ordinal: float
 
 
-def openskill_ratings(bots: Sequence[str], placings: Sequence[Placing]) -> dict[str, SkillRating]:
-    """OpenSkill Plackett-Luce ratings, each deal rated as one free-for-all game."""
+def openskill_ratings(
+    bots: Sequence[str],
+    placings: Sequence[Placing],
+    start: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, SkillRating]:
+    """OpenSkill Plackett-Luce ratings, each deal rated as one free-for-all game, from
+    ``start`` (``(mu, sigma)`` per bot; default: the model's new rating)."""
     from openskill.models import PlackettLuce, PlackettLuceRating
 
     model = PlackettLuce()
-    ratings = {b: model.rating(name=b) for b in bots}
+    begun = start or {}
+    ratings = {
+        b: model.rating(mu=begun[b][0], sigma=begun[b][1], name=b)
+        if b in begun
+        else model.rating(name=b)
+        for b in bots
+    }
     for placing in placings:
         teams: list[list[PlackettLuceRating]] = []
         ranks: list[float] = []

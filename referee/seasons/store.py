@@ -31,6 +31,7 @@ import redis
 
 from referee import keys
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
+from referee.seasons import tallies
 from referee.seasons.model import (
     SeasonSpec,
     Words,
@@ -87,6 +88,8 @@ end
 return {err = 'state ' .. state}
 """
 
+# KEYS: season hash, counted, failed, cancelled, tallies, tally log.
+# ARGV: match id, decisions, unit, log entry, then (field:bot, increment) pairs.
 _COUNT_DONE = """
 if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
@@ -94,6 +97,12 @@ if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'decisions', ARGV[2])
   if redis.call('SREM', KEYS[3], ARGV[1]) == 1 then
     redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
+  end
+  redis.call('HINCRBY', KEYS[5], 'n', 1)
+  if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[5], 'unit', ARGV[3]) end
+  redis.call('RPUSH', KEYS[6], ARGV[4])
+  for i = 5, #ARGV, 2 do
+    redis.call('HINCRBYFLOAT', KEYS[5], ARGV[i], ARGV[i + 1])
   end
   return 1
 end
@@ -693,20 +702,34 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     return rescued
 
 
-def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int) -> bool:
+def count_done(
+    conn: redis.Redis,
+    season_id: str,
+    match_id: str,
+    decisions: int,
+    fold: tallies.Fold | None = None,
+) -> bool:
     """Count a committed result once (True the first time); never the result of a match
     the season's cancel stopped (an attempt that commits after it, e.g. one whose host was
-    judged lost before the cancel and played on)."""
+    judged lost before the cancel and played on). In the same atomic step, ``fold`` (the
+    result's :func:`tallies.fold_of`) goes into the season's tallies and tally log, so a
+    result counted twice never folds twice."""
+    fold = fold or tallies.Fold({}, "", {"m": match_id, "t": 0.0, "o": [], "p": []})
     return bool(
         conn.eval(
             _COUNT_DONE,
-            4,
+            6,
             keys.season(season_id),
             counted_key(season_id),
             failed_key(season_id),
             keys.season_cancelled(season_id),
+            keys.season_tallies(season_id),
+            keys.season_tally_log(season_id),
             match_id,
             str(decisions),
+            fold.unit,
+            fold.entry_text(),
+            *fold.lua_args(),
         )
     )
 
@@ -725,25 +748,115 @@ def count_failed(conn: redis.Redis, season_id: str, match_id: str) -> bool:
     )
 
 
-def recompute_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
-    """Standings from ALL the season's counted results; stored unless a newer one is."""
-    info = get_season(conn, season_id)
-    spec = SeasonSpec.from_json(info["spec"])
-    results = committed_results(conn, season_id)
-    boards = {
+def season_boards(conn: redis.Redis, season_id: str) -> dict[str, list[tuple[str, int]]]:
+    """Field duplicate: the (board, rotation) of each deal, per match id of the season."""
+    return {
         str(m["match_id"]): [
             (label, int(d["rotation"])) for label, d in zip(m["boards"], m["deals"], strict=True)
         ]
         for m in get_schedule(conn, season_id)
         if m.get("boards") and m.get("deals")
     }
-    standings = compute_standings(
+
+
+def full_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
+    """Standings from ALL the season's counted results, from scratch (the check of the
+    stored tallies: ``arena season verify``); not stored."""
+    info = get_season(conn, season_id)
+    spec = SeasonSpec.from_json(info["spec"])
+    return compute_standings(
         season_id,
         spec.game,
         spec.bots,
-        results,
+        committed_results(conn, season_id),
         matches_total=int(info.get("matches_total", 0)),
-        boards=boards,
+        boards=season_boards(conn, season_id),
+        rank_by=spec.options.rank_by or "elo",
+    )
+
+
+def rebuild_tallies(conn: redis.Redis, season_id: str) -> None:
+    """Fold every counted result again into fresh tallies (a season counted before the
+    tallies existed, or whose tallies disagree with its counted set)."""
+    boards = season_boards(conn, season_id)
+    with conn.pipeline() as pipe:
+        pipe.watch(counted_key(season_id))  # type: ignore[no-untyped-call]
+        folds = [
+            tallies.fold_of(r, boards.get(r["match_id"]))
+            for r in committed_results(conn, season_id)
+        ]
+        total = tallies.Tallies()
+        for fold in folds:
+            total.add(fold)
+        pipe.multi()
+        for key in (keys.season_tallies, keys.season_tally_log, keys.season_ratings):
+            pipe.delete(key(season_id))
+        mapping: dict[str, str] = {"n": str(total.n)}
+        if total.unit:
+            mapping["unit"] = total.unit
+        for bot, counts in total.bots.items():
+            mapping.update({f"{name}:{bot}": repr(float(v)) for name, v in counts.items() if v})
+        pipe.hset(keys.season_tallies(season_id), mapping=cast(Any, mapping))
+        if folds:
+            pipe.rpush(keys.season_tally_log(season_id), *(f.entry_text() for f in folds))
+        pipe.execute()
+
+
+def _read_tallies(conn: redis.Redis, season_id: str) -> tallies.Tallies:
+    """The stored tallies, rebuilt first if they do not cover the counted set."""
+    for _ in range(3):
+        with conn.pipeline(transaction=True) as pipe:
+            pipe.hgetall(keys.season_tallies(season_id))
+            pipe.scard(counted_key(season_id))
+            data, counted = pipe.execute()
+        stored = tallies.Tallies.from_hash(cast(dict[str, str], data))
+        if stored.n == int(counted):
+            return stored
+        with contextlib.suppress(redis.WatchError):
+            rebuild_tallies(conn, season_id)
+    raise ConflictError(f"season {season_id}: its tallies could not be rebuilt; try again")
+
+
+def refit_ratings(conn: redis.Redis, season_id: str, names: Sequence[str]) -> tallies.Ratings:
+    """Refit the ratings from the tally log (carrying the live ones on from the last
+    refit) and store them unless a refit of more results is stored already."""
+    raw = conn.get(keys.season_ratings(season_id))
+    last = tallies.Ratings.from_json(str(raw)) if raw else None
+    log_key = keys.season_tally_log(season_id)
+    texts = cast(list[str], conn.lrange(log_key, 0, -1))
+    entries: list[dict[str, Any]] = json.loads("[" + ",".join(texts) + "]")
+    ratings = tallies.refit(names, entries, last)
+    conn.eval(_STORE_RATINGS, 1, keys.season_ratings(season_id), ratings.to_json(), ratings.folded)
+    return ratings
+
+
+_STORE_RATINGS = """
+local old = redis.call('GET', KEYS[1])
+if old then
+  local ok, decoded = pcall(cjson.decode, old)
+  if ok and tonumber(decoded['folded']) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
+
+
+def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True) -> dict[str, Any]:
+    """The standings from the stored tallies, with the ratings refitted first (``refit``)
+    or as the last refit left them; stored unless newer ones are."""
+    info = get_season(conn, season_id)
+    spec = SeasonSpec.from_json(info["spec"])
+    stored = _read_tallies(conn, season_id)
+    names = tallies.names_of(spec.bots, stored)
+    raw = None if refit else conn.get(keys.season_ratings(season_id))
+    ratings = tallies.Ratings.from_json(str(raw)) if raw else refit_ratings(conn, season_id, names)
+    standings = tallies.standings_of(
+        season_id,
+        spec.game,
+        spec.bots,
+        stored,
+        ratings,
+        matches_total=int(info.get("matches_total", 0)),
         rank_by=spec.options.rank_by or "elo",
     )
     text = json.dumps(standings, separators=(",", ":"))

@@ -8,22 +8,30 @@
    from the seeds ``workers.spec.redeal_seed`` derives from those and n: either way seeds
    of the season seed, never the record's own), its recorded steps are replayed
    on that fresh deal, and the initial hands and the result must equal the recorded ones.
+4. The standings kept incrementally (the tallies counting folded each result into, with
+   the ratings refitted now) equal :func:`compute_standings` over every counted result.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
+from referee.errors import RecordStoreError
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.standings import compute_standings, standings_rows_equal
 from workers.spec import redeal_seed
+
+if TYPE_CHECKING:
+    from referee.seasons.archive import SeasonArchive
 
 
 @dataclass(slots=True)
@@ -31,13 +39,14 @@ class VerifyReport:
     season: str
     seed_ok: bool = False
     schedule_ok: bool = False
+    standings_ok: bool = True
     matches_checked: int = 0
     deals_checked: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.seed_ok and self.schedule_ok and not self.problems
+        return self.seed_ok and self.schedule_ok and self.standings_ok and not self.problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +54,7 @@ class VerifyReport:
             "ok": self.ok,
             "seed_ok": self.seed_ok,
             "schedule_ok": self.schedule_ok,
+            "standings_ok": self.standings_ok,
             "matches_checked": self.matches_checked,
             "deals_checked": self.deals_checked,
             "problems": list(self.problems),
@@ -68,10 +78,101 @@ def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
 
 
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
-    """Check the season's seed commitment, schedule and every recorded deal."""
+    """Check the season's seed commitment, schedule and every recorded deal: from its live
+    keys, or from its archive once archived (``referee.seasons.archive``)."""
+    from referee.seasons.archive import archive_of
     from workers.queue import get_record, get_result
 
     info = store.get_season(conn, season_id)
+    archived = archive_of(conn, season_id)
+    if archived is not None:
+        return verify_archive(archived)
+    report = _verify(
+        season_id,
+        info,
+        lambda: store.get_schedule(conn, season_id),
+        lambda m: get_result(conn, m),
+        lambda m: get_record(conn, m),
+    )
+    report.standings_ok = check_standings(conn, season_id, report.problems)
+    return report
+
+
+def check_standings(conn: redis.Redis, season_id: str, problems: list[str]) -> bool:
+    """Whether the incremental standings (tallies, ratings refitted now) equal the pure
+    :func:`compute_standings` over all counted results; each difference goes to
+    ``problems``."""
+    kept = store.recompute_standings(conn, season_id)
+    full = store.full_standings(conn, season_id)
+    if standings_rows_equal(kept, full):
+        return True
+    before = len(problems)
+    rows = {r["bot"]: r for r in full.get("rows", [])}
+    for row in kept.get("rows", []):
+        want = rows.get(row["bot"], {})
+        diff = {k: (v, want.get(k)) for k, v in row.items() if want.get(k) != v}
+        if diff:
+            problems.append(
+                f"standings of {row['bot']} differ from a recount of all results "
+                f"(kept, recounted): {diff}"
+            )
+    if len(problems) == before or kept.get("matches_done") != full.get("matches_done"):
+        problems.append(
+            f"the kept standings count {kept.get('matches_done')} matches, a recount of all "
+            f"results {full.get('matches_done')}"
+        )
+    return False
+
+
+def verify_archive(archive: SeasonArchive) -> VerifyReport:
+    """:func:`verify_season` from a season's archive alone (its records read from the
+    record store by digest), plus: the archived standings equal those computed again from
+    the archived results."""
+    report = _verify(
+        archive.season,
+        {**archive.info, "season": archive.season},
+        lambda: archive.schedule,
+        archive.result,
+        archive.record,
+    )
+    if archive.standings is not None:
+        spec = SeasonSpec.from_json(archive.info["spec"])
+        counted = [
+            archive.matches[m]["result"]
+            for m in sorted(archive.matches)
+            if archive.matches[m].get("result") is not None and archive.matches[m].get("counted")
+        ]
+        boards = {
+            str(m["match_id"]): [
+                (label, int(d["rotation"]))
+                for label, d in zip(m["boards"], m["deals"], strict=True)
+            ]
+            for m in archive.schedule
+            if m.get("boards") and m.get("deals")
+        }
+        again = compute_standings(
+            archive.season,
+            spec.game,
+            spec.bots,
+            counted,
+            matches_total=int(archive.info.get("matches_total", 0)),
+            boards=boards,
+            rank_by=spec.options.rank_by or "elo",
+        )
+        if not standings_rows_equal(again, archive.standings):
+            report.problems.append(
+                "the archived standings differ from those computed again from the archived results"
+            )
+    return report
+
+
+def _verify(
+    season_id: str,
+    info: Mapping[str, str],
+    schedule: Callable[[], list[dict[str, Any]]],
+    get_result: Callable[[str], Any],
+    get_record: Callable[[str], dict[str, Any] | None],
+) -> VerifyReport:
     report = VerifyReport(season_id)
     if not info.get("seed"):
         report.problems.append(
@@ -88,17 +189,21 @@ def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     spec = SeasonSpec.from_json(info["spec"])
     owners = json.loads(info.get("owners") or "{}")
     rebuilt = build_schedule(spec, seed, owners)
-    played = store.get_schedule(conn, season_id)
+    played = schedule()
     report.schedule_ok = [m.to_dict() for m in rebuilt] == played
     if not report.schedule_ok:
         report.problems.append("the schedule rebuilt from the seed differs from the one played")
     game = get_game(spec.game)
     rules = game.rules_from_dict(json.loads(info["rules"]))
     for m in rebuilt:
-        result = get_result(conn, m.match_id)
+        result = get_result(m.match_id)
         if result is None:
             continue
-        record = get_record(conn, m.match_id)
+        try:
+            record = get_record(m.match_id)
+        except RecordStoreError as exc:
+            report.problems.append(f"{m.match_id}: its record cannot be read: {exc}")
+            continue
         if record is None:
             report.problems.append(f"{m.match_id}: result committed but no record")
             continue

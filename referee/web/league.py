@@ -296,16 +296,7 @@ async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, A
 
 
 async def load_records(conn: aredis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Match records by id (missing or unreadable ones left out)."""
-    if not match_ids:
-        return {}
-    out: dict[str, dict[str, Any]] = {}
-    for match_id, raw in zip(
-        match_ids, await conn.mget([keys.match_record(m) for m in match_ids]), strict=True
-    ):
-        if raw is not None:
-            with contextlib.suppress(ValueError):
-                loaded = json.loads(raw)
-                if isinstance(loaded, dict):
-                    out[match_id] = loaded
-    return out
+    """Match records by id (missing or unreadable ones left out): ``workers.records``."""
+    from workers.records import aload_records
+
+    return await aload_records(conn, list(match_ids))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -14,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from referee import keys
+from referee.errors import RecordCorrupt, RecordMissing, RecordStoreError
 from referee.seasons import embargo
 from referee.web import charts, league
 from referee.web.hosting import LANGUAGE_CHOICES
 from referee.web.records import RecordError, read_record
 from referee.web.replay import replay_data, replay_text
 from referee.web.responses import error, json_response
+from workers import records
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb
@@ -94,10 +95,8 @@ class _Summaries:
         """Read ``bot``'s penalties and think times off a record's JSON (None: not a
         record); kept for the next page."""
         try:
-            record = json.loads(raw)
-        except ValueError:
-            return None
-        if not isinstance(record, dict):
+            record = records.parse_stored(raw)
+        except RecordStoreError:
             return None
         spec = record.get("spec")
         season = str(spec.get("season") or "") if isinstance(spec, Mapping) else ""
@@ -272,15 +271,14 @@ class Pages:
         still plays its boards: :mod:`referee.seasons.embargo`)."""
         if not league.ID_PATTERN.match(match_id):
             return error(400, f"match id {match_id!r} is not valid: letters, digits, ._:@+-")
-        raw = await self.conn.get(keys.match_record(match_id))
-        if raw is None:
-            return error(404, f"no committed record for match {match_id!r}")
         try:
-            record = json.loads(raw)
-        except ValueError:
-            return error(500, f"the record of match {match_id!r} in Redis is not JSON")
-        if not isinstance(record, dict):
-            return error(500, f"the record of match {match_id!r} in Redis is not an object")
+            record = await records.aload_record(self.conn, match_id)
+        except (RecordMissing, RecordCorrupt) as exc:
+            return error(500, f"the record of match {match_id!r} is damaged: {exc}")
+        except RecordStoreError as exc:
+            return error(503, f"the record store is away, try again: {exc}")
+        if record is None:
+            return error(404, f"no committed record for match {match_id!r}")
         seal = await self._seal(match_id, record)
         if seal.sealed:
             return error(403, seal.message())

@@ -38,6 +38,7 @@ from tests.multihost.deployment import (
 )
 from tests.multihost.netns import Network
 from tests.redeal import redealt_as_revealed, wait_revealed
+from workers import queue
 
 pytestmark = pytest.mark.slow
 
@@ -87,9 +88,9 @@ def redealt(conn: redis.Redis, season: str) -> set[str]:
     against each match's record."""
     out = set()
     for r in store.committed_results(conn, season):
-        record = conn.get(keys.match_record(r["match_id"]))
+        record = queue.get_record(conn, r["match_id"])
         assert record is not None
-        if redealt_as_revealed(conn, r["match_id"], json.loads(record)):
+        if redealt_as_revealed(conn, r["match_id"], record):
             out.add(r["match_id"].rsplit("-", 1)[-1])
     return out
 

@@ -8,7 +8,6 @@ answers say they were fallbacks (``Action.fallback``), and the match record, the
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from sample_bots.sdk import Bot, Turn
 from tests.metrics.http_helpers import get, running_server
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from tests.polyglot.helpers import BROKEN_DIR
+from workers import queue
 from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
@@ -117,7 +117,7 @@ def test_fallback_answers_are_counted_everywhere_and_can_be_refused(
                     assert stats["invalid_actions"] == 0 and stats["timeouts"] == 0, stats
                 else:
                     assert stats["fallbacks"] == 0, stats
-            record = json.loads(conn.get(keys.match_record(result["match_id"])) or "{}")
+            record = queue.get_record(conn, result["match_id"]) or {}
             seat_of = {bot: seat for seat, bot in enumerate(result["seats"])}
             reasons = {
                 step.get("fallback")

@@ -283,6 +283,8 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
         text=True,
     )
     assert out.returncode == 0 and "verified" in out.stdout, out.stdout + out.stderr
+    # the tallies folded once per counted result, despite the kill and the retry
+    assert "standings equal a recount" in out.stdout, out.stdout
     out = subprocess.run(
         [*cli, "standings", "b", "--csv", "--redis-url", platform.redis_url],
         capture_output=True,

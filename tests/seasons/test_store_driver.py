@@ -18,6 +18,7 @@ from referee.seasons import store
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.verify import verify_season
+from workers import queue
 from workers.host import run_match
 
 BOTS = ["ann", "bob", "cat"]
@@ -192,9 +193,9 @@ def test_verify_re_deals_exactly_the_retries_after_a_reveal(conn: redis.Redis) -
     _drive(conn, "s1", SeasonDriver(conn))
     records = {}
     for mid in ("s1-m0000", "s1-m0001", "s1-m0002"):
-        raw = conn.get(keys.match_record(mid))
-        assert raw is not None
-        records[mid] = json.loads(raw)
+        record = queue.get_record(conn, mid)
+        assert record is not None
+        records[mid] = record
     assert [r["attempt"] for r in records.values()] == [1, 2, 2]
     assert "redealt" not in records["s1-m0000"] and "redealt" not in records["s1-m0001"]
     assert records["s1-m0002"]["redealt"]["attempt"] == 2
@@ -213,9 +214,8 @@ def test_verify_finds_a_tampered_record(conn: redis.Redis) -> None:
     store.start_season(conn, "s1")
     drv = SeasonDriver(conn)
     _drive(conn, "s1", drv)
-    raw = conn.get(keys.match_record("s1-m0001"))
-    assert raw is not None
-    record = json.loads(raw)
+    record = queue.get_record(conn, "s1-m0001")
+    assert record is not None
     hands = record["initial_hands"]
     hands[0][0], hands[0][1] = hands[0][1], hands[0][0]
     conn.set(keys.match_record("s1-m0001"), json.dumps(record))

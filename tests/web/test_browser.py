@@ -27,6 +27,7 @@ from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
 from referee.web.records import read_record
 from tests.web.browser import chromium, find_browser, screenshot, wait_for
+from workers import queue
 
 pytestmark = [
     pytest.mark.slow,
@@ -284,9 +285,9 @@ def test_a_replay_steps_through_a_deal_showing_the_engine_state(
     platform: Platform, browser: Any, finished_season: dict[str, str], conn: redis.Redis
 ) -> None:
     match_id = sorted(store.match_states(conn, "live"))[0]
-    raw = conn.get(keys.match_record(match_id))
+    raw = queue.get_record(conn, match_id)
     assert raw is not None
-    expected = _expected_frames(json.loads(raw))
+    expected = _expected_frames(raw)
     browser.get(url(platform, f"/replay/{match_id}?step=0&view=full"))
     wait_for(lambda: attr(browser, "replay", "data-ready") == "true", 30, "replay not loaded")
     read_board = """
@@ -412,7 +413,7 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
     assert answered > 0
     result = wait_for(lambda: conn.get(keys.match_result(match_id)), 30, "no committed result")
     assert json.loads(str(result))["result"]["totals"]
-    record = json.loads(str(conn.get(keys.match_record(match_id)) or "{}"))
+    record = queue.get_record(conn, match_id) or {}
     view = read_record(record)
     assert view.seats[0] == "human-alice" and not view.season  # casual: no season
     mine = [s for s in view.steps if s.get("seat") == 0 and s.get("source") == "bot"]
@@ -468,8 +469,9 @@ def test_a_sedma_player_sees_their_partner_who_played_each_card_and_who_took_tri
         buttons = browser.find_elements("css selector", "button.legal:not([disabled])")
         buttons[0].click()
         last_seq = seq
-    raw = wait_for(lambda: conn.get(keys.match_record(match_id)), 30, "no record")
-    view = read_record(json.loads(str(raw)))
+    raw = wait_for(lambda: queue.get_record(conn, match_id), 30, "no record")
+    assert raw is not None
+    view = read_record(raw)
     # Opponents sit in the form's order (its checkboxes: by name): the partner is seat 2.
     seats = list(view.seats)
     assert seats == ["human-sara", "first-1", "rand-1", "rand-2"]
@@ -629,7 +631,7 @@ def test_a_sedma_replay_steps_through_tricks_showing_the_record(
         "the Sedma season did not finish",
     )
     (match_id,) = store.match_states(conn, "sedma-replay")
-    record = json.loads(str(conn.get(keys.match_record(match_id))))
+    record = queue.get_record(conn, match_id) or {}
     seats = record["spec"]["seats"]
     assert seats[:2] == seats[2:] and set(seats) == {"rand-1", "first-1"}  # SD-1
     states = _sedma_states(record)

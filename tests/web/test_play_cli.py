@@ -4,7 +4,6 @@ protocol like any bot's."""
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from referee.procs import arena_command
 from referee.web.records import read_record
 from sample_bots.first_legal import FirstLegalBot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
+from workers import queue
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def test_a_person_plays_a_whole_match_from_the_terminal_and_is_told_who_did_what
         assert "match over: " in out and "your hand:" in out
         assert "choose 1-" in out  # the wrong answer was explained, not sent
         match_id = match_of(out)
-        record = json.loads(platform.conn.get(keys.match_record(match_id)) or "{}")
+        record = queue.get_record(platform.conn, match_id) or {}
         seats = record["spec"]["seats"]
         assert seats[0] == "human-tess" and not record["spec"]["season"]
         mine = [s for s in record["steps"] if s["seat"] == 0 and s["source"] == "bot"]
@@ -116,7 +116,7 @@ def test_a_sedma_player_is_told_their_partner_the_trick_and_who_took_it(
         )
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
         out = run.stdout
-        record = json.loads(platform.conn.get(keys.match_record(match_of(out))) or "{}")
+        record = queue.get_record(platform.conn, match_of(out)) or {}
     assert record["spec"]["seats"] == ["human-tess", "fl-a", "fl-b", "fl-c"]
     assert "your partner: fl-b (seat 2)" in out
     assert re.search(r"tricks won: you and fl-b \d+, fl-a and fl-c \d+", out), out[:1500]
@@ -187,7 +187,7 @@ def test_ctrl_c_says_what_happens_to_the_match_and_leaves_the_terminal_clean(
         while not platform.conn.exists(keys.match_result(match_id)):
             assert time.monotonic() < deadline, "the match did not end without the person"
             time.sleep(0.2)
-        record = json.loads(platform.conn.get(keys.match_record(match_id)) or "{}")
+        record = queue.get_record(platform.conn, match_id) or {}
     left = [s for s in record["steps"] if s["seat"] == 0]
     assert [s.get("timeout") for s in left[:3]] == [True, True, True], left[:4]
     assert any(s.get("takeover") for s in left), "the autopilot took the person's seat"

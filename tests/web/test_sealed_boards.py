@@ -40,6 +40,7 @@ from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
 from sample_bots.sdk import Bot, Turn
 from tests.web.browser import wait_for
+from workers import queue
 from workers.replay import render_replay
 
 pytestmark = pytest.mark.slow
@@ -181,7 +182,7 @@ def _spectators_see_nothing(
 def _spectators_see_the_record(
     platform: Platform, stub: Any, conn: redis.Redis, match_id: str
 ) -> None:
-    record = json.loads(str(conn.get(keys.match_record(match_id))))
+    record = queue.get_record(conn, match_id) or {}
     status, text = _get(platform, f"/replay/{match_id}.txt")
     assert status == 200 and text == render_replay(record)
     assert CARD.findall(text), "an open replay shows the cards"

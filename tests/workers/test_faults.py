@@ -7,6 +7,9 @@ embedded Redis, an ``arena referee`` and an ``arena worker`` process, SDK bots i
 * a bot killed mid-thought that reconnects: the match ends as an undisturbed run;
 * a bot that never returns: its seat is judged within its clock plus ``absent_ms`` per
   decision, then the autopilot plays it, and the match ends;
+* the record store away for ~10 s (its folder replaced by a file, as an unmounted disk):
+  the matches that end meanwhile wait (same attempt, heartbeats on), none commits without
+  its record, all commit once it is back, with one record each;
 * Redis commands per decision, from ``INFO commandstats`` deltas (the steady state makes
   none per decision: the bound here is one, an order of magnitude above the target);
 * ``rq info`` shows the hosts and the queue.
@@ -35,7 +38,7 @@ from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import Platform, running_platform
 from tests.redeal import redealt_as_revealed, wait_revealed
 from tests.workers.test_e2e import spec_of, stream_count, wait_done
-from workers import queue
+from workers import queue, records
 from workers.queue import RunningMatches
 from workers.replay import verify_record
 from workers.spec import MatchSpec, TimeControl
@@ -355,3 +358,56 @@ def test_rq_info_shows_the_hosts_and_the_queue(platform: Platform) -> None:
     assert "arena" in out and "busy" in out, out
     host = queue.match_status(conn, ids[0])["worker"]
     assert host in out, out
+
+
+def test_the_record_store_away_for_ten_seconds_holds_commits_and_loses_nothing(
+    platform: Platform,
+) -> None:
+    conn = platform.conn
+    root = Path(records.store_url().removeprefix("file:"))  # the worker's (same environment)
+    names = [f"away-{i}" for i in range(4)]
+    runner = Runner(platform)
+    away = root.with_name(root.name + ".away")
+    try:
+        for name in names:
+            runner.start(name, SteadyBot(delay_s=0.005, concurrency=8))
+        for name in names:
+            runner.wait_connected(name)
+        ids = enqueue_rotated(conn, "away-m", names, 6, (DealSpec(seed=700),))
+        wait_running(conn, 3)
+        root.mkdir(parents=True, exist_ok=True)
+        root.rename(away)
+        root.write_text("the record store is away")  # every write under it fails
+        cut_ms = time.time() * 1000.0
+        time.sleep(1.0)  # a commit whose record was written just before may land
+        done_before = {m for m in ids if queue.match_status(conn, m)["state"] == "done"}
+        time.sleep(9.0)
+        done_after = {m for m in ids if queue.match_status(conn, m)["state"] == "done"}
+        assert done_after == done_before, "a match committed while its record could not be written"
+        waiting = [m for m in ids if m not in done_after]
+        assert waiting, "no match was left to wait for the store"
+        assert all(int(queue.match_status(conn, m)["attempt"]) == 1 for m in waiting)  # not re-run
+        root.unlink()
+        away.rename(root)
+        back_ms = time.time() * 1000.0
+        wait_done(conn, *ids, timeout=60)
+    finally:
+        if away.exists():
+            if root.is_file():
+                root.unlink()
+            away.rename(root)
+        runner.close()
+    held = 0
+    for match_id in ids:
+        assert stream_count(conn, match_id) == 1
+        result = queue.get_result(conn, match_id)
+        record = queue.get_record(conn, match_id)
+        assert result is not None and record is not None
+        assert verify_record(record) == result["result"]
+        ref = records.get_ref(conn, match_id)
+        assert ref is not None
+        assert len(records.open_store(ref.store).list(ref.key.rsplit("/", 1)[0] + "/")) == 1
+        if match_id not in done_before and result["finished_ms"] < back_ms:
+            held += 1  # it finished playing while the store was away, and committed after
+            assert result["attempt"] == 1 and result["finished_ms"] > cut_ms - 5000
+    assert held >= 1, "no match finished playing while the store was away"

@@ -22,11 +22,12 @@ from rq.executions import Execution
 from rq.intermediate_queue import IntermediateQueue
 
 from referee import keys
+from referee.errors import RecordStoreError
 from referee.messages import now_ms
 from tests.metrics.test_host_totals import host  # noqa: F401  (the fixture)
 from tests.workers.test_runner import make_spec
 from workers import host as host_module
-from workers import queue
+from workers import queue, records
 from workers.host import MatchHost, Running
 from workers.metrics import HostMetrics
 from workers.queue import RunningMatches
@@ -259,6 +260,14 @@ def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
 
     monkeypatch.setattr(host_module, "commit", flaky)
     monkeypatch.setattr(host_module, "COMMIT_RETRY_S", 0.01)
+    ref = records.RecordRef(host.records.url, "matches/s1/m1/a4-d.json.zst", "d" * 64, 1)
+    saved: list[Any] = []
+
+    def save(store: Any, record: Any) -> records.RecordRef:
+        saved.append(record)
+        return ref
+
+    monkeypatch.setattr(records, "save_record", save)
     run = SimpleNamespace(
         spec=make_spec(),
         attempt=4,
@@ -266,7 +275,8 @@ def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
         record=lambda: {"steps": []},
     )
     assert asyncio.run(host._commit(run)) is False  # type: ignore[arg-type]
-    assert calls == [(run.spec, 4, {"r": 1}, {"steps": []})] * 3
+    assert calls == [(run.spec, 4, {"r": 1}, ref)] * 3  # the record's pointer, written once
+    assert saved == [{"steps": []}]
     errors[0] = 10**6
     monkeypatch.setattr(host_module, "COMMIT_GIVE_UP_S", 0.05)
     assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
@@ -280,6 +290,52 @@ def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
         calls.clear()
         assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
         assert len(calls) == tries
+
+
+def test_a_record_store_away_holds_the_commit_until_it_is_back_or_given_up(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_save_record``: the record is written before the commit, tried again every
+    ``COMMIT_RETRY_S`` while the store raises ``RecordStoreError``; nothing is committed
+    until it is written; given up (None, nothing committed) past ``COMMIT_GIVE_UP_S`` or
+    when a newer attempt took the match over."""
+    commits: list[Any] = []
+
+    def fake_commit(conn: Any, *args: Any) -> bool:
+        commits.append(args)
+        return True
+
+    monkeypatch.setattr(host_module, "commit", fake_commit)
+    monkeypatch.setattr(host_module, "COMMIT_RETRY_S", 0.01)
+    ref = records.RecordRef(host.records.url, "matches/s1/m1/a4-d.json.zst", "d" * 64, 1)
+    away = [3]
+
+    def save(store: Any, record: Any) -> records.RecordRef:
+        if away[0] > 0:
+            away[0] -= 1
+            assert commits == []  # no commit before the record is written
+            raise RecordStoreError("the record store is away")
+        return ref
+
+    monkeypatch.setattr(records, "save_record", save)
+    run = SimpleNamespace(
+        spec=make_spec(),
+        attempt=4,
+        superseded=False,
+        committed_result=lambda: {"r": 1},
+        record=lambda: {"steps": []},
+    )
+    assert asyncio.run(host._commit(run)) is True  # type: ignore[arg-type]
+    assert away == [0] and commits == [(run.spec, 4, {"r": 1}, ref)]
+    commits.clear()
+    away[0] = 10**6
+    run.superseded = True
+    assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
+    run.superseded = False
+    monkeypatch.setattr(host_module, "COMMIT_GIVE_UP_S", 0.05)
+    assert asyncio.run(host._commit(run)) is None  # type: ignore[arg-type]
+    assert commits == []
 
 
 def test_a_stopping_host_hands_back_the_matches_still_running_after_the_grace(
