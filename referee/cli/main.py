@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "referee.cli.games",  # presets, selfplay
     "referee.cli.referee_cmd",  # referee
     "referee.cli.bots",  # bot register/list/revoke/rotate-token/check
+    "referee.cli.bot_test",  # bot test
     "referee.cli.up",  # up
     "referee.cli.workers_cmd",  # worker, replay, match
     "referee.cli.seasons",  # season ..., standings

@@ -41,6 +41,7 @@ from referee.seasons.model import (
 )
 from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
+from referee.seasons.versiontest import SCHEDULE_KIND, VERSUS_NOTE, versus_schedule
 from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
 CREATED = "created"
@@ -325,10 +326,13 @@ def create_season(
     *,
     require_registered: bool = True,
     words: Words | None = None,
+    versus_pairs: int = 0,
 ) -> dict[str, str]:
     """Validate ``spec``, draw its seed if it has none, schedule it and store it (state
     ``created``). ConflictError if the name is taken; ConfigError lists every problem of
-    the spec at once, naming fields in ``words`` (the interface the user used)."""
+    the spec at once, naming fields in ``words`` (the interface the user used).
+    ``versus_pairs``: a version test of that many match pairs (``spec.bots`` = NEW, OLD,
+    field; referee/seasons/versiontest.py) instead of the season's own schedule."""
     if not spec.name:
         spec = SeasonSpec.from_dict({**spec.to_dict(), "name": _new_name(spec.game)})
     if not spec.options.rank_by:  # stored explicitly: a season without it ranks by Elo
@@ -358,8 +362,12 @@ def create_season(
             f"declaring {spec.game} (an empty games list means every game)"
         )
     seed = spec.seed or random_seed()
-    schedule = build_schedule(spec, seed, owners)
-    plan = duplicate_plan(spec, owners)
+    if versus_pairs:
+        schedule = versus_schedule(spec, seed, versus_pairs)
+        note = VERSUS_NOTE
+    else:
+        schedule = build_schedule(spec, seed, owners)
+        note = duplicate_plan(spec, owners).note
     season_id = spec.name
     created = now_ms()
     info = {
@@ -370,7 +378,8 @@ def create_season(
         "rules": json.dumps(rules, sort_keys=True, separators=(",", ":")),
         "owners": json.dumps(owners, sort_keys=True),
         "seed_sha256": seed_sha256(seed),
-        "duplicate": plan.note,  # what the duplicate option does here, in words
+        "duplicate": note,  # what the duplicate option does here, in words
+        "schedule": SCHEDULE_KIND if versus_pairs else "",
         "matches_total": str(len(schedule)),
         "matches_done": "0",
         "matches_failed": "0",

@@ -23,6 +23,7 @@ from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
 from workers.spec import redeal_seed
 
 
@@ -87,7 +88,10 @@ def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
         )
     spec = SeasonSpec.from_json(info["spec"])
     owners = json.loads(info.get("owners") or "{}")
-    rebuilt = build_schedule(spec, seed, owners)
+    if info.get("schedule") == SCHEDULE_KIND:
+        rebuilt = versus_schedule(spec, seed, int(info["matches_total"]) // 2)
+    else:
+        rebuilt = build_schedule(spec, seed, owners)
     played = store.get_schedule(conn, season_id)
     report.schedule_ok = [m.to_dict() for m in rebuilt] == played
     if not report.schedule_ok:

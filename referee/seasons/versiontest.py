@@ -28,6 +28,10 @@ from workers.spec import CommittedResult
 
 SCHEDULE_KIND = "versus"
 """The season hash's ``schedule`` field for a version test (verify rebuilds with it)."""
+VERSUS_NOTE = (
+    "version test: NEW and OLD play the same deals in the same seats against the same field "
+    "(one duplicate set per deal)"
+)
 
 DEFAULT_FIELD = {"sevens": ("heuristic", "heuristic", "heuristic"), "sedma": ("heuristic",)}
 """The default field, by policy (the platform's reference bots, docs/ladder.md)."""
@@ -100,7 +104,8 @@ def set_rows(
 ) -> list[tuple[float, float, float, float]]:
     """Per duplicate set, in schedule order: (NEW's score, OLD's score, NEW's placing,
     OLD's placing), for every pair whose two matches both committed (void deals skipped).
-    In Sedma head-to-head the placing is side against side (1, 0 or a half)."""
+    Scores are signed so that more is better (a penalty-points preset counts against); in
+    Sedma head-to-head the placing is side against side (1, 0 or a half)."""
     new, old = spec.bots[0], spec.bots[1]
     out: list[tuple[float, float, float, float]] = []
     for p in range(pairs):
@@ -110,6 +115,7 @@ def set_rows(
             continue
         sa, sb = list(a["seats"]).index(new), list(b["seats"]).index(old)
         k = 2 if spec.head_to_head else len(a["seats"])
+        sign = 1.0 if a["result"].get("higher_is_better", True) else -1.0
         for da, db in zip(a["result"].get("deals", []), b["result"].get("deals", []), strict=False):
             if da.get("void") or db.get("void"):
                 continue
@@ -119,8 +125,8 @@ def set_rows(
                 ob = [sorted({s % 2 for s in g}) for g in ob]
             out.append(
                 (
-                    float(da["deltas"][sa]),
-                    float(db["deltas"][sb]),
+                    sign * float(da["deltas"][sa]),
+                    sign * float(db["deltas"][sb]),
                     placing(oa, sa % k if spec.head_to_head else sa, k),
                     placing(ob, sb % k if spec.head_to_head else sb, k),
                 )
@@ -133,6 +139,16 @@ def set_differences(
 ) -> list[float]:
     """Per duplicate set, in schedule order, ``score(NEW) - score(OLD)``."""
     return [a - b for a, b, _, _ in set_rows(spec, results, pairs)]
+
+
+def done_prefix(spec: SeasonSpec, results: Mapping[str, CommittedResult], pairs: int) -> int:
+    """How many pairs from the first have both matches committed: the sequential test
+    reads only these, in schedule order, so its decision depends on the seed and the
+    results, never on which match happened to finish first."""
+    for p in range(pairs):
+        if not all(match_id(spec.name, 2 * p + s) in results for s in (0, 1)):
+            return p
+    return pairs
 
 
 def versus_spec(
