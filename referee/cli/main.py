@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "referee.cli.demo",  # demo
     "referee.cli.polyglot",  # bridge
     "referee.cli.ladder_cmd",  # ladder serve, ladder gauntlet
+    "referee.cli.ladder_live",  # ladder start/join/pause/resume/status/standings/replay
     "referee.cli.play",  # play (a person against bots, in the terminal)
 )
 

@@ -22,7 +22,7 @@ from referee.games.base import Match, Source
 from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
-from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
 from workers.spec import redeal_seed
 
@@ -90,6 +90,9 @@ def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     owners = json.loads(info.get("owners") or "{}")
     if info.get("schedule") == SCHEDULE_KIND:
         rebuilt = versus_schedule(spec, seed, int(info["matches_total"]) // 2)
+    elif info.get("schedule") == GIVEN_KIND:  # the tables come from outside: the deals don't
+        tables = [m["seats"] for m in store.get_schedule(conn, season_id)]
+        rebuilt = given_schedule(spec, seed, tables)
     else:
         rebuilt = build_schedule(spec, seed, owners)
     played = store.get_schedule(conn, season_id)

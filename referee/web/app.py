@@ -63,6 +63,7 @@ from referee.limits import Limits, RateLimiter, RenderCache
 from referee.metrics import make_registry
 from referee.web import league
 from referee.web.admin import AdminRoutes
+from referee.web.ladder import LadderRoutes
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
@@ -303,6 +304,7 @@ class ArenaWeb:
         self.pages = Pages(self)
         self.play = PlayRoutes(self)
         self.admin = AdminRoutes(self)
+        self.ladders = LadderRoutes(self)
         self.app = web.Application(middlewares=[_errors, _limits], client_max_size=MAX_BODY_BYTES)
         self.app[WEB_KEY] = self
         self._routes()
@@ -334,6 +336,7 @@ class ArenaWeb:
         r.add_static("/static/", STATIC_DIR, append_version=False)
         self.play.add_routes(r)
         self.admin.add_routes(r)
+        self.ladders.add_routes(r)
 
     async def close(self) -> None:
         await self.live.close()
