@@ -185,3 +185,31 @@ WORKERS_ALIVE = PREFIX + "workers"  # hash: worker name -> last heartbeat (ms)
 # --- spectator feed ----------------------------------------------------------------------
 EVENTS_CHANNEL = PREFIX + "events"  # pub/sub: best-effort league events (at most once)
 BOT_NOTICES_CHANNEL = PREFIX + "bot-notices"  # pub/sub: {bot, notice} for that bot's streams
+
+# --- continuous ladders (referee.ladder) ---------------------------------------------------
+LADDERS = PREFIX + "ladders"  # sorted set: ladder id -> created time (ms)
+
+
+def ladder(ladder_id: str) -> str:
+    """Hash: game, preset, rules, sizes, tables per batch, deals, state, counters."""
+    return f"{PREFIX}ladder:{ladder_id}"
+
+
+def ladder_secret(ladder_id: str) -> str:
+    """String: the ladder's seed (its batches' seasons derive theirs from it)."""
+    return f"{PREFIX}ladder:{ladder_id}:secret"
+
+
+def ladder_log(ladder_id: str) -> str:
+    """List (JSON records): joins, leaves and batches in the order they were decided."""
+    return f"{PREFIX}ladder:{ladder_id}:log"
+
+
+def ladder_state(ladder_id: str) -> str:
+    """String (JSON): the fold of the log (entries, ratings) up to its ``upto`` records."""
+    return f"{PREFIX}ladder:{ladder_id}:state"
+
+
+def ladder_lock(ladder_id: str) -> str:
+    """String with a TTL: the referee currently stepping this ladder."""
+    return f"{PREFIX}ladder:{ladder_id}:lock"

@@ -19,12 +19,14 @@ COMMAND_MODULES = (
     "referee.cli.referee_cmd",  # referee
     "referee.cli.bots",  # bot register/list/revoke/rotate-token/check
     "referee.cli.hosting_cmd",  # bot submit/versions/builds
+    "referee.cli.bot_test",  # bot test
     "referee.cli.up",  # up
     "referee.cli.workers_cmd",  # worker, replay, match
     "referee.cli.seasons",  # season ..., standings
     "referee.cli.demo",  # demo
     "referee.cli.polyglot",  # bridge
     "referee.cli.ladder_cmd",  # ladder serve, ladder gauntlet
+    "referee.cli.ladder_live",  # ladder start/join/pause/resume/status/standings/replay
     "referee.cli.play",  # play (a person against bots, in the terminal)
 )
 

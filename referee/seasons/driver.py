@@ -19,7 +19,9 @@ One step (in a worker thread, with a synchronous Redis client):
    ``REFIT_EVERY_S`` per season, or five times the last refit's duration if longer (and
    always at the end); a season whose
    matches are all settled is finished (its seed revealed); a cancelled season's seed is
-   revealed once none of its matches is queued or running any more.
+   revealed once none of its matches is queued or running any more;
+5. every ``LADDER_EVERY_S`` each continuous ladder takes a step (``referee/ladder/store.py``:
+   rate the batch that ended, decide and start the next one as a season).
 
 Because counting is idempotent and every transition is a compare-and-set, several
 referees may run the driver at once, and a referee killed at any point loses nothing: its
@@ -55,6 +57,7 @@ RESCUE_AFTER_MS = 60_000
 STANDINGS_EVERY_S = 0.5
 REFIT_EVERY_S = 2.0
 READ_BLOCK_MS = 300
+LADDER_EVERY_S = 0.5
 
 
 class SeasonDriver:
@@ -70,6 +73,7 @@ class SeasonDriver:
         self.boards: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self.last_claim = 0.0
         self.last_rescue = 0.0
+        self.last_ladders = 0.0
         self._group_ready = False
 
     def ensure_group(self) -> None:
@@ -119,6 +123,11 @@ class SeasonDriver:
             self._settle_failed(season_id)
             if store.reveal_if_settled(self.conn, season_id):
                 log.info("season %s: cancelled and settled; its seed is revealed", season_id)
+        if time.monotonic() - self.last_ladders >= LADDER_EVERY_S:
+            self.last_ladders = time.monotonic()
+            from referee.ladder.store import step_all  # the ladder builds on the seasons
+
+            step_all(self.conn, self.consumer)
         return counted
 
     def _settle_failed(self, season_id: str) -> None:

@@ -675,3 +675,24 @@ def build_schedule(
             )
         )
     return matches
+
+
+GIVEN_KIND = "given"
+"""The season hash's ``schedule`` field when the tables were chosen outside the season (a
+continuous ladder's batch, referee/ladder): verify rebuilds the deals from the seed."""
+
+
+def given_schedule(
+    spec: SeasonSpec, seed: int, tables: Sequence[Sequence[str]]
+) -> list[ScheduledMatch]:
+    """Matches at the ``tables`` given (seat order as given), plain deals from ``seed``."""
+    return [
+        ScheduledMatch(
+            index=index,
+            match_id=match_id(spec.name, index),
+            seats=tuple(seats),
+            seed=derive_seed(seed, index, "match"),
+            deals=deal_specs(spec, seed, index, len(seats)),
+        )
+        for index, seats in enumerate(tables)
+    ]

@@ -40,8 +40,15 @@ from referee.seasons.model import (
     random_seed,
     seed_sha256,
 )
-from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
+from referee.seasons.schedule import (
+    GIVEN_KIND,
+    ScheduledMatch,
+    build_schedule,
+    duplicate_plan,
+    given_schedule,
+)
 from referee.seasons.standings import compute_standings
+from referee.seasons.versiontest import SCHEDULE_KIND, VERSUS_NOTE, versus_schedule
 from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
 CREATED = "created"
@@ -334,10 +341,15 @@ def create_season(
     *,
     require_registered: bool = True,
     words: Words | None = None,
+    versus_pairs: int = 0,
+    tables: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, str]:
     """Validate ``spec``, draw its seed if it has none, schedule it and store it (state
     ``created``). ConflictError if the name is taken; ConfigError lists every problem of
-    the spec at once, naming fields in ``words`` (the interface the user used)."""
+    the spec at once, naming fields in ``words`` (the interface the user used).
+    ``versus_pairs``: a version test of that many match pairs (``spec.bots`` = NEW, OLD,
+    field; referee/seasons/versiontest.py) instead of the season's own schedule;
+    ``tables``: exactly these tables, seats as given (a ladder's batch, referee/ladder)."""
     if not spec.name:
         spec = SeasonSpec.from_dict({**spec.to_dict(), "name": _new_name(spec.game)})
     if not spec.options.rank_by:  # stored explicitly: a season without it ranks by Elo
@@ -367,8 +379,16 @@ def create_season(
             f"declaring {spec.game} (an empty games list means every game)"
         )
     seed = spec.seed or random_seed()
-    schedule = build_schedule(spec, seed, owners)
-    plan = duplicate_plan(spec, owners)
+    kind = ""
+    if versus_pairs:
+        schedule = versus_schedule(spec, seed, versus_pairs)
+        note, kind = VERSUS_NOTE, SCHEDULE_KIND
+    elif tables is not None:
+        schedule = given_schedule(spec, seed, tables)
+        note, kind = "the tables a ladder's matchmaker chose; every deal a new shuffle", GIVEN_KIND
+    else:
+        schedule = build_schedule(spec, seed, owners)
+        note = duplicate_plan(spec, owners).note
     season_id = spec.name
     created = now_ms()
     info = {
@@ -379,7 +399,8 @@ def create_season(
         "rules": json.dumps(rules, sort_keys=True, separators=(",", ":")),
         "owners": json.dumps(owners, sort_keys=True),
         "seed_sha256": seed_sha256(seed),
-        "duplicate": plan.note,  # what the duplicate option does here, in words
+        "duplicate": note,  # what the duplicate option does here, in words
+        "schedule": kind,
         "matches_total": str(len(schedule)),
         "matches_done": "0",
         "matches_failed": "0",

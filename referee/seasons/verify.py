@@ -26,8 +26,9 @@ from referee.games.base import Match, Source
 from referee.games.registry import get_game
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
-from referee.seasons.schedule import ScheduledMatch, build_schedule
+from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.standings import compute_standings, standings_rows_equal
+from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
 from workers.spec import redeal_seed
 
 if TYPE_CHECKING:
@@ -188,8 +189,13 @@ def _verify(
         )
     spec = SeasonSpec.from_json(info["spec"])
     owners = json.loads(info.get("owners") or "{}")
-    rebuilt = build_schedule(spec, seed, owners)
     played = schedule()
+    if info.get("schedule") == SCHEDULE_KIND:
+        rebuilt = versus_schedule(spec, seed, int(info["matches_total"]) // 2)
+    elif info.get("schedule") == GIVEN_KIND:  # the tables come from outside: the deals don't
+        rebuilt = given_schedule(spec, seed, [m["seats"] for m in played])
+    else:
+        rebuilt = build_schedule(spec, seed, owners)
     report.schedule_ok = [m.to_dict() for m in rebuilt] == played
     if not report.schedule_ok:
         report.problems.append("the schedule rebuilt from the seed differs from the one played")

@@ -64,6 +64,7 @@ from referee.metrics import make_registry
 from referee.web import league
 from referee.web.admin import AdminRoutes
 from referee.web.hosting import HostingRoutes
+from referee.web.ladder import LadderRoutes
 from referee.web.live import LiveFeed
 from referee.web.pages import Pages
 from referee.web.play import PlayRoutes
@@ -307,6 +308,7 @@ class ArenaWeb:
         self.play = PlayRoutes(self)
         self.admin = AdminRoutes(self)
         self.hosting = HostingRoutes(self)
+        self.ladders = LadderRoutes(self)
         self.app = web.Application(middlewares=[_errors, _limits], client_max_size=MAX_BODY_BYTES)
         self.app[WEB_KEY] = self
         self._routes()
@@ -339,6 +341,7 @@ class ArenaWeb:
         self.play.add_routes(r)
         self.admin.add_routes(r)
         self.hosting.add_routes(r)
+        self.ladders.add_routes(r)
 
     async def close(self) -> None:
         await self.live.close()

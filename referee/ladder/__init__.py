@@ -1,0 +1,1 @@
+"""The continuous ladder: bots play all the time, matched by rating (docs/ladder.md)."""
