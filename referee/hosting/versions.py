@@ -57,11 +57,14 @@ from referee.hosting.sandbox import (
     require_sandbox,
     sandbox_argv,
 )
+from referee.metrics_store import incr_counter
 
 BUILD_LIMITS = SandboxLimits(
     memory_mb=1024, pids=128, open_files=512, disk_mb=512, cpu_s=600, wall_s=600
 )
 """A build's share: 10 minutes, 1 GiB per process, 512 MiB of scratch, no network."""
+
+BUILDS_METRIC = "arena_hosted_builds_total"
 
 LOG_PART_BYTES = 10 * 1024
 """The build log keeps this much of its head and of its tail."""
@@ -329,6 +332,7 @@ class VersionStore:
         pipe.hset(keys.bot_versions(bot), str(version), built.to_json())
         if ok:
             pipe.hset(keys.bot(bot), "active_version", str(version))
+        incr_counter(pipe, BUILDS_METRIC, {"bot": bot, "kind": built.build})
         event = {"bot": bot, "version": version, "event": "activated" if ok else "build_failed"}
         pipe.publish(keys.HOSTING_EVENTS, json.dumps(event))
         pipe.execute()
