@@ -210,3 +210,20 @@ def test_no_signal_reaches_a_process_outside_the_sandbox() -> None:
     finally:
         neighbour.kill()
         neighbour.wait()
+
+
+def test_a_missing_sandbox_is_refused_naming_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from referee.hosting import sandbox as module
+    from referee.hosting.errors import SandboxUnavailable
+
+    monkeypatch.setattr(module, "_checked", False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxUnavailable, match=r"bubblewrap \(bwrap\) is not installed"):
+        module.require_sandbox()
+    monkeypatch.undo()
+    monkeypatch.setattr(module, "_checked", False)
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable, match="need root to give each bot a user id"):
+        module.require_sandbox()
