@@ -44,7 +44,7 @@ from pathlib import Path
 import redis
 
 from referee import bots, keys
-from referee.errors import NotFoundError
+from referee.errors import NotFoundError, StateConflict
 from referee.hosting.archive import ArchiveLimits, archive_kind, pack_folder, unpack
 from referee.hosting.errors import ArchiveRefused, BuildFailed
 from referee.hosting.languages import Recipe, detect, runtime_mounts
@@ -313,9 +313,15 @@ class VersionStore:
         build is recorded (its log kept) and leaves the active version as it was."""
         require_sandbox()
         info = self.version(bot, version)
+        if info.build == BuildState.OK:
+            raise StateConflict(
+                f"v{version} of {bot!r} is built already and may be running; submit a new "
+                "version to change it"
+            )
         folder = self.version_dir(bot, version)
         recipe = Recipe(**json.loads((folder / "recipe.json").read_text()))
         with _build_slots, self._locked(bot):
+            shutil.rmtree(folder / "build", ignore_errors=True)  # a failed build's leftovers
             started = time.monotonic()
             ok, summary = self._run_build(folder, recipe, self.uid(bot))
             took = time.monotonic() - started
