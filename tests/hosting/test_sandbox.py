@@ -66,7 +66,8 @@ def test_only_the_system_and_its_mounts_are_visible(tmp_path: Path) -> None:
     (bot / "code.sh").write_text("echo hi\n")
     done = run(
         "ls / | tr '\\n' ' '; echo; test -e /work && echo SEES_WORK;"
-        " test -e /root && echo SEES_ROOT;"
+        " test -e /root && echo SEES_ROOT; test -e /etc/passwd && echo SEES_PASSWD;"
+        " test -e /etc/ssl/private && echo SEES_SSL_PRIVATE;"
         f" test -e {tmp_path} && echo SEES_HOST_TMP; cat /bot/code.sh",
         mounts=(Mount(bot, "/bot"),),
     )
