@@ -86,7 +86,7 @@ def run_demo(
         else:
             tmp = data_dir = tempfile.mkdtemp(prefix="arena-demo-")
     started = time.monotonic()
-    platform = Platform(data_dir)
+    platform = Platform(data_dir, own_records=tmp is not None)
     url_file = Path(data_dir) / REDIS_URL_FILE
     token_file = Path(data_dir) / ADMIN_TOKEN_FILE
     try:

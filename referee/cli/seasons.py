@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import gzip
 import io
 import json
@@ -548,6 +549,7 @@ def _standings(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from referee.seasons.archive import archive_of
     from workers.queue import get_record, get_result
     from workers.replay import render_replay
 
@@ -555,6 +557,15 @@ def _export(args: argparse.Namespace) -> int:
     try:
         with _conn(args) as conn:
             info = store.get_season(conn, args.season)
+            archived = archive_of(conn, args.season)
+            if archived is not None:  # its results and records come from its archive
+                schedule = archived.schedule
+                result_of: Callable[[str], Any] = archived.result
+                record_of: Callable[[str], Any] = archived.record
+            else:
+                schedule = store.get_schedule(conn, args.season)
+                result_of = functools.partial(get_result, conn)
+                record_of = functools.partial(get_record, conn)
             standings = store.get_standings(conn, args.season) or store.recompute_standings(
                 conn, args.season
             )
@@ -566,10 +577,10 @@ def _export(args: argparse.Namespace) -> int:
             count = 0
             sealed: list[str] = []
             with open(out / "results.jsonl", "w") as results:
-                for data in store.get_schedule(conn, args.season):
+                for data in schedule:
                     match_id = data["match_id"]
-                    result = get_result(conn, match_id)
-                    record = get_record(conn, match_id)
+                    result = result_of(match_id)
+                    record = record_of(match_id)
                     if result is None or record is None:
                         continue
                     results.write(json.dumps(result, sort_keys=True) + "\n")

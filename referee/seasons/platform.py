@@ -53,8 +53,21 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 class Platform:
     """Start and stop the pieces of a local platform (all on loopback)."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, redis_url: str | None = None):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        redis_url: str | None = None,
+        own_records: bool = False,
+    ):
+        """``own_records``: the children write records under ``data_dir`` whatever
+        ``$ARENA_RECORDS`` says (a throwaway demo)."""
         self.data_dir = private_dir(Path(data_dir).resolve())
+        self.records_url = (
+            store_url(self.data_dir)
+            if own_records
+            else os.environ.get(RECORDS_ENV) or store_url(self.data_dir)
+        )
         self.logs = private_dir(self.data_dir / "logs")
         self._redis: EmbeddedRedis | None = None
         self.redis_url = redis_url or ""
@@ -90,7 +103,7 @@ class Platform:
                 env={
                     **os.environ,
                     "ARENA_REDIS_URL": self.redis_url,
-                    RECORDS_ENV: os.environ.get(RECORDS_ENV) or store_url(self.data_dir),
+                    RECORDS_ENV: self.records_url,
                     **(env_secrets or {}),
                 },
                 stdin=subprocess.DEVNULL,

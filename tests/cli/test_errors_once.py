@@ -45,6 +45,7 @@ REDIS_COMMANDS: dict[str, list[str]] = {
     "season list": ["season", "list"],
     "season standings": ["season", "standings", "s1"],
     "season export": ["season", "export", "s1", "EXPORT_DIR"],
+    "season archive": ["season", "archive", "s1"],
     "season verify": ["season", "verify", "s1"],
     "season watch": ["season", "watch", "s1"],
     "season collusion": ["season", "collusion", "s1"],

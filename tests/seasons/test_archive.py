@@ -34,7 +34,7 @@ def _season_keys(conn: redis.Redis, season: str) -> list[str]:
 
 
 def test_an_archived_season_keeps_nothing_per_match_in_redis_and_verifies_from_its_archive(
-    conn: redis.Redis, redis_url: str, capsys: pytest.CaptureFixture[str]
+    conn: redis.Redis, redis_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     store.create_season(conn, _spec(window=3))
     store.start_season(conn, "s1")
@@ -67,6 +67,12 @@ def test_an_archived_season_keeps_nothing_per_match_in_redis_and_verifies_from_i
     assert report.ok, report.problems
     assert report.matches_checked == 3 and report.deals_checked >= 6
     assert main(["season", "verify", "s1", "--redis-url", redis_url]) == 0
+    out_dir = tmp_path / "export"  # the export reads results and records from the archive
+    assert main(["season", "export", "s1", str(out_dir), "--redis-url", redis_url]) == 0
+    assert len((out_dir / "results.jsonl").read_text().splitlines()) == 3
+    assert sorted(p.name for p in (out_dir / "matches").iterdir()) == [
+        f"{m}.json.gz" for m in sorted(ids)
+    ]
 
     # the archive really is what verify reads: a record changed in the store is found
     held = archive.archive_of(conn, "s1")
