@@ -191,6 +191,7 @@ class Records:
     """Where records go: the project's record store when it has one, else inline."""
 
     def __init__(self, root: Path) -> None:
+        self.written = 0
         try:
             records = importlib.import_module("workers.records")
         except ImportError:
@@ -217,12 +218,12 @@ class Records:
             return {**template.record, "match_id": match_id}
         key = self.records.record_key(SEASON, match_id, 1, template.digest)
         self.store.put(key, template.data)
+        self.written += len(template.data)
         return self.records.RecordRef(self.store.url, key, template.digest, len(template.data))
 
     def usage(self) -> int:
-        if self.store is None:
-            return 0
-        return int(self.store.usage()[1])
+        """Bytes written to the store (its objects' sizes)."""
+        return self.written
 
 
 def create_season(conn: redis.Redis, bots: list[str], matches: int, deals: int) -> None:
@@ -309,17 +310,28 @@ def timed_ms(action: Any, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def cli_standings(redis_url: str) -> None:
+def cli_standings(redis_url: str, *flags: str) -> None:
     from referee.cli.main import main
 
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["standings", SEASON, "--redis-url", redis_url]) == 0
+        assert main(["standings", SEASON, *flags, "--redis-url", redis_url]) == 0
+
+
+PAGE_TIMEOUT_S = 60.0
 
 
 def http_get(port: int, path: str) -> None:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as reply:
-        assert reply.status == 200
-        reply.read()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=PAGE_TIMEOUT_S) as r:
+        assert r.status == 200
+        r.read()
+
+
+def page_ms(port: int, path: str, repeat: int) -> float:
+    """:func:`timed_ms` of a GET, or infinity when one takes over ``PAGE_TIMEOUT_S``."""
+    try:
+        return timed_ms(lambda: http_get(port, path), repeat)
+    except TimeoutError:
+        return float("inf")
 
 
 @dataclass
@@ -327,6 +339,87 @@ class Window:
     commits: list[float] = field(default_factory=list)
     driver_s: float = 0.0
     counted: int = 0
+    fold_s: float = 0.0  # fold_of + the counting script
+    rebuild_s: float = 0.0  # standings from the tallies (no refit)
+    rebuilds: int = 0
+    refit_s: float = 0.0  # the driver's timed refits
+    refits: int = 0
+
+
+CURRENT = Window()
+"""The window the timers below add to."""
+
+
+def instrument() -> None:
+    """Time the standings' parts inside the driver's step (fold and count, rebuild, refit)."""
+    from referee.seasons import driver as driver_mod
+
+    count_done, recompute, fold_of = store.count_done, store.recompute_standings, tallies.fold_of
+
+    def timed_count(*a: Any, **kw: Any) -> bool:
+        began = time.perf_counter()
+        try:
+            return count_done(*a, **kw)
+        finally:
+            CURRENT.fold_s += time.perf_counter() - began
+
+    def timed_fold(*a: Any, **kw: Any) -> tallies.Fold:
+        began = time.perf_counter()
+        try:
+            return fold_of(*a, **kw)
+        finally:
+            CURRENT.fold_s += time.perf_counter() - began
+
+    def timed_recompute(conn: Any, season_id: str, *, refit: bool = True) -> dict[str, Any]:
+        began = time.perf_counter()
+        try:
+            return recompute(conn, season_id, refit=refit)
+        finally:
+            spent = time.perf_counter() - began
+            if refit:
+                CURRENT.refit_s += spent
+                CURRENT.refits += 1
+            else:
+                CURRENT.rebuild_s += spent
+                CURRENT.rebuilds += 1
+
+    store.count_done = timed_count
+    store.recompute_standings = timed_recompute
+    driver_mod.fold_of = timed_fold  # type: ignore[attr-defined]
+
+
+def count_only(conn: redis.Redis, result: CommittedResult, window: Window) -> None:
+    """``--standings-only``: what the driver does with a result, without its commit: the
+    result row stored, then counted and folded (the records, stream and match keys left
+    out)."""
+    conn.set(keys.match_result(result["match_id"]), json.dumps(result, separators=(",", ":")))
+    began = time.perf_counter()
+    fold = tallies.fold_of(result)
+    assert store.count_done(conn, SEASON, result["match_id"], 1, fold)
+    window.driver_s += time.perf_counter() - began
+    window.counted += 1
+
+
+LAST_REFIT = [0.0, 0.0]
+"""When the last timed refit ran and how long it took (``--standings-only``)."""
+
+
+def rebuild_on_timer(conn: redis.Redis, window: Window) -> None:
+    """``--standings-only``: the driver's standings step (rebuild; refit on its timer)."""
+    from referee.seasons.driver import REFIT_EVERY_S
+
+    began = time.perf_counter()
+    refit = began - LAST_REFIT[0] >= max(REFIT_EVERY_S, 5 * LAST_REFIT[1])
+    store.recompute_standings(conn, SEASON, refit=refit)
+    if refit:
+        LAST_REFIT[:] = [began, time.perf_counter() - began]
+    window.driver_s += time.perf_counter() - began
+
+
+def new_window() -> Window:
+    global CURRENT
+    CURRENT = Window()
+    return CURRENT
 
 
 def drive(driver: SeasonDriver, window: Window) -> None:
@@ -349,9 +442,13 @@ class Row:
     commit_p50_ms: float
     commit_p99_ms: float
     driver_us_per_result: float
+    fold_us_per_result: float
+    rebuild_ms: float
+    timer_refits: int
     refit_ms: float
     scratch_ms: float
     cli_ms: float
+    json_ms: float
     page_ms: float
     api_ms: float
 
@@ -380,27 +477,39 @@ def run(args: argparse.Namespace) -> tuple[list[Row], bool | None]:
             )
             driver = SeasonDriver(conn)
             rows: list[Row] = []
-            window = Window()
+            window = new_window()
             with web_server(server.url) as port:
+                store.recompute_standings(conn, SEASON)
+                rows.append(measure(args, conn, raw, base, records, port, window, 0))
+                print_row(rows[-1], header=True)
                 for i in range(args.matches):
                     template = templates[i % len(templates)]
                     match_id = f"{SEASON}-m{i:06d}"
                     result = synthetic(template, match_id, bots, rng)
                     spec = replace(template.spec, match_id=match_id, seats=tuple(result["seats"]))
-                    began = time.perf_counter()
-                    record = records.write(template, match_id)
-                    assert commit(conn, spec, 1, result, record)
-                    window.commits.append((time.perf_counter() - began) * 1000)
-                    if (i + 1) % args.batch == 0:
-                        drive(driver, window)
+                    if args.standings_only:
+                        count_only(conn, result, window)
+                        if (i + 1) % args.batch == 0:
+                            rebuild_on_timer(conn, window)
+                    else:
+                        began = time.perf_counter()
+                        record = records.write(template, match_id)
+                        assert commit(conn, spec, 1, result, record)
+                        window.commits.append((time.perf_counter() - began) * 1000)
+                        if (i + 1) % args.batch == 0:
+                            drive(driver, window)
                     if (i + 1) % args.every == 0 or i + 1 == args.matches:
                         while window.counted < len(window.commits):
                             drive(driver, window)
                         rows.append(measure(args, conn, raw, base, records, port, window, i + 1))
-                        print_row(rows[-1], header=len(rows) == 1)
-                        window = Window()
+                        print_row(rows[-1], header=False)
+                        window = new_window()
+                if args.standings_only:
+                    store.finish_if_complete(conn, SEASON)
                 while store.get_season(conn, SEASON).get("state") != store.FINISHED:
                     drive(driver, window)
+            if not args.standings_only:
+                print_breakdown(raw, args.matches)
             same: bool | None = None
             if args.check if args.check is not None else args.matches <= CHECK_UP_TO:
                 kept = store.get_standings(conn, SEASON)
@@ -427,6 +536,7 @@ def measure(
     done: int,
 ) -> Row:
     used = int(raw.info("memory")["used_memory"]) - base
+    done_or_one = max(1, done)
     spec = store.get_spec(conn, SEASON)
     names = tallies.names_of(
         spec.bots,
@@ -442,17 +552,44 @@ def measure(
         scratch_ms = timed_ms(lambda: tallies.refit(names, entries), 1)
     return Row(
         matches=done,
-        redis_per_match=used / done,
+        redis_per_match=used / done_or_one,
         store_bytes=records.usage(),
         commit_p50_ms=percentile(window.commits, 0.5),
         commit_p99_ms=percentile(window.commits, 0.99),
         driver_us_per_result=window.driver_s / max(1, window.counted) * 1e6,
+        fold_us_per_result=window.fold_s / max(1, window.counted) * 1e6,
+        rebuild_ms=window.rebuild_s / max(1, window.rebuilds) * 1000,
+        timer_refits=window.refits,
         refit_ms=refit_ms,
         scratch_ms=scratch_ms,
         cli_ms=timed_ms(lambda: cli_standings(server_url(conn))),
-        page_ms=timed_ms(lambda: http_get(port, "/")),
-        api_ms=timed_ms(lambda: http_get(port, f"/api/standings/{SEASON}")),
+        json_ms=timed_ms(lambda: cli_standings(server_url(conn), "--json")),
+        page_ms=page_ms(port, "/", 1 if args.page_once else 5),
+        api_ms=page_ms(port, f"/api/standings/{SEASON}", 5),
     )
+
+
+def print_breakdown(raw: redis.Redis, matches: int) -> None:
+    """Redis bytes per finished match, by key (``MEMORY USAGE``; shared keys divided)."""
+    mid = f"{SEASON}-m{matches - 1:06d}"
+    parts = {
+        "result row": keys.match_result(mid),
+        "record (pointer)": keys.match_record(mid),
+        "match state": keys.match_state(mid),
+    }
+    shared = {
+        "standings tally log": keys.season_tally_log(SEASON),
+        "counted set": store.counted_key(SEASON),
+        "season matches hash": keys.season_matches(SEASON),
+        "results stream": keys.RESULTS_STREAM,
+        "recent matches": keys.MATCHES_RECENT,
+    }
+    out = []
+    for name, key in parts.items():
+        out.append(f"{name} {int(raw.memory_usage(key, samples=0) or 0)}")
+    for name, key in shared.items():
+        out.append(f"{name} {int(raw.memory_usage(key, samples=0) or 0) / matches:.0f}")
+    print("Redis B per match, by key: " + ", ".join(out))
 
 
 def server_url(conn: redis.Redis) -> str:
@@ -464,14 +601,17 @@ def print_row(row: Row, header: bool) -> None:
     if header:
         print(
             f"{'matches':>8} {'Redis B/match':>13} {'store B':>11} {'commit p50':>10} "
-            f"{'p99 ms':>7} {'driver us/res':>13} {'refit ms':>9} {'scratch ms':>10} "
-            f"{'standings ms':>12} {'page ms':>8} {'api ms':>7}"
+            f"{'p99 ms':>7} {'driver us/res':>13} {'fold us/res':>11} {'rebuild ms':>10} "
+            f"{'refits':>6} {'refit ms':>9} {'scratch ms':>10} "
+            f"{'standings ms':>12} {'--json ms':>9} {'page ms':>8} {'api ms':>7}"
         )
     print(
         f"{row.matches:>8} {row.redis_per_match:>13.0f} {row.store_bytes:>11} "
         f"{row.commit_p50_ms:>10.2f} {row.commit_p99_ms:>7.2f} "
-        f"{row.driver_us_per_result:>13.0f} {row.refit_ms:>9.0f} {row.scratch_ms:>10.0f} "
-        f"{row.cli_ms:>12.1f} {row.page_ms:>8.1f} {row.api_ms:>7.1f}",
+        f"{row.driver_us_per_result:>13.0f} {row.fold_us_per_result:>11.0f} "
+        f"{row.rebuild_ms:>10.1f} {row.timer_refits:>6} {row.refit_ms:>9.0f} "
+        f"{row.scratch_ms:>10.0f} "
+        f"{row.cli_ms:>12.1f} {row.json_ms:>9.1f} {row.page_ms:>8.1f} {row.api_ms:>7.1f}",
         flush=True,
     )
 
@@ -485,6 +625,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--templates", type=int, default=8, help="real matches played once")
     parser.add_argument("--batch", type=int, default=200, help="commits between driver steps")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--standings-only",
+        action="store_true",
+        help="no commit and no record: result rows counted and folded as the driver does "
+        "(the standings path alone, fast enough for 100,000 matches on a loaded machine)",
+    )
+    parser.add_argument(
+        "--page-once",
+        action="store_true",
+        help="time the league page once per row, not five times (its charts are slow)",
+    )
     parser.add_argument(
         "--scratch",
         action=argparse.BooleanOptionalAction,
@@ -500,6 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.matches < 1 or args.every < 1 or args.bots < 4 or args.batch < 1:
         parser.error("use --matches >= 1, --every >= 1, --bots >= 4 and --batch >= 1")
+    instrument()
     _rows, same = run(args)
     return 0 if same is not False else 1
 
