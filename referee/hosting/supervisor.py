@@ -46,6 +46,7 @@ import redis
 
 from referee import bots, keys, metrics_store
 from referee.errors import NotFoundError
+from referee.gateway.notices import HOSTED as HOSTED_NOTICE
 from referee.gateway.notices import bot_notice_payload
 from referee.hosting.cgroups import BotGroup, Events, GroupLimits, Hierarchy, open_hierarchy
 from referee.hosting.errors import HostingError
@@ -70,8 +71,6 @@ POLL_S = 0.25
 LINGER_S = 30.0
 """A bot no season wants any more is stopped this long after (its season-end notice, or the
 next season created meanwhile)."""
-HOSTED_NOTICE = "hosted"
-"""The Notice code that tells a bot's author (on its stream) what happened to its sandbox."""
 
 
 class RunEvent(StrEnum):
