@@ -171,7 +171,7 @@ def probes(hosting: Hosting, bot: str) -> dict[str, dict[str, object]]:
     return found
 
 
-def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
+def test_python_shell_and_c_bots_play_a_season_and_every_escape_fails(
     hosting: Hosting, tmp_path: Path
 ) -> None:
     secret = hosting.data_dir / "cluster.secret"
@@ -214,6 +214,7 @@ def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
     )
     submit(hosting, "hpy", REPO / "examples" / "hosted" / "python")
     submit(hosting, "hsh", REPO / "examples" / "hosted" / "shell")
+    submit(hosting, "hc", REPO / "examples" / "hosted" / "c")
     submit(hosting, "hostile", hostile)
     group = hosting.hierarchy.handle(group_name("hostile"))
     at: list[float] = []
@@ -221,7 +222,9 @@ def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
     def measure() -> None:
         at[:] = [time.monotonic(), group.cpu_ns() / 1e9]
 
-    stats = play_season(hosting, "escape", ["hpy", "hsh", "hostile"], deals=2, on_ready=measure)
+    stats = play_season(
+        hosting, "escape", ["hpy", "hsh", "hc", "hostile"], deals=2, on_ready=measure
+    )
     wall_s = time.monotonic() - at[0]
     burned_s = group.cpu_ns() / 1e9 - at[1]
 
