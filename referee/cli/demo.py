@@ -12,6 +12,7 @@ everything stopped again (unless ``--keep-running``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import signal
 import tempfile
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis
 from rich.console import Console
 
 from referee.cli.common import (
@@ -30,9 +32,13 @@ from referee.cli.common import (
     redacted_url,
     write_redis_url,
 )
+from referee.cli.hosted_run_cmd import hosted_socket, make_supervisor
 from referee.cli.seasons import console, standings_table, watch_season
 from referee.embedded_redis import write_private
 from referee.errors import ArenaError
+from referee.hosting.sandbox import require_sandbox
+from referee.hosting.supervisor import RunLimits
+from referee.hosting.versions import VersionStore
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
@@ -56,12 +62,26 @@ GAMES: dict[str, dict[str, Any]] = {
 }
 
 
-def demo_spec(game: str, name: str, seed: int | None) -> SeasonSpec:
+HOSTED_BOTS = (
+    ("py-1", "python"),
+    ("py-2", "python"),
+    ("sh-1", "shell"),
+    ("sh-2", "shell"),
+    ("perl-1", "perl"),
+    ("c-1", "c"),
+)
+"""``arena demo --hosted``: the bots submitted from examples/hosted/<language>."""
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "hosted"
+
+
+def demo_spec(
+    game: str, name: str, seed: int | None, bots: tuple[tuple[str, str], ...] = DEMO_BOTS
+) -> SeasonSpec:
     return SeasonSpec.from_dict(
         {
             **GAMES[game],
             "name": name,
-            "bots": [n for n, _ in DEMO_BOTS],
+            "bots": [n for n, _ in bots],
             "seed": seed,
             "time_control": {"move_ms": 2000, "bank_ms": 5000, "grace_ms": 100},
             "options": {"window": 6},
@@ -76,8 +96,12 @@ def run_demo(
     seed: int | None = None,
     console: Console | None = None,
     timeout_s: float = 170.0,
+    hosted: bool = False,
 ) -> int:
-    """Run the demo; 0 when the season finished and verified."""
+    """Run the demo; 0 when the season finished and verified. ``hosted``: the bots are the
+    hosted examples, submitted, built and run sandboxed (docs/HOSTING-RUN.md)."""
+    if hosted:
+        require_sandbox()  # SandboxUnavailable: one line saying what is missing
     console = console or Console()
     tmp: str | None = None
     if data_dir is None:
@@ -87,6 +111,8 @@ def run_demo(
             tmp = data_dir = tempfile.mkdtemp(prefix="arena-demo-")
     started = time.monotonic()
     platform = Platform(data_dir, own_records=tmp is not None)
+    stack = contextlib.ExitStack()
+    supervising_stop = threading.Event()
     url_file = Path(data_dir) / REDIS_URL_FILE
     token_file = Path(data_dir) / ADMIN_TOKEN_FILE
     try:
@@ -95,21 +121,31 @@ def run_demo(
         console.print(
             f"[bold]arena demo[/]: embedded Redis at {redacted_url(url)} (data in {data_dir})"
         )
-        platform.start_referee(matches=DEMO_MATCHES)
+        socket = hosted_socket(Path(data_dir))
+        platform.start_referee(
+            matches=DEMO_MATCHES, extra=("--hosted-socket", str(socket)) if hosted else ()
+        )
         console.print(
             f"referee on 127.0.0.1:{platform.port} (http {platform.http_port}), "
             f"running up to {DEMO_MATCHES} matches at once itself"
         )
-        platform.register_bots([n for n, _ in DEMO_BOTS])
-        for i, (name, kind) in enumerate(DEMO_BOTS):
-            platform.start_bot(name, kind, seed=i + 1)
-        platform.wait_bots_connected()
-        console.print(
-            "6 SDK bots connected over gRPC: " + ", ".join(f"{n} ({k})" for n, k in DEMO_BOTS)
-        )
+        entrants = HOSTED_BOTS if hosted else DEMO_BOTS
+        platform.register_bots([n for n, _ in entrants])
+        if not hosted:
+            for i, (name, kind) in enumerate(DEMO_BOTS):
+                platform.start_bot(name, kind, seed=i + 1)
+            platform.wait_bots_connected()
+            console.print(
+                "6 SDK bots connected over gRPC: " + ", ".join(f"{n} ({k})" for n, k in DEMO_BOTS)
+            )
         with platform.client() as conn:
             name = f"demo-{game}-{time.strftime('%H%M%S', time.gmtime())}"
-            info = store.create_season(conn, demo_spec(game, name, seed))
+            info = store.create_season(conn, demo_spec(game, name, seed, entrants))
+            if hosted:
+                supervising = _start_hosted(conn, Path(data_dir), socket, console, supervising_stop)
+                stack.callback(supervising.join, 30)
+                stack.callback(supervising_stop.set)
+                _wait_streams(conn, [n for n, _ in entrants], platform.logs)
             info = store.start_season(conn, name)
             spec = SeasonSpec.from_json(info["spec"])
             console.print(
@@ -153,12 +189,43 @@ def run_demo(
             _serve_until_interrupted()
         return 0 if report.ok else 1
     finally:
+        stack.close()  # the hosted bots first, while their referee is there
         platform.stop()
         for private in (url_file, token_file):
             if private.exists():
                 private.unlink()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start_hosted(
+    conn: redis.Redis, data_dir: Path, socket: Path, console: Console, stop: threading.Event
+) -> threading.Thread:
+    """Submit and build each hosted example in the sandbox, then supervise them."""
+    store_ = VersionStore(conn, data_dir)
+    for bot, language in HOSTED_BOTS:
+        info = store_.submit_and_build(bot, EXAMPLES / language)
+        if info.build != "ok":
+            raise ArenaError(f"the hosted example {language} did not build: {info.summary}")
+        console.print(
+            f"submitted {bot}: examples/hosted/{language} -> v{info.version} "
+            f"({info.language}, {info.protocol}), built in {info.build_seconds:.1f}s"
+        )
+    supervisor = make_supervisor(conn, data_dir, socket, RunLimits())
+    thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_streams(conn: redis.Redis, names: list[str], logs: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while missing := store.bots_without_stream(conn, names):
+        if time.monotonic() > deadline:
+            raise ArenaError(
+                f"hosted bots not connected after {timeout:.0f}s: {', '.join(missing)} "
+                f"(`arena bot events NAME`; their output is in {logs.parent}/hosted-run/)"
+            )
+        time.sleep(0.2)
 
 
 ADMIN_TOKEN_FILE = "admin.token"
@@ -214,6 +281,12 @@ def register(commands: Commands) -> None:
         "~/.local/state/arena)",
     )
     p.add_argument("--seed", type=int, default=None, help="season seed (default: random)")
+    p.add_argument(
+        "--hosted",
+        action="store_true",
+        help="the six bots are hosted examples (Python, shell, Perl, C), submitted, built and "
+        "run sandboxed by the platform (needs bubblewrap and root; docs/HOSTING-RUN.md)",
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -223,4 +296,5 @@ def _demo(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         seed=args.seed,
         console=console(),
+        hosted=args.hosted,
     )

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "referee.cli.bots",  # bot register/list/revoke/rotate-token/check
     "referee.cli.hosting_cmd",  # bot submit/versions/builds
     "referee.cli.bot_test",  # bot test
+    "referee.cli.hosted_run_cmd",  # bots run, bot events
     "referee.cli.up",  # up
     "referee.cli.workers_cmd",  # worker, replay, match
     "referee.cli.seasons",  # season ..., standings

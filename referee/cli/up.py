@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from referee import cluster
-from referee.cli import workers_cmd
+from referee.cli import hosted_run_cmd, workers_cmd
 from referee.cli.common import (
     ADMIN_TOKEN_ENV,
     Commands,
@@ -73,6 +73,20 @@ def register(commands: Commands) -> None:
         help="refuse casual matches started from the web's /play page (people still join "
         "their seasons' seats there); for public deployments",
     )
+    p.add_argument(
+        "--hosted",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the seasons' hosted bots, each in its sandbox (default on where a sandbox "
+        "can be had; where not, one line says why and none run)",
+    )
+    p.add_argument(
+        "--hosted-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="freeze hosted bots between their turns (default on)",
+    )
+    hosted_run_cmd.add_limit_options(p)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
     p.add_argument(
         "--join",
@@ -145,6 +159,16 @@ def up(args: argparse.Namespace) -> int:
     )
     _refuse_a_second_platform(args)
     joined = bool(args.join and not getattr(args, "redis_url", None))
+    hosted = args.hosted and not joined  # the platform joined runs them already
+    socket = hosted_run_cmd.hosted_socket(data_dir_of(args))
+    if hosted and len(str(socket)) > hosted_run_cmd.MAX_SOCKET_PATH:
+        print(
+            f"arena up: hosted bots are not run here: the socket path {socket} is longer than "
+            f"{hosted_run_cmd.MAX_SOCKET_PATH} characters (a Unix socket's limit); use a "
+            "shorter --data-dir",
+            flush=True,
+        )
+        hosted = False
     echo = _Echo()
     with running_or_embedded_redis(args) as url:
         try:
@@ -167,6 +191,8 @@ def up(args: argparse.Namespace) -> int:
                 *(("--link-tls-ca", args.link_tls_ca) if args.link_tls_ca else ()),
                 # hosted bots' code (arena bot submit, the upload form) lives in the data dir
                 *("--data-dir", str(data_dir_of(args))),
+                *(("--hosted-socket", str(socket)) if hosted else ()),
+                *(() if args.hosted_freeze else ("--no-hosted-freeze",)),
                 timeout=REFEREE_START_S,
                 on_line=echo,
                 env=child_env(**{ADMIN_TOKEN_ENV: token, cluster.SECRET_ENV: secret}),
@@ -177,6 +203,14 @@ def up(args: argparse.Namespace) -> int:
         echo.started = True
         pool = workers_cmd.make_pool(args, url, secret) if args.num_workers else None
         stop = threading.Event()
+        bots_stop = threading.Event()
+        supervisor = (
+            hosted_run_cmd.start_supervisor(
+                url, data_dir_of(args), hosted_run_cmd.limits_of(args), bots_stop
+            )
+            if hosted
+            else None
+        )
         install_stop(pool or stop)
         try:
             if joined:
@@ -209,6 +243,9 @@ def up(args: argparse.Namespace) -> int:
         finally:
             if pool is not None:
                 pool.stop()
+            bots_stop.set()
+            if supervisor is not None:
+                supervisor.join(30)
             # the referee's matches get --grace-s to finish, then it drains (~5 s)
             stop_process(referee, args.grace_s + 20.0)
     print("arena up: stopped", flush=True)

@@ -45,12 +45,15 @@ log = logging.getLogger(__name__)
 SEASON_START = "season_start"
 SEASON_END = "season_end"
 DRAINING = "draining"
+HOSTED = "hosted"  # sent by the bot supervisor (referee.hosting.supervisor)
 NOTICE_CODES = {
     DRAINING: "this referee is shutting down: answer the requests you hold, then reconnect "
     "(to it or another referee) when the stream ends",
     SEASON_START: "a season you are entered in started",
     SEASON_END: "a season you are entered in ended (finished or cancelled); `standing` is "
     "your final row",
+    HOSTED: "something happened to your hosted bot's sandbox (an exit, a limit hit); "
+    "`arena bot events NAME` lists them",
 }
 """Every Notice code a referee sends, with its meaning (docs/PROTOCOL.md repeats them)."""
 

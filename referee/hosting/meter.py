@@ -64,8 +64,7 @@ class CgroupMeter:
         if group is not None:
             if group.exists():
                 return group
-            del self._groups[bot]
-            self.frozen.discard(bot)
+            self._forget(bot)
         now = time.monotonic()
         if self._missing.get(bot, 0.0) > now:
             return None
@@ -95,6 +94,7 @@ class CgroupMeter:
         except OSError as exc:  # the supervisor removed it meanwhile
             log.warning("cannot meter hosted bot %s: %s", bot, exc)
             self.outstanding[bot] = count
+            self._forget(bot)
             return None
 
     def released(self, bot: str, cpu_at_send: int | None) -> float | None:
@@ -112,8 +112,16 @@ class CgroupMeter:
                 self.frozen.add(bot)
         except OSError as exc:
             log.warning("cannot meter hosted bot %s: %s", bot, exc)
+            self._forget(bot)
             return None
         return max(0.0, used)
+
+    def _forget(self, bot: str) -> None:
+        """Drop a group that went away (its kept files with it); looked up again next turn."""
+        group = self._groups.pop(bot, None)
+        self.frozen.discard(bot)
+        if group is not None:
+            group.close()
 
     # --- keepalive ------------------------------------------------------------------------
     async def breathe_forever(self, stop: asyncio.Event) -> None:

@@ -28,6 +28,7 @@ Where no sandbox can be had (``require_sandbox``) or no cgroup hierarchy is writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ import redis
 
 from referee import bots, keys, metrics_store
 from referee.errors import NotFoundError
+from referee.gateway.notices import HOSTED as HOSTED_NOTICE
 from referee.gateway.notices import bot_notice_payload
 from referee.hosting.cgroups import BotGroup, Events, GroupLimits, Hierarchy, open_hierarchy
 from referee.hosting.errors import HostingError
@@ -70,8 +72,6 @@ POLL_S = 0.25
 LINGER_S = 30.0
 """A bot no season wants any more is stopped this long after (its season-end notice, or the
 next season created meanwhile)."""
-HOSTED_NOTICE = "hosted"
-"""The Notice code that tells a bot's author (on its stream) what happened to its sandbox."""
 
 
 class RunEvent(StrEnum):
@@ -170,6 +170,17 @@ def wanted_bots(conn: redis.Redis, store: VersionStore) -> list[str]:
     return sorted(b for b in names if store.active_version(b) is not None)
 
 
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL 5 s later; reaped either way (the sandbox dies with it)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 class Supervisor:
     """Keeps hosted bots alive; :meth:`step` is one pass, :meth:`run` loops it."""
 
@@ -227,12 +238,46 @@ class Supervisor:
 
     def _check(self, entry: Running, now: float) -> None:
         self._limit_events(entry)
+        self._switch_version(entry, now)
         proc = entry.proc
         if proc is not None and proc.poll() is not None:
             self._exited(entry, proc.returncode, now)
             entry.proc = proc = None
         if proc is None and now >= entry.next_start:
             self._start(entry, now)
+
+    def _switch_version(self, entry: Running, now: float) -> None:
+        """A newer active version replaces the running one between matches, never in one:
+        the bot is restarted at once when no running match seats it."""
+        proc = entry.proc
+        if proc is None or proc.poll() is not None:
+            return
+        active = self.store.active_version(entry.bot)
+        if active is None or active == entry.manifest.version or self._in_a_match(entry.bot):
+            return
+        record_event(
+            self.conn,
+            entry.bot,
+            RunEvent.EXITED,
+            f"stopping version {entry.manifest.version} for the new active version {active}",
+        )
+        _terminate(proc)
+        entry.proc = None
+        entry.quick_exits = 0
+        entry.next_start = now
+
+    def _in_a_match(self, bot: str) -> bool:
+        running = self.conn.zrange(keys.MATCHES_RUNNING, 0, -1)
+        if not running:
+            return False
+        pipe = self.conn.pipeline(transaction=False)
+        for match_id in running:
+            pipe.get(keys.match_spec(str(match_id)))
+        for raw in pipe.execute():
+            with contextlib.suppress(ValueError, TypeError):
+                if bot in json.loads(raw).get("seats", ()):
+                    return True
+        return False
 
     def _limit_events(self, entry: Running) -> None:
         try:
@@ -369,14 +414,8 @@ class Supervisor:
             log_file.close()
 
     def _stop(self, entry: Running) -> None:
-        proc = entry.proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        if entry.proc is not None:
+            _terminate(entry.proc)
         entry.proc = None
         entry.group.remove()
 

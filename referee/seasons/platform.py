@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -115,10 +116,12 @@ class Platform:
         finally:
             log.close()
 
-    def start_referee(self, timeout: float = 30.0, matches: int = 0) -> None:
+    def start_referee(
+        self, timeout: float = 30.0, matches: int = 0, extra: Sequence[str] = ()
+    ) -> None:
         """Start (or restart, on the same ports) the referee and wait until it listens;
         with ``matches`` it also runs that many matches at once itself (co-hosted,
-        ``arena referee --matches``; docs/workers.md)."""
+        ``arena referee --matches``; docs/workers.md); ``extra``: more of its flags."""
         if not self.port:
             self.port, self.http_port = free_port(), free_port()
         log_path = self.logs / "referee.log"
@@ -134,6 +137,7 @@ class Platform:
                 "--http-port",
                 str(self.http_port),
                 *(("--matches", str(matches), "--stale-s", "3") if matches else ()),
+                *extra,
             ],
             {"ARENA_ADMIN_TOKEN": self.admin_token, "ARENA_CLUSTER_SECRET": self.cluster_secret},
         )

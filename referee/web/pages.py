@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 BOT_RECORDS = 40
 """How many of a bot's newest matches its page reads records of (penalties, think times)."""
+RUN_EVENTS = 10
+"""Sandbox events of a hosted bot its page shows (newest first)."""
 BOT_SUMMARIES = 4096
 """(match, bot) summaries a web server keeps (the least recently used go first)."""
 BOT_PAGE_TTL_S = 2.0
@@ -203,6 +205,10 @@ class Pages:
             fetched = await self.conn.mget([keys.match_record(m) for m in missing])
             raws = dict(zip(missing, fetched, strict=True))
         versions, active = await self.web.hosting.versions(name)
+        run_events = [
+            json.loads(raw)
+            for raw in await self.conn.lrange(keys.hosted_run_events(name), 0, RUN_EVENTS - 1)
+        ]
         context = {
             "name": name,
             "registered": registered,
@@ -213,6 +219,7 @@ class Pages:
             "versions": versions,
             "active_version": active,
             "languages": LANGUAGE_CHOICES,
+            "run_events": run_events,
         }
         # The same inputs and no new record within BOT_PAGE_TTL_S: the same page (a seal
         # lifted meanwhile shows at most that much later).

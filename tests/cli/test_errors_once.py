@@ -30,6 +30,11 @@ REDIS_COMMANDS: dict[str, list[str]] = {
     "bot revoke": ["bot", "revoke", "alice"],
     "bot rotate-token": ["bot", "rotate-token", "alice"],
     "bot check": ["bot", "check", "--server", "127.0.0.1:1"],  # token from $ARENA_TOKEN
+    "bot submit": ["bot", "submit", "alice", "."],
+    "bot versions": ["bot", "versions", "alice"],
+    "bot builds": ["bot", "builds", "alice"],
+    "bot events": ["bot", "events", "alice"],
+    "bots run": ["bots", "run", "--socket", "."],
     "up": ["up", "--port", "0", "--http-port", "0"],
     "worker": ["worker"],
     "replay": ["replay", "m1"],

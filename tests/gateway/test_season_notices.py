@@ -93,7 +93,7 @@ def test_season_end_notice_carries_the_bots_row() -> None:
     assert (row.bot, row.rank, row.of, row.unit) == ("x", 1, 2, "chips")
     assert (row.deals_won, row.score, row.elo, row.timeouts) == (9, 12.0, 1540.5, 2)
     assert "ranked 1 of 2" in message.notice.message
-    assert set(NOTICE_CODES) == {"draining", "season_start", "season_end"}
+    assert set(NOTICE_CODES) == {"draining", "season_start", "season_end", "hosted"}
 
 
 def test_hello_games_are_honoured_at_season_creation(redis_url: str) -> None:

@@ -171,7 +171,7 @@ def probes(hosting: Hosting, bot: str) -> dict[str, dict[str, object]]:
     return found
 
 
-def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
+def test_python_shell_and_c_bots_play_a_season_and_every_escape_fails(
     hosting: Hosting, tmp_path: Path
 ) -> None:
     secret = hosting.data_dir / "cluster.secret"
@@ -214,6 +214,7 @@ def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
     )
     submit(hosting, "hpy", REPO / "examples" / "hosted" / "python")
     submit(hosting, "hsh", REPO / "examples" / "hosted" / "shell")
+    submit(hosting, "hc", REPO / "examples" / "hosted" / "c")
     submit(hosting, "hostile", hostile)
     group = hosting.hierarchy.handle(group_name("hostile"))
     at: list[float] = []
@@ -221,7 +222,9 @@ def test_python_and_shell_bots_play_a_season_and_every_escape_fails(
     def measure() -> None:
         at[:] = [time.monotonic(), group.cpu_ns() / 1e9]
 
-    stats = play_season(hosting, "escape", ["hpy", "hsh", "hostile"], deals=2, on_ready=measure)
+    stats = play_season(
+        hosting, "escape", ["hpy", "hsh", "hc", "hostile"], deals=2, on_ready=measure
+    )
     wall_s = time.monotonic() - at[0]
     burned_s = group.cpu_ns() / 1e9 - at[1]
 
@@ -336,3 +339,35 @@ def test_on_the_cpu_clock_a_50ms_bot_is_never_timed_out_while_every_core_burns(
     mine = [s for s in stats if s["bot"] == "cpu50"]
     assert mine and sum(int(s["decisions"]) for s in mine) > 5, stats
     assert all(s["timeouts"] == 0 for s in mine), stats
+
+
+def test_a_new_active_version_replaces_the_running_one_between_matches(hosting: Hosting) -> None:
+    example = REPO / "examples" / "hosted" / "python"
+    names = ["sw-1", "sw-2", "sw-3"]
+    for name in names:
+        submit(hosting, name, example)
+    spec = SeasonSpec(
+        name="switch", game="sevens", preset="fan-tan", bots=tuple(names), table_size=3
+    )
+    store.create_season(hosting.conn, spec)  # created: its hosted bots are run
+    try:
+        deadline = time.monotonic() + 60
+        while store.bots_without_stream(hosting.conn, names):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        submit_again = hosting.store.submit_and_build("sw-1", example)
+        assert submit_again.version == 2 and submit_again.build == "ok"
+
+        def started_v2() -> bool:
+            return any(
+                e["event"] == "started" and "version 2" in str(e["detail"])
+                for e in read_events(hosting.conn, "sw-1")
+            )
+
+        while not started_v2():
+            assert time.monotonic() < deadline + 30, read_events(hosting.conn, "sw-1")
+            time.sleep(0.2)
+        events = [str(e["detail"]) for e in read_events(hosting.conn, "sw-1")]
+        assert any("for the new active version 2" in e for e in events), events
+    finally:
+        store.cancel_season(hosting.conn, "switch")

@@ -1,0 +1,213 @@
+"""Hosted bots: the per-decision cost of the sandbox path beside an external bot's, and what
+freezing buys on a shared machine (docs/HOSTING-RUN.md, "Benchmark").
+
+One embedded Redis and one co-hosting referee (``arena referee --matches 4
+--hosted-socket``) as processes; three runs of the same season (sevens ``fan-tan``, 6
+bots at tables of 3, ``--deals`` deals per match):
+
+* ``external``: the hosted Python example's strategy as SDK bots in threads of this
+  process, over TCP (today's path);
+* ``hosted, freezing on``: the same code submitted, built and run by the bot supervisor in
+  sandboxes and cgroups, over the referee's Unix socket, frozen between turns; one of the
+  six also burns a core in a background thread all the time;
+* ``hosted, freezing off``: the same, never frozen.
+
+For each: decisions/s, the referee's CPU per decision (co-hosted: its match host's too),
+the bots' sandbox CPU per decision (the burner apart), and the burner's CPU share of the
+run's wall time: what a bot thinking on others' time takes from its neighbours. Numbers
+measured on a shared, loaded machine are noisy: compare the rows of one run.
+
+    .venv/bin/python bench/hosted.py [--deals 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from referee import bots  # noqa: E402
+from referee.embedded_redis import EmbeddedRedis  # noqa: E402
+from referee.hosting.cgroups import Hierarchy, open_hierarchy  # noqa: E402
+from referee.hosting.meter import group_name  # noqa: E402
+from referee.hosting.supervisor import RunLimits, Supervisor  # noqa: E402
+from referee.hosting.versions import VersionStore  # noqa: E402
+from referee.procs import start_referee, stop_process  # noqa: E402
+from referee.seasons import store  # noqa: E402
+from referee.seasons.model import SeasonOptions, SeasonSpec  # noqa: E402
+from sample_bots.sdk import Bot, Turn  # noqa: E402
+from workers.spec import TimeControl  # noqa: E402
+
+BOTS = 6
+PARENT = f"arena-bench-{os.getpid()}"
+
+
+class FirstFree(Bot):
+    """examples/hosted/python's strategy."""
+
+    def choose(self, turn: Turn) -> str:
+        for info in turn.action_info:
+            if info.cost == 0:
+                return info.action
+        return turn.legal_actions[0]
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def season(conn: redis.Redis, name: str, names: list[str], deals: int) -> tuple[int, float]:
+    """Play it to the end; (decisions, wall seconds from start to finish)."""
+    spec = SeasonSpec(
+        name=name,
+        game="sevens",
+        preset="fan-tan",
+        bots=tuple(names),
+        table_size=3,
+        deals_per_match=deals,
+        time_control=TimeControl(move_ms=2000, bank_ms=5000),
+        options=SeasonOptions(duplicate=False, rounds=1),
+    )
+    store.create_season(conn, spec)
+    deadline = time.monotonic() + 120
+    while store.bots_without_stream(conn, names):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bots never connected: {store.bots_without_stream(conn, names)}")
+        time.sleep(0.2)
+    started = time.monotonic()
+    store.start_season(conn, name)
+    while store.get_season(conn, name)["state"] != store.FINISHED:
+        time.sleep(0.05)
+    wall = time.monotonic() - started
+    decisions = sum(
+        int(s["decisions"]) for r in store.committed_results(conn, name) for s in r["stats"]
+    )
+    return decisions, wall
+
+
+@contextlib.contextmanager
+def platform(root: Path, freeze: bool) -> Iterator[tuple[redis.Redis, int, Path, str]]:
+    server = EmbeddedRedis(root / f"redis-{freeze}")
+    server.start()
+    conn = redis.Redis.from_url(server.url, decode_responses=True)
+    socket = root / f"s{int(freeze)}" / "referee.sock"
+    args = ["--matches", "4", "--hosted-socket", str(socket), "--http-port", "0"]
+    args += ["--hosted-cgroup-parent", PARENT] + ([] if freeze else ["--no-hosted-freeze"])
+    referee, address = start_referee(server.url, *args)
+    try:
+        yield conn, referee.pid, socket, address
+    finally:
+        stop_process(referee, 20)
+        conn.close()
+        server.stop()
+
+
+def row(label: str, decisions: int, wall: float, ref_cpu: float, bot_cpu: float, burn: str) -> str:
+    return (
+        f"| {label} | {decisions} | {decisions / wall:.0f} | {ref_cpu / decisions * 1000:.2f} | "
+        f"{bot_cpu / max(1, decisions) * 1000:.2f} | {burn} |"
+    )
+
+
+def run_external(root: Path, deals: int) -> str:
+    with platform(root, True) as (conn, pid, _socket, server):
+        from tests.platform_fixtures import bots_on
+
+        names = [f"ext{i}" for i in range(BOTS)]
+        with bots_on(conn, server, {n: FirstFree() for n in names}):
+            cpu = proc_cpu_s(pid)
+            decisions, wall = season(conn, "ext", names, deals)
+            ref = proc_cpu_s(pid) - cpu
+    return row("external SDK bots (TCP)", decisions, wall, ref, float("nan"), "n/a")
+
+
+def run_hosted(root: Path, deals: int, freeze: bool, hierarchy: Hierarchy) -> str:
+    with platform(root, freeze) as (conn, pid, socket, _server):
+        versions = VersionStore(conn, root / f"data{int(freeze)}")
+        names = [f"h{i}" for i in range(BOTS)]
+        burner = root / "burner"
+        if not burner.exists():
+            shutil.copytree(ROOT / "examples" / "hosted" / "python", burner)
+            code = (burner / "bot.py").read_text()
+            code = code.replace(
+                'if __name__ == "__main__":',
+                "import threading\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)], "
+                'daemon=True).start()\n\nif __name__ == "__main__":',
+            )
+            (burner / "bot.py").write_text(code)
+        for i, name in enumerate(names):
+            bots.register(conn, name)
+            folder = burner if i == 0 else ROOT / "examples" / "hosted" / "python"
+            info = versions.submit_and_build(name, folder)
+            assert info.build == "ok", versions.build_log(name, info.version)
+        supervisor = Supervisor(
+            conn,
+            versions,
+            socket,
+            root / f"run{int(freeze)}",
+            limits=RunLimits(),
+            hierarchy=hierarchy,
+            bots_to_run=lambda: names,
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            groups = [hierarchy.handle(group_name(n)) for n in names]
+            deadline = time.monotonic() + 60
+            while not all(g.exists() for g in groups) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            spec_names = names
+            cpu = proc_cpu_s(pid)
+            bot_cpu = [g.cpu_ns() for g in groups]
+            decisions, wall = season(conn, f"hosted{int(freeze)}", spec_names, deals)
+            ref = proc_cpu_s(pid) - cpu
+            used = [(g.cpu_ns() - b) / 1e9 for g, b in zip(groups, bot_cpu, strict=True)]
+        finally:
+            stop.set()
+            thread.join(30)
+    label = f"hosted, freezing {'on' if freeze else 'off'} (Unix socket, sandbox)"
+    burn = f"{used[0] / wall:.0%} of a core"
+    return row(label, decisions, wall, ref, sum(used[1:]), burn)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--deals", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("ARENA_CLUSTER_SECRET", "bench-" + "x" * 32)
+    root = Path(tempfile.mkdtemp(prefix="arena-bench-hosted-"))
+    hierarchy = open_hierarchy(PARENT)
+    print(
+        f"# bench/hosted.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| bots | decisions | decisions/s | referee CPU ms/decision | bot CPU ms/decision "
+        "| burner's CPU (share of wall) |"
+    )
+    print("|---|---|---|---|---|---|")
+    try:
+        for freeze in (True, False):
+            print(run_hosted(root, args.deals, freeze, hierarchy), flush=True)
+        print(run_external(root, args.deals), flush=True)
+    finally:
+        hierarchy.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The referee's meter of hosted bots (freeze between turns, CPU per turn) on the real
+cgroups, and the CPU clock's option and reply field (no platform needed)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from arena.v1 import internal_pb2
+from referee.errors import ConfigError
+from referee.hosting.cgroups import CgroupUnavailable, GroupLimits, Hierarchy, open_hierarchy
+from referee.hosting.meter import CgroupMeter, group_name
+from referee.seasons.model import time_control_from_dict
+from workers.link import LocalReply, cpu_ms_of
+from workers.spec import CPU_CLOCK_BACKSTOP, TimeControl
+
+
+@pytest.fixture(scope="module")
+def hierarchy() -> Iterator[Hierarchy]:
+    try:
+        h = open_hierarchy(parent=f"arena-meter-test-{os.getpid()}")
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    yield h
+    h.cleanup()
+
+
+def burner(hierarchy: Hierarchy, bot: str) -> subprocess.Popen[bytes]:
+    group = hierarchy.group(group_name(bot), GroupLimits(cpus=1.0))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.readline()\nwhile True: pass"],
+        stdin=subprocess.PIPE,
+    )
+    group.add(proc.pid)
+    assert proc.stdin is not None
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    return proc
+
+
+def test_a_bot_is_frozen_between_its_turns_and_charged_its_cpu_during_them(
+    hierarchy: Hierarchy,
+) -> None:
+    proc = burner(hierarchy, "burn")
+    meter = CgroupMeter(hierarchy)
+    group = meter.group("burn")
+    assert group is not None
+    try:
+        at = meter.held("burn")
+        time.sleep(0.2)
+        used = meter.released("burn", at)
+        assert used is not None and used > 20  # it ran during its turn
+        time.sleep(0.05)  # the freeze completes on its own (released does not wait)
+        assert group.frozen()
+        before = group.cpu_ns()
+        time.sleep(0.3)
+        assert group.cpu_ns() - before < 5_000_000  # nothing between turns
+        # two turns held at once: thawed for both, frozen only after the last
+        first, second = meter.held("burn"), meter.held("burn")
+        assert not group.frozen()
+        meter.released("burn", first)
+        assert not group.frozen()
+        meter.released("burn", second)
+        time.sleep(0.05)
+        assert group.frozen()
+    finally:
+        meter.thaw_all()
+        group.remove()
+        proc.wait(5)
+
+
+def test_a_bot_without_a_group_is_not_metered_nor_frozen(hierarchy: Hierarchy) -> None:
+    meter = CgroupMeter(hierarchy)
+    assert meter.held("external") is None
+    assert meter.released("external", None) is None
+
+
+def test_breathing_thaws_a_frozen_bot_briefly_and_freezes_it_again(hierarchy: Hierarchy) -> None:
+    import asyncio
+
+    proc = burner(hierarchy, "breath")
+    meter = CgroupMeter(hierarchy, breath_s=0.1)
+    group = meter.group("breath")
+    assert group is not None
+    try:
+        meter.released("breath", meter.held("breath"))
+        time.sleep(0.05)
+        before = group.cpu_ns()
+        asyncio.run(meter.breathe())
+        time.sleep(0.05)
+        assert group.frozen()
+        assert 10_000_000 < group.cpu_ns() - before < 300_000_000
+    finally:
+        meter.thaw_all()
+        group.remove()
+        proc.wait(5)
+
+
+def test_freezing_costs_well_under_a_millisecond_per_decision(hierarchy: Hierarchy) -> None:
+    """held + released (thaw, two CPU reads, freeze) per decision, against the same loop
+    without freezing (both measured here, now): the cost docs/HOSTING-RUN.md quotes."""
+    proc = burner(hierarchy, "cost")
+    frozen, metered = CgroupMeter(hierarchy), CgroupMeter(hierarchy, freeze=False)
+    try:
+
+        def per_decision(meter: CgroupMeter, n: int = 100) -> float:
+            """Median cost of one decision's held + released, turns 2 ms apart."""
+            costs = []
+            for _ in range(n):
+                start = time.perf_counter()
+                at = meter.held("cost")
+                held = time.perf_counter() - start
+                time.sleep(0.002)  # the bot thinks
+                start = time.perf_counter()
+                meter.released("cost", at)
+                costs.append(held + time.perf_counter() - start)
+                time.sleep(0.002)  # its opponents think
+            return statistics.median(costs) * 1000
+
+        with_freeze = per_decision(frozen)
+        without = per_decision(metered)
+        print(f"\nper decision: meter {without:.3f} ms, meter + freeze {with_freeze:.3f} ms")
+        assert with_freeze < 1.0
+    finally:
+        frozen.thaw_all()
+        hierarchy.handle(group_name("cost")).remove()
+        proc.wait(5)
+
+
+def test_the_cpu_clock_is_a_season_option_with_a_wall_backstop() -> None:
+    tc = time_control_from_dict({"move_ms": 100, "clock": "cpu"})
+    assert tc.clock == "cpu" and tc.wall_limit_ms(150) == 150 * CPU_CLOCK_BACKSTOP
+    assert TimeControl.from_dict(tc.to_dict()) == tc
+    wall = TimeControl()
+    assert "clock" not in wall.to_dict()  # stored wall-clock specs keep their form
+    assert wall.wall_limit_ms(150) == 150
+    with pytest.raises(ConfigError, match='use "wall"'):
+        time_control_from_dict({"clock": "fast"})
+
+
+def test_a_reply_carries_cpu_time_only_for_a_metered_bot() -> None:
+    assert cpu_ms_of(internal_pb2.Reply(kind=internal_pb2.Reply.ANSWER)) is None
+    assert cpu_ms_of(internal_pb2.Reply(kind=internal_pb2.Reply.ANSWER, cpu_ms=0.0)) == 0.0
+    assert cpu_ms_of(LocalReply(1, "7D", 1.0, 2.0)) is None
+    assert cpu_ms_of(LocalReply(1, "7D", 1.0, 2.0, "", 12.5)) == 12.5
