@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from referee.cli.common import Commands, add_redis_options, connect, fail
 from referee.cli.ladder_cmd import PREFIX
@@ -22,6 +23,8 @@ DEFAULT_FIELD = {
     "sedma": (PREFIX + "heuristic",),
 }
 PRESETS = {"sevens": "fan-tan", "sedma": "sedma"}
+FEW_SETS = 30
+PROGRESS_S = 15.0
 
 
 def register(commands: Commands) -> None:
@@ -77,7 +80,8 @@ def _test(args: argparse.Namespace) -> int:
                 sets=sets,
                 preset=args.preset or PRESETS[args.game],
                 deals=args.deals,
-                name=args.name or "",
+                name=args.name
+                or f"test-{args.new}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"[:64],
                 seed=args.seed,
             )
         except ArenaError as exc:
@@ -94,11 +98,11 @@ def _test(args: argparse.Namespace) -> int:
         if args.detach:
             print(f"follow it: arena season watch {season}; result: arena standings {season}")
             return 0
-        last = [-1]
+        last = [time.monotonic()]
 
-        def progress(out: VersusOutcome) -> None:
-            if len(out.sets) != last[0] and len(out.sets) >= 2:
-                last[0] = len(out.sets)
+        def progress(out: VersusOutcome) -> None:  # a line every PROGRESS_S
+            if time.monotonic() - last[0] >= PROGRESS_S and len(out.sets) >= 2:
+                last[0] = time.monotonic()
                 print("  " + describe(out, args.game), flush=True)
 
         out = run_versus(conn, season, sprt=sprt, progress=progress)
@@ -110,6 +114,11 @@ def _test(args: argparse.Namespace) -> int:
     if summary is None:
         print("result: too few sets to compare", file=sys.stderr)
         return 3
+    if summary.sets < FEW_SETS:
+        print(
+            f"note: {summary.sets} sets are few: the 95% interval covers less than 95% of the "
+            f"time below about {FEW_SETS} sets (docs/VERSIONTEST.md)"
+        )
     if summary.excludes_zero:
         better = "NEW is better" if summary.mean > 0 else "NEW is worse"
         print(f"result: {better} (the 95% interval excludes 0)")

@@ -270,7 +270,8 @@ def step(conn: redis.Redis, ladder_id: str) -> str:
     none is in flight. Returns what it did, for logs and tests."""
     info = get_ladder(conn, ladder_id)
     state = load_state(conn, ladder_id)
-    records = read_log(conn, ladder_id, state.upto)
+    start = state.upto
+    records = read_log(conn, ladder_id, start)
     done = ""
     for record in records:
         if record["kind"] == "join":
@@ -285,7 +286,8 @@ def step(conn: redis.Redis, ladder_id: str) -> str:
             apply_results(state, int(record["n"]), _batch_results(conn, season))
             done = f"rated batch {record['n']}"
         state.upto += 1
-    conn.set(keys.ladder_state(ladder_id), json.dumps(state.to_dict(), sort_keys=True))
+    if state.upto > start:
+        conn.set(keys.ladder_state(ladder_id), json.dumps(state.to_dict(), sort_keys=True))
     if conn.llen(keys.ladder_log(ladder_id)) != state.upto or info["state"] != RUNNING:
         return done or "waiting"
     seed = int(conn.get(keys.ladder_secret(ladder_id)) or 0)

@@ -30,7 +30,7 @@ NELO_PER_T = 800.0 / math.log(10.0)
 """Normalized Elo per unit of standardized mean (mean / sd): for a game with no draws near
 50% it equals logistic Elo (fishtest's normalized Elo)."""
 
-MIN_SETS = 10
+MIN_SETS = 20
 """The SPRT decides from this many sets on: with fewer the sample sd is too rough."""
 
 H0 = "H0"

@@ -57,6 +57,16 @@ REDIS_COMMANDS: dict[str, list[str]] = {
     "standings": ["standings", "s1", "--json"],
     "ladder serve": ["ladder", "serve", "--server", "127.0.0.1:1"],
     "ladder gauntlet": ["ladder", "gauntlet", "alice"],
+    "ladder start": ["ladder", "start", "--bots", "a,b"],
+    "ladder pause": ["ladder", "pause", "l1"],
+    "ladder resume": ["ladder", "resume", "l1"],
+    "ladder status": ["ladder", "status", "l1"],
+    "ladder replay": ["ladder", "replay", "l1"],
+    "ladder standings": ["ladder", "standings", "l1"],
+    "ladder join": ["ladder", "join", "l1", "alice"],
+    "ladder leave": ["ladder", "leave", "l1", "alice"],
+    "ladder list": ["ladder", "list"],
+    "bot test": ["bot", "test", "alice", "--against", "bob"],
     "play": ["play", "--against", "a,b"],
 }
 NO_REDIS = {"presets", "selfplay", "demo", "bridge"}

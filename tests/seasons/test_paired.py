@@ -13,7 +13,16 @@ import pytest
 from referee.errors import ConfigError
 from referee.games.ladder import heuristic_policy
 from referee.games.policies import get_policy
-from referee.seasons.paired import H0, H1, NELO_PER_T, Sprt, llr, paired_interval, sprt_bounds
+from referee.seasons.paired import (
+    H0,
+    H1,
+    MIN_SETS,
+    NELO_PER_T,
+    Sprt,
+    llr,
+    paired_interval,
+    sprt_bounds,
+)
 from referee.seasons.versiontest import (
     run_inprocess,
     set_differences,
@@ -74,8 +83,10 @@ def test_identical_sets_accept_no_difference_and_a_lone_gain_is_h1() -> None:
         test.add(0.0)
     assert test.decision == H0 and "no difference" in test.verdict()
     test = Sprt(0, 50)
-    for _ in range(12):
+    for _ in range(MIN_SETS - 1):
         test.add(3.0)
+    assert not test.decision  # too few sets for a rough sd yet
+    test.add(3.0)
     assert test.decision == H1 and "NEW is better" in test.verdict()
 
 
