@@ -325,7 +325,7 @@ def evaluate(
 
 def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
     pols = policies(args.budget_ms)
-    top = RUNGS[-1]
+    top = args.bot
     rows = []
     jobs: list[tuple[str, str, str, str, str]] = []
     families = ["sevens", "sedma"] if args.family == "both" else [args.family]
@@ -380,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         "--targets", action="store_true", help="run the evaluation protocol, not the season"
     )
     parser.add_argument("--sets", type=int, default=100, help="duplicate sets per row (100)")
+    parser.add_argument(
+        "--bot", default=RUNGS[-1], choices=RUNGS, help="with --targets: the bot against random"
+    )
     parser.add_argument(
         "--protocols",
         default="vs-random,head-to-head",

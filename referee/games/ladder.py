@@ -8,11 +8,18 @@ Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
   ``worlds`` determinizations of the unseen cards (``referee/games/search.py``, which
   respects what the seat has observed) every legal action is played and the deal is
   played out by the heuristic for every seat; the action with the best mean return
-  wins. The same world and playout seed serve every action (common random numbers);
+  wins if it beats the heuristic's own action, world by world, by more than a standard
+  error (``search.paired_best``), else the heuristic's action stays. The same world and
+  playout seed serve every action (common random numbers);
 * ``ismcts``: single-observer Information Set MCTS: each iteration determinizes, walks
   one tree of the seat's information set with UCB1 over the actions legal in that
   world (counting each child's availability), expands one node, plays out by the
-  heuristic and backs up each seat's return into the nodes where that seat chose.
+  heuristic and backs up each seat's return into the nodes where that seat chose; the
+  most visited action is played if its mean return beats the heuristic's action's by more
+  than a standard error (``search.beats``), else the heuristic's action.
+
+In the Sevens family with one card a turn both run on the fast engine and the belief
+(``sevens/bots.py``: ``sevens_worlds`` and ``sevens_iterations`` are their work limits).
 
 The search bots stop at the first of two limits: their work limit (``worlds`` or
 ``iterations``, which makes them deterministic given their ``random.Random``) and their
@@ -31,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from referee.games.cards import Card
-from referee.games.search import SearchState, position
+from referee.games.search import SearchState, beats, paired_best, position
 from referee.games.sedma import heuristic as sedma_heuristic
 from referee.games.sedma.rules import rules_from_dict
 from referee.games.sevens import bots as sevens_bots
@@ -94,28 +101,28 @@ class MonteCarlo:
             return sevens_bots.determinized(obs, legal, rng, self.sevens_worlds, deadline)
         seat = int(obs["seat"])
         pos = position(obs)
-        totals = [0.0] * len(legal)
+        default = legal.index(heuristic_policy(obs, legal, rng))
+        values: list[list[float]] = [[] for _ in legal]
         for _ in range(self.worlds):
             world = pos.determinize(rng)
             seed = rng.getrandbits(32)
-            values = []
+            row = []
             for action in legal:
                 state = world.clone()
                 state.apply(action)
                 playout(state, random.Random(seed))
-                values.append(state.returns()[seat])
+                row.append(state.returns()[seat])
                 if time.perf_counter() > deadline:
                     break
-            if len(values) < len(legal):
+            if len(row) < len(legal):
                 break  # out of time: only whole worlds count
-            totals = [t + v for t, v in zip(totals, values, strict=True)]
-        best = max(totals)
-        ties = [a for a, t in zip(legal, totals, strict=True) if t == best]
-        return ties[0] if len(ties) == 1 else heuristic_policy(obs, ties, rng)
+            for k, value in enumerate(row):
+                values[k].append(value)
+        return legal[paired_best(values, default)]
 
 
 class _Node:
-    __slots__ = ("avail", "children", "player", "total", "visits")
+    __slots__ = ("avail", "children", "player", "sq", "total", "visits")
 
     def __init__(self, player: int) -> None:
         self.player = player  # the seat whose choice led here
@@ -123,6 +130,7 @@ class _Node:
         self.visits = 0
         self.avail = 0
         self.total = 0.0
+        self.sq = 0.0
 
 
 @dataclass(frozen=True)
@@ -183,6 +191,7 @@ class Ismcts:
             for n in path:
                 n.visits += 1
                 n.total += returns[n.player]
+                n.sq += returns[n.player] ** 2
             if time.perf_counter() > deadline:
                 break
         scored = [(root.children[a].visits, a) for a in legal if a in root.children]
@@ -190,7 +199,13 @@ class Ismcts:
             return heuristic_policy(obs, legal, rng)
         most = max(v for v, _ in scored)
         ties = [a for v, a in scored if v == most]
-        return ties[0] if len(ties) == 1 else heuristic_policy(obs, ties, rng)
+        best = ties[0] if len(ties) == 1 else heuristic_policy(obs, ties, rng)
+        default = heuristic_policy(obs, legal, rng)
+        if best != default and default in root.children:
+            top, dflt = root.children[best], root.children[default]
+            if not beats((top.visits, top.total, top.sq), (dflt.visits, dflt.total, dflt.sq)):
+                return default  # the search is not sure enough to overrule the heuristic
+        return best
 
 
 MONTE_CARLO = MonteCarlo()

@@ -23,9 +23,15 @@ that deal ends. The engines stay pure and I/O-free; this is a convenience for Py
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+CONFIDENCE = 1.0
+"""Standard errors by which a searched move must beat the heuristic's move to replace it:
+a deal is mostly decided by the cards, and a noisy estimate plays worse than the rules of
+thumb (the reference bots keep the heuristic's move unless the search is sure)."""
 
 
 class SearchState(Protocol):
@@ -87,3 +93,34 @@ def position(obs: Mapping[str, Any]) -> Position:
 
         return SedmaPosition(obs)
     raise ValueError(f"no search API for game {game!r}: use sevens or sedma")
+
+
+def paired_best(values: Sequence[Sequence[float]], default: int, z: float = CONFIDENCE) -> int:
+    """The move (index) to play when ``values[k][w]`` is move ``k``'s value in world ``w``
+    (every move played in every world): the move with the best mean gain over
+    ``default``, world by world, if that gain exceeds ``z`` standard errors; else
+    ``default``."""
+    base = values[default]
+    best, best_mean = default, 0.0
+    for k, row in enumerate(values):
+        n = len(row)
+        if k == default or n < 2:
+            continue
+        gains = [a - b for a, b in zip(row, base, strict=True)]
+        mean = sum(gains) / n
+        var = sum((g - mean) ** 2 for g in gains) / (n - 1)
+        if mean > best_mean and mean > z * math.sqrt(var / n):
+            best, best_mean = k, mean
+    return best
+
+
+def beats(a: tuple[int, float, float], b: tuple[int, float, float], z: float = CONFIDENCE) -> bool:
+    """True when the mean of ``a`` exceeds the mean of ``b`` by more than ``z`` standard
+    errors of the difference; each is (count, sum, sum of squares) of independent values."""
+    (na, sa, qa), (nb, sb, qb) = a, b
+    if na < 2 or nb < 2:
+        return nb == 0 and na > 0
+    ma, mb = sa / na, sb / nb
+    va = max(0.0, (qa - na * ma * ma) / (na - 1))
+    vb = max(0.0, (qb - nb * mb * mb) / (nb - 1))
+    return ma - mb > z * math.sqrt(va / na + vb / nb)

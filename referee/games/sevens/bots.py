@@ -29,14 +29,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from referee.games.search import beats, paired_best
 from referee.games.sevens.belief import SevensBelief
-from referee.games.sevens.fast import FastDeal, heuristic_move, random_move, text_move
+from referee.games.sevens.fast import FastDeal, heuristic_move, move_text, random_move, text_move
 
 OPPONENT_HEURISTIC = 0.5
 """The share of heuristic moves in the playout model of the other seats."""
-
-CONFIDENCE = 1.0
-"""Standard errors by which a move must beat the heuristic's move to replace it."""
 
 
 def supports(obs: Mapping[str, Any]) -> bool:
@@ -78,45 +76,32 @@ def determinized(
     only, none started after ``deadline`` (a ``time.perf_counter`` value).
 
     The heuristic's own move is the default: another move replaces it only when its mean
-    gain over the heuristic's move, world by world, exceeds ``CONFIDENCE`` standard errors
-    (a deal is mostly decided by the cards, and a noisy estimate is worse than the rules
-    of thumb)."""
+    gain over the heuristic's move, world by world, exceeds ``search.CONFIDENCE`` standard
+    errors (``referee.games.search.paired_best``)."""
     belief = SevensBelief(obs)
     seat = belief.seat
     moves = [text_move(a) for a in legal]
     default = heuristic_move(belief.deal(belief.sample(rng)), rng)  # its own hand only
     k0 = moves.index(default) if default in moves else 0
-    gains: list[list[float]] = [[] for _ in moves]
+    values: list[list[float]] = [[] for _ in moves]
     pool: list[list[int]] = []
     for _ in range(worlds):
         if not pool:
             pool = _resample(belief, rng, 16)
         base = belief.deal(pool.pop())
         seed = rng.getrandbits(32)
-        values = []
-        for move in moves:
+        for k, move in enumerate(moves):
             deal = base.clone()
             deal.play(move)
             playout(deal, seat, random.Random(seed))
-            values.append(utility(deal, seat))
-        for k, value in enumerate(values):
-            gains[k].append(value - values[k0])
+            values[k].append(utility(deal, seat))
         if time.perf_counter() > deadline:
             break
-    best, best_mean = k0, 0.0
-    for k, g in enumerate(gains):
-        n = len(g)
-        if k == k0 or n < 2:
-            continue
-        mean = sum(g) / n
-        var = sum((x - mean) ** 2 for x in g) / (n - 1)
-        if mean > best_mean and mean > CONFIDENCE * math.sqrt(var / n):
-            best, best_mean = k, mean
-    return legal[best]
+    return legal[paired_best(values, k0)]
 
 
 class _Node:
-    __slots__ = ("avail", "children", "player", "total", "visits")
+    __slots__ = ("avail", "children", "player", "sq", "total", "visits")
 
     def __init__(self, player: int) -> None:
         self.player = player
@@ -124,6 +109,7 @@ class _Node:
         self.visits = 0
         self.avail = 0
         self.total = 0.0
+        self.sq = 0.0
 
 
 def ismcts(
@@ -136,7 +122,9 @@ def ismcts(
 ) -> str:
     """The most visited of ``legal`` after single-observer ISMCTS (module docstring):
     at most ``iterations`` iterations, none started after ``deadline``. Worlds are drawn
-    from the belief in proportion to their weights (a batch is sampled and resampled)."""
+    from the belief in proportion to their weights (a batch is sampled and resampled).
+    The heuristic's move stays unless the most visited move's mean beats its mean by
+    ``search.CONFIDENCE`` standard errors (``referee.games.search.beats``)."""
     belief = SevensBelief(obs)
     seat = belief.seat
     root = _Node(-1)
@@ -178,16 +166,23 @@ def ismcts(
             path.append(node)
         playout(deal, seat, rng)
         for n in path:
+            u = utility(deal, n.player)
             n.visits += 1
-            n.total += utility(deal, n.player)
+            n.total += u
+            n.sq += u * u
         if it % 8 == 7 and time.perf_counter() > deadline:
             break
-    scored = [(root.children[m].visits, a) for a in legal if (m := text_move(a)) in root.children]
-    if not scored:
+    default = heuristic_move(belief.deal(belief.sample(rng)), rng)  # its own hand only
+    children = root.children
+    if not children:
         return legal[0]
-    most = max(v for v, _ in scored)
-    ties = [a for v, a in scored if v == most]
-    return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+    best = max(children, key=lambda m: (children[m].visits, -m))
+    chosen = best
+    if best != default and default in children:
+        a, b = children[best], children[default]
+        if not beats((a.visits, a.total, a.sq), (b.visits, b.total, b.sq)):
+            chosen = default  # the search is not sure enough to overrule the heuristic
+    return move_text(chosen)
 
 
 def _resample(belief: SevensBelief, rng: random.Random, count: int) -> list[list[int]]:
