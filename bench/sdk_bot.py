@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -188,7 +189,11 @@ async def measure(
     await server.start()
     name, _, tree = variant.partition("@")
     env = dict(os.environ)
-    if tree:
+    # ``python -c`` puts its working directory first on sys.path: the bot runs in the tree
+    # whose arena_sdk it is to import
+    cwd = str(Path(__file__).resolve().parent.parent)
+    if tree and base_tree:
+        cwd = base_tree
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [base_tree, env.get("PYTHONPATH")]))
     mode, results = VARIANTS[name]
     code = BRIDGE if mode == "bridge" else BOT
@@ -197,6 +202,7 @@ async def measure(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        cwd=cwd,
     )
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
