@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import asyncio
+import json
 import threading
 import time
 from collections import Counter, OrderedDict
