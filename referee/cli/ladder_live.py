@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from referee import keys
 from referee.cli.common import Commands, add_redis_options, connect, fail
-from referee.errors import ArenaError
+from referee.errors import ArenaError, ConfigError
 from referee.ladder import store as ladders
 
 PRESETS = {"sevens": "fan-tan", "sedma": "sedma"}
@@ -63,13 +64,20 @@ def _sizes(text: str) -> list[int]:
     except ValueError:
         sizes = []
     if not sizes:
-        raise ArenaError(f"--sizes {text!r}: use table sizes such as 4 or 3,4,5")
+        raise ConfigError(f"--sizes {text!r}: use table sizes such as 4 or 3,4,5")
     return sizes
 
 
 def _start(args: argparse.Namespace) -> int:
     try:
         with connect(args, socket_timeout=30) as conn:
+            names = [b.strip() for b in args.bots.split(",") if b.strip()]
+            unknown = [b for b in names if not conn.sismember(keys.BOTS, b)]
+            if unknown:
+                raise ConfigError(
+                    f"--bots: {', '.join(unknown)} not registered: `arena bot register NAME` "
+                    "first (`arena bot list` shows the registered bots)"
+                )
             info = ladders.create_ladder(
                 conn,
                 args.name,
@@ -81,7 +89,7 @@ def _start(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 provisional=args.provisional,
             )
-            for bot in [b.strip() for b in args.bots.split(",") if b.strip()]:
+            for bot in names:
                 ladders.join(conn, info["ladder"], bot)
     except ArenaError as exc:
         return fail(str(exc))

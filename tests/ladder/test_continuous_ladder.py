@@ -71,6 +71,8 @@ def _wait_batches(p: Platform, at_least: int, timeout: float = 180.0) -> None:
 
 def test_a_ladder_of_eight_bots_through_faults_and_a_new_version(platform: Platform) -> None:
     p = platform
+    code, out = _arena(p, "ladder", "start", "--name", "bad", "--bots", "lad-random-1,nobody")
+    assert code == 1 and "nobody not registered" in out and out.count("\n") == 1, out
     code, out = _arena(
         p, "ladder", "start", "--game", "sevens", "--name", "lad", "--bots", ",".join(BOTS),
         "--tables", "2", "--deals", "1", "--seed", "31", "--provisional", "4",
