@@ -8,8 +8,9 @@ the seat knows beyond its own hand and the table:
 * hand sizes (every seat);
 * a seat that made a *forced* pass held none of the cards playable at that moment, and
   since Sevens never adds cards to a hand, it cannot hold them now (SV-18: a pass is
-  forced exactly when the seat cannot play). Free, voluntary and skipped passes prove
-  nothing.
+  forced exactly when the seat cannot play). This API uses no more: a free, voluntary or
+  illegal pass proves the seat *could* play, which ``belief.py`` uses (with plays
+  weighing the worlds) for the search bots of ``bots.py``.
 
 Chips already paid are sunk: a determinization keeps the pot but starts every seat's
 ``paid`` at zero, so :meth:`SevensState.returns` measures what the rest of the deal is
