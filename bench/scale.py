@@ -39,9 +39,9 @@ import io
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -271,33 +271,32 @@ def create_season(conn: redis.Redis, bots: list[str], matches: int, deals: int) 
 
 @contextlib.contextmanager
 def web_server(redis_url: str) -> Iterator[int]:
-    """The referee's web pages on a loopback port, served from a thread of their own."""
+    """The referee's web pages on a loopback port, in a process of their own (so their
+    work, the league page's charts, does not share this process's interpreter lock)."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-web", redis_url],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def serve_web(redis_url: str) -> None:
+    """``--serve-web URL``: serve the pages and print the port; run until terminated."""
     from referee.web.app import HttpServer, WebConfig
 
-    loop = asyncio.new_event_loop()
-    started: list[HttpServer] = []
-    ready = threading.Event()
+    async def serve() -> None:
+        server = await HttpServer.start(WebConfig(redis_url=redis_url))
+        print(server.port, flush=True)
+        await asyncio.Event().wait()
 
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-
-        async def start() -> None:
-            started.append(await HttpServer.start(WebConfig(redis_url=redis_url)))
-            ready.set()
-
-        loop.run_until_complete(start())
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    if not ready.wait(30):
-        raise RuntimeError("the web server did not start")
-    try:
-        yield started[0].port
-    finally:
-        asyncio.run_coroutine_threadsafe(started[0].close(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    asyncio.run(serve())
 
 
 def timed_ms(action: Any, repeat: int = 5) -> float:
@@ -564,7 +563,7 @@ def measure(
         scratch_ms=scratch_ms,
         cli_ms=timed_ms(lambda: cli_standings(server_url(conn))),
         json_ms=timed_ms(lambda: cli_standings(server_url(conn), "--json")),
-        page_ms=page_ms(port, "/", 1 if args.page_once else 5),
+        page_ms=page_ms(port, "/", 1 if args.page_once else 5) if args.page else float("nan"),
         api_ms=page_ms(port, f"/api/standings/{SEASON}", 5),
     )
 
@@ -648,7 +647,17 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"compare with compute_standings at the end (default: up to {CHECK_UP_TO:,})",
     )
+    parser.add_argument("--serve-web", metavar="REDIS_URL", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--page",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time the league page / (its charts refit over every result: slow)",
+    )
     args = parser.parse_args(argv)
+    if args.serve_web:
+        serve_web(args.serve_web)
+        return 0
     if args.matches < 1 or args.every < 1 or args.bots < 4 or args.batch < 1:
         parser.error("use --matches >= 1, --every >= 1, --bots >= 4 and --batch >= 1")
     instrument()
