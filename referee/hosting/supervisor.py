@@ -433,7 +433,16 @@ class Supervisor:
             self.stop_all()
 
     def stop_all(self) -> None:
+        """Stop every bot at once (SIGTERM to all, then SIGKILL what is left after 5 s)."""
         with self._lock:
-            for entry in self.running.values():
-                self._stop(entry)
+            entries = list(self.running.values())
             self.running.clear()
+            for entry in entries:
+                if entry.proc is not None and entry.proc.poll() is None:
+                    entry.proc.terminate()
+            deadline = time.monotonic() + 5.0
+            for entry in entries:
+                if entry.proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        entry.proc.wait(max(0.0, deadline - time.monotonic()))
+                self._stop(entry)
