@@ -80,6 +80,7 @@ COUNTER_HELP: dict[str, str] = {
     ),
     "arena_matches_total": "Match jobs that ended, by game and kind (committed/failed/retried).",
     "arena_bot_floods_total": "Bot streams a referee ended for flooding it (by bot).",
+    "arena_hosted_builds_total": "Builds of hosted bots' versions, by bot and kind (ok/failed).",
 }
 _PER_BOT_COUNTERS = (
     "arena_timeouts_total",

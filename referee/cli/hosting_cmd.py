@@ -1,4 +1,4 @@
-"""``arena bot submit|versions|builds``: hosted bots' code, straight over Redis and the data
+"""``arena bot submit|build|versions|builds``: hosted bots' code, straight over Redis and the data
 dir (docs/HOSTING.md). Submitting builds in the sandbox on this machine, so it needs what
 the sandbox needs (bubblewrap, root)."""
 
@@ -31,6 +31,15 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--no-build", action="store_true", help="store the version only; build it later")
     add_redis_options(p)
+    p = commands.add(
+        "build",
+        _build,
+        group="bot",
+        help="build a stored version that is not built (--no-build, or a failed build)",
+    )
+    p.add_argument("name")
+    p.add_argument("version", type=int)
+    add_redis_options(p)
     p = commands.add("versions", _versions, group="bot", help="list a hosted bot's versions")
     p.add_argument("name")
     add_redis_options(p)
@@ -53,23 +62,39 @@ def _submit(args: argparse.Namespace) -> int:
         store = _store(args, client)
         if args.no_build:
             info = store.submit(args.name, args.path, language=args.language)
-            print(f"stored {args.name} v{info.version} ({_what(info)}); not built yet")
+            print(
+                f"stored {args.name} v{info.version} ({_what(info)}); build it with "
+                f"`arena bot build {args.name} {info.version}`"
+            )
             return 0
         info = store.submit_and_build(args.name, args.path, language=args.language)
         active = store.active_version(args.name)
+    return _report(args.name, info, active)
+
+
+def _report(name: str, info: VersionInfo, active: int | None) -> int:
+    """One line on the build: what is active from the next match, or why it failed."""
     if info.build == "ok":
         print(
-            f"{args.name} v{info.version} ({_what(info)}) built in {info.build_seconds:.1f} s; "
+            f"{name} v{info.version} ({_what(info)}) built in {info.build_seconds:.1f} s; "
             "active from the bot's next match"
         )
         return 0
     kept = f"v{active} stays active" if active else "no version is active"
     print(
-        f"{args.name} v{info.version} did not build: {info.summary}\n{kept}; the whole log: "
-        f"arena bot builds {args.name} --version {info.version}",
+        f"{name} v{info.version} did not build: {info.summary}\n{kept}; the whole log: "
+        f"arena bot builds {name} --version {info.version}",
         file=sys.stderr,
     )
     return 1
+
+
+def _build(args: argparse.Namespace) -> int:
+    with connection(args) as client:
+        store = _store(args, client)
+        info = store.build(args.name, args.version)
+        active = store.active_version(args.name)
+    return _report(args.name, info, active)
 
 
 def _what(info: VersionInfo) -> str:

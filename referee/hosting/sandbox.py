@@ -43,13 +43,14 @@ MIB = 1024 * 1024
 
 #: Files and folders of the host's /etc bound read-only when present: the dynamic loader's
 #: cache, the compiler alternatives (``cc``, ``c++``), OpenSSL's configuration (Node reads
-#: it at start), Perl's and the locale/time zone settings. No passwd, no hosts, no secrets.
+#: it at start; not /etc/ssl/private), Perl's and the time zone. No passwd, no hosts, no
+#: secrets.
 ETC_FILES = (
     "/etc/alternatives",
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
-    "/etc/ssl",
+    "/etc/ssl/openssl.cnf",
     "/etc/perl",
     "/etc/localtime",
 )
@@ -144,6 +145,9 @@ def _system_binds() -> list[str]:
             args += ["--ro-bind", path, path]
     args += ["--perms", "0755", "--dir", "/etc"]
     for path in ETC_FILES:
+        parent = os.path.dirname(path)
+        if parent != "/etc" and os.path.exists(path):
+            args += ["--perms", "0755", "--dir", parent]  # bwrap would make it 0700
         args += ["--ro-bind-try", path, path]
     return args
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import redis
 
 from referee import bots, keys
-from referee.errors import NotFoundError
+from referee.errors import NotFoundError, StateConflict
 from referee.hosting.archive import ArchiveLimits, archive_kind, pack_folder, unpack
 from referee.hosting.errors import ArchiveRefused, BuildFailed
 from referee.hosting.languages import Recipe, detect, runtime_mounts
@@ -57,11 +57,14 @@ from referee.hosting.sandbox import (
     require_sandbox,
     sandbox_argv,
 )
+from referee.metrics_store import incr_counter
 
 BUILD_LIMITS = SandboxLimits(
     memory_mb=1024, pids=128, open_files=512, disk_mb=512, cpu_s=600, wall_s=600
 )
 """A build's share: 10 minutes, 1 GiB per process, 512 MiB of scratch, no network."""
+
+BUILDS_METRIC = "arena_hosted_builds_total"
 
 LOG_PART_BYTES = 10 * 1024
 """The build log keeps this much of its head and of its tail."""
@@ -310,9 +313,15 @@ class VersionStore:
         build is recorded (its log kept) and leaves the active version as it was."""
         require_sandbox()
         info = self.version(bot, version)
+        if info.build == BuildState.OK:
+            raise StateConflict(
+                f"v{version} of {bot!r} is built already and may be running; submit a new "
+                "version to change it"
+            )
         folder = self.version_dir(bot, version)
         recipe = Recipe(**json.loads((folder / "recipe.json").read_text()))
         with _build_slots, self._locked(bot):
+            shutil.rmtree(folder / "build", ignore_errors=True)  # a failed build's leftovers
             started = time.monotonic()
             ok, summary = self._run_build(folder, recipe, self.uid(bot))
             took = time.monotonic() - started
@@ -329,6 +338,7 @@ class VersionStore:
         pipe.hset(keys.bot_versions(bot), str(version), built.to_json())
         if ok:
             pipe.hset(keys.bot(bot), "active_version", str(version))
+        incr_counter(pipe, BUILDS_METRIC, {"bot": bot, "kind": built.build})
         event = {"bot": bot, "version": version, "event": "activated" if ok else "build_failed"}
         pipe.publish(keys.HOSTING_EVENTS, json.dumps(event))
         pipe.execute()

@@ -69,20 +69,20 @@ def test_an_author_submits_with_the_bots_token_and_reads_the_builds(
     client = redis.Redis.from_url(embedded_redis_module, decode_responses=True)
     token = bots.register(client, "api-bot", owner="ada")
     other = bots.register(client, "api-other", owner="bob")
-    # a C++ bot padded past one chunk: the archive arrives in pieces
-    folder = tmp_path / "cpp"
+    # a C bot padded past one chunk: the archive arrives in pieces
+    folder = tmp_path / "c"
     folder.mkdir()
-    (folder / "bot.cpp").write_text((ROOT / "examples/hosted/cpp/bot.cpp").read_text())
+    (folder / "bot.c").write_text((ROOT / "examples/hosted/c/bot.c").read_text())
     (folder / "notes.txt").write_bytes(secrets.token_bytes(3 * CHUNK_BYTES).hex().encode())
     data = tar_of(folder)
     assert len(data) > 2 * CHUNK_BYTES
     built = league.SubmitBot(chunks("api-bot", "bot.tar.gz", data), metadata=auth(token))
-    assert (built.version, built.language, built.build, built.active) == (1, "cpp", "ok", True)
-    assert "c++ -O2" in built.build_log
+    assert (built.version, built.language, built.build, built.active) == (1, "c", "ok", True)
+    assert "$ cc -O2" in built.build_log
 
     broken = io.BytesIO()
     with zipfile.ZipFile(broken, "w") as archive:
-        archive.writestr("bot.cpp", "int main() { return missing_thing; }\n")
+        archive.writestr("bot.c", "int main(void) { return missing_thing; }\n")
     failed = league.SubmitBot(chunks("api-bot", "bot.zip", broken.getvalue()), metadata=auth(ADMIN))
     assert failed.build == "failed" and not failed.active
     assert "missing_thing" in failed.summary and "error" in failed.build_log

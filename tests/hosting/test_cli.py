@@ -41,3 +41,17 @@ def test_submit_then_versions_and_builds_show_the_compiler_error(
     assert arena_main(["bot", "submit", "cli-bot", "/etc/hostname", *base]) == 1
     err = capsys.readouterr().err
     assert "not an archive this platform takes" in err
+
+
+def test_a_stored_version_is_built_later_and_a_built_one_is_never_rebuilt(
+    redis_url: str, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--redis-url", redis_url, "--data-dir", str(data_dir)]
+    assert arena_main(["bot", "register", "cli-later", *base]) == 0
+    shell = str(ROOT / "examples/hosted/shell")
+    assert arena_main(["bot", "submit", "cli-later", shell, "--no-build", *base]) == 0
+    assert "build it with `arena bot build cli-later 1`" in capsys.readouterr().out
+    assert arena_main(["bot", "build", "cli-later", "1", *base]) == 0
+    assert "active from the bot's next match" in capsys.readouterr().out
+    assert arena_main(["bot", "build", "cli-later", "1", *base]) == 1
+    assert "built already and may be running" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from referee.hosting.archive import ArchiveLimits, pack_folder
 from referee.hosting.errors import ArchiveRefused
 from referee.hosting.sandbox import SandboxLimits, sandbox_argv
 from referee.hosting.versions import BUILD_LIMITS, RunManifest, VersionStore
+from referee.metrics_store import read_counters
 from tests.polyglot.helpers import NODE_DIR, ROOT, node_ready
 
 EXAMPLES = ROOT / "examples" / "hosted"
@@ -184,6 +185,8 @@ def test_a_failed_build_keeps_the_active_version_and_shows_the_compiler_error(
         assert "error:" in log and "undeclared_name" in log, log
         assert store.active_version(bot) == 1
         assert redis_client.hget(keys.bot(bot), "active_version") == "1"
+        counters = read_counters(redis_client)["arena_hosted_builds_total"]
+        assert counters == {"bot=hosted-versions,kind=failed": 1, "bot=hosted-versions,kind=ok": 1}
 
         (good / "bot.c").write_text(
             (EXAMPLES / "c" / "bot.c").read_text().replace('"pass"', '"pass" ')
