@@ -46,7 +46,9 @@ send to receive stamps; ``cpu``, the CPU time a hosted bot's sandbox used in bet
 wall)."""
 CLOCK_KINDS: Final = ("wall", "cpu")
 CPU_CLOCK_BACKSTOP: Final = 10.0
-"""On the CPU clock, a decision may take this many times its limit in wall time."""
+"""On the CPU clock, a decision may take this many times its limit in wall time ..."""
+CPU_CLOCK_BACKSTOP_MIN_MS: Final = 2000.0
+"""... and at least its limit plus this (a short clock on a busy machine)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +83,12 @@ class TimeControl:
 
     def wall_limit_ms(self, limit_ms: float) -> float:
         """The wall time a decision of ``limit_ms`` may take: the limit itself on the wall
-        clock; on the CPU clock a backstop of :data:`CPU_CLOCK_BACKSTOP` times it (a bot
-        that sleeps, or waits on nothing, still loses its turn)."""
-        return limit_ms * CPU_CLOCK_BACKSTOP if self.clock == "cpu" else limit_ms
+        clock; on the CPU clock a backstop of :data:`CPU_CLOCK_BACKSTOP` times it, at least
+        :data:`CPU_CLOCK_BACKSTOP_MIN_MS` more (a bot that sleeps, or waits on nothing,
+        still loses its turn)."""
+        if self.clock != "cpu":
+            return limit_ms
+        return max(limit_ms * CPU_CLOCK_BACKSTOP, limit_ms + CPU_CLOCK_BACKSTOP_MIN_MS)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TimeControl:

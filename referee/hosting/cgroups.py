@@ -180,7 +180,7 @@ def _kill_all(dirs: Iterable[Path]) -> None:
 
 
 def _rmdir(path: Path) -> None:
-    for _ in range(100):
+    for _ in range(500):
         try:
             path.rmdir()
             return

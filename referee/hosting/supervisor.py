@@ -55,6 +55,7 @@ from referee.hosting.meter import group_name
 from referee.hosting.sandbox import Mount, SandboxLimits, require_sandbox, sandbox_argv
 from referee.hosting.versions import RunManifest, VersionStore
 from referee.procs import arena_command
+from referee.seasons import store as seasons
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +158,6 @@ def read_events(conn: redis.Redis, bot: str, limit: int = 50) -> list[dict[str, 
 def wanted_bots(conn: redis.Redis, store: VersionStore) -> list[str]:
     """The hosted bots (with an active version) of every season created, running or
     paused."""
-    from referee.seasons import store as seasons  # the seasons layer, read only
-
     names: set[str] = set()
     for season in seasons.list_seasons(conn):
         if season.get("state") not in ("created", "running", "paused"):
@@ -433,7 +432,16 @@ class Supervisor:
             self.stop_all()
 
     def stop_all(self) -> None:
+        """Stop every bot at once (SIGTERM to all, then SIGKILL what is left after 5 s)."""
         with self._lock:
-            for entry in self.running.values():
-                self._stop(entry)
+            entries = list(self.running.values())
             self.running.clear()
+            for entry in entries:
+                if entry.proc is not None and entry.proc.poll() is None:
+                    entry.proc.terminate()
+            deadline = time.monotonic() + 5.0
+            for entry in entries:
+                if entry.proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        entry.proc.wait(max(0.0, deadline - time.monotonic()))
+                self._stop(entry)

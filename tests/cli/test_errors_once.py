@@ -33,6 +33,7 @@ REDIS_COMMANDS: dict[str, list[str]] = {
     "bot submit": ["bot", "submit", "alice", "."],
     "bot versions": ["bot", "versions", "alice"],
     "bot builds": ["bot", "builds", "alice"],
+    "bot build": ["bot", "build", "alice", "1"],
     "bot events": ["bot", "events", "alice"],
     "bots run": ["bots", "run", "--socket", "."],
     "up": ["up", "--port", "0", "--http-port", "0"],

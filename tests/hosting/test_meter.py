@@ -18,7 +18,7 @@ from referee.hosting.cgroups import CgroupUnavailable, GroupLimits, Hierarchy, o
 from referee.hosting.meter import CgroupMeter, group_name
 from referee.seasons.model import time_control_from_dict
 from workers.link import LocalReply, cpu_ms_of
-from workers.spec import CPU_CLOCK_BACKSTOP, TimeControl
+from workers.spec import CPU_CLOCK_BACKSTOP, CPU_CLOCK_BACKSTOP_MIN_MS, TimeControl
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,8 @@ def test_freezing_costs_well_under_a_millisecond_per_decision(hierarchy: Hierarc
 
 def test_the_cpu_clock_is_a_season_option_with_a_wall_backstop() -> None:
     tc = time_control_from_dict({"move_ms": 100, "clock": "cpu"})
-    assert tc.clock == "cpu" and tc.wall_limit_ms(150) == 150 * CPU_CLOCK_BACKSTOP
+    assert tc.clock == "cpu" and tc.wall_limit_ms(150) == 150 + CPU_CLOCK_BACKSTOP_MIN_MS
+    assert tc.wall_limit_ms(5000) == 5000 * CPU_CLOCK_BACKSTOP
     assert TimeControl.from_dict(tc.to_dict()) == tc
     wall = TimeControl()
     assert "clock" not in wall.to_dict()  # stored wall-clock specs keep their form

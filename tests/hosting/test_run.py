@@ -80,7 +80,7 @@ def hosting(sandbox: None, embedded_redis: EmbeddedRedis) -> Iterator[Hosting]:
         thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
         thread.start()
         stack.callback(hierarchy.cleanup)
-        stack.callback(thread.join, 20)
+        stack.callback(thread.join, 60)
         stack.callback(stop.set)
         yield Hosting(
             conn,
@@ -347,7 +347,13 @@ def test_a_new_active_version_replaces_the_running_one_between_matches(hosting: 
     for name in names:
         submit(hosting, name, example)
     spec = SeasonSpec(
-        name="switch", game="sevens", preset="fan-tan", bots=tuple(names), table_size=3
+        name="switch",
+        game="sevens",
+        preset="fan-tan",
+        bots=tuple(names),
+        table_size=3,
+        deals_per_match=1,
+        options=SeasonOptions(duplicate=False, rounds=1),
     )
     store.create_season(hosting.conn, spec)  # created: its hosted bots are run
     try:

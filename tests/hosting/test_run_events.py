@@ -5,13 +5,18 @@ published as a ``hosted`` notice, listed by ``arena bot events`` and shown on th
 from __future__ import annotations
 
 import json
+import threading
+from pathlib import Path
 
 import pytest
 import redis
 
 from referee import bots, keys
+from referee.cli.hosted_run_cmd import start_supervisor
 from referee.cli.main import main as arena_main
-from referee.hosting.supervisor import RunEvent, read_events, record_event
+from referee.hosting import supervisor
+from referee.hosting.errors import SandboxUnavailable
+from referee.hosting.supervisor import RunEvent, RunLimits, read_events, record_event
 from referee.metrics_store import read_counters
 from tests.metrics.http_helpers import get, running_server
 
@@ -40,3 +45,37 @@ def test_an_event_is_kept_counted_told_and_shown(
     with running_server(redis_url) as port:
         page = get(port, "/bot/hog").body.decode()
     assert "Sandbox events" in page and "killed at 512 MB" in page
+
+
+WHY = "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
+
+
+def test_without_a_sandbox_hosted_bots_are_refused_in_one_line_and_never_run(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    def missing() -> None:
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
+        )
+
+    monkeypatch.setattr(supervisor, "require_sandbox", missing)
+    stop = threading.Event()
+    assert start_supervisor(redis_url, tmp_path, RunLimits(), stop) is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [f"arena up: hosted bots are not run here: {WHY}"]
+    socket = tmp_path / "referee.sock"
+    socket.touch()
+    code = arena_main(["bots", "run", "--socket", str(socket), "--redis-url", redis_url])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and "hosted bots cannot run here: bubblewrap" in err[0]
+
+
+def test_bots_run_without_a_referee_socket_says_how_to_get_one(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = arena_main(
+        ["bots", "run", "--socket", str(tmp_path / "none.sock"), "--redis-url", redis_url]
+    )
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and "no referee socket at" in line and "--hosted-socket" in line
