@@ -1,5 +1,5 @@
 """Hosted bots: the per-decision cost of the sandbox path beside an external bot's, and what
-freezing buys on a shared machine (docs/HOSTING-RUN.md, "Benchmark").
+freezing buys on a shared machine (docs/HOSTING.md, "Benchmark").
 
 One embedded Redis and one co-hosting referee (``arena referee --matches 4
 --hosted-socket``) as processes; three runs of the same season (sevens ``fan-tan``, 6

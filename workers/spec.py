@@ -42,7 +42,7 @@ class FallbackMode(StrEnum):
 ClockKind = Literal["wall", "cpu"]
 """What a decision's think time is (docs/workers.md, "The clock"): ``wall``, the referee's
 send to receive stamps; ``cpu``, the CPU time a hosted bot's sandbox used in between
-(docs/HOSTING-RUN.md; a bot whose CPU is not measured, an external one, is judged by the
+(docs/HOSTING.md; a bot whose CPU is not measured, an external one, is judged by the
 wall)."""
 CLOCK_KINDS: Final = ("wall", "cpu")
 CPU_CLOCK_BACKSTOP: Final = 10.0

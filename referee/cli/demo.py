@@ -99,7 +99,7 @@ def run_demo(
     hosted: bool = False,
 ) -> int:
     """Run the demo; 0 when the season finished and verified. ``hosted``: the bots are the
-    hosted examples, submitted, built and run sandboxed (docs/HOSTING-RUN.md)."""
+    hosted examples, submitted, built and run sandboxed (docs/HOSTING.md)."""
     if hosted:
         require_sandbox()  # SandboxUnavailable: one line saying what is missing
     console = console or Console()
@@ -285,7 +285,7 @@ def register(commands: Commands) -> None:
         "--hosted",
         action="store_true",
         help="the six bots are hosted examples (Python, shell, Perl, C), submitted, built and "
-        "run sandboxed by the platform (needs bubblewrap and root; docs/HOSTING-RUN.md)",
+        "run sandboxed by the platform (needs bubblewrap and root; docs/HOSTING.md)",
     )
 
 

@@ -1,5 +1,5 @@
 """``arena bots run`` (the bot supervisor, for a machine of its own) and ``arena bot events
-NAME`` (what happened to a hosted bot's sandbox); docs/HOSTING-RUN.md. ``arena up`` runs the
+NAME`` (what happened to a hosted bot's sandbox); docs/HOSTING.md. ``arena up`` runs the
 same supervisor beside its referee (:func:`start_supervisor`)."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def register(commands: Commands) -> None:
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:
-    """Every hosted bot's equal share (docs/HOSTING-RUN.md, "Limits")."""
+    """Every hosted bot's equal share (docs/HOSTING.md, "Limits")."""
     d = RunLimits()
     p.add_argument("--bot-cpus", type=float, default=d.cpus, help=f"CPU cores per bot ({d.cpus:g})")
     p.add_argument(

@@ -158,7 +158,7 @@ def register(commands: Commands) -> None:
         default="",
         metavar="PATH",
         help="also listen on this Unix socket for hosted bots (bound into their sandboxes by "
-        "`arena bots run`; docs/HOSTING-RUN.md)",
+        "`arena bots run`; docs/HOSTING.md)",
     )
     parser.add_argument(
         "--hosted-freeze",

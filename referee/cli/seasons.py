@@ -68,7 +68,7 @@ def register(commands: Commands) -> None:
         "--clock",
         choices=("wall", "cpu"),
         help="think time: the referee's stamps (wall, the default) or a hosted bot's "
-        "sandbox CPU time, the wall as a backstop (cpu; docs/HOSTING-RUN.md)",
+        "sandbox CPU time, the wall as a backstop (cpu; docs/HOSTING.md)",
     )
     p.add_argument(
         "--duplicate",

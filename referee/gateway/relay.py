@@ -209,7 +209,7 @@ class TurnMeter(Protocol):
     """Told when each turn of a bot is written to it and when it is closed (answered, timed
     out, handed back): the one place the referee knows a bot has a request outstanding.
     ``referee.hosting.meter.CgroupMeter`` thaws a hosted bot's sandbox for its turns,
-    freezes it between them and reads the CPU time it used (docs/HOSTING-RUN.md)."""
+    freezes it between them and reads the CPU time it used (docs/HOSTING.md)."""
 
     def held(self, bot: str) -> int | None:
         """A turn of ``bot`` is about to be written: its sandbox's CPU counter (ns), or

@@ -104,7 +104,7 @@ def test_breathing_thaws_a_frozen_bot_briefly_and_freezes_it_again(hierarchy: Hi
 
 def test_freezing_costs_well_under_a_millisecond_per_decision(hierarchy: Hierarchy) -> None:
     """held + released (thaw, two CPU reads, freeze) per decision, against the same loop
-    without freezing (both measured here, now): the cost docs/HOSTING-RUN.md quotes."""
+    without freezing (both measured here, now): the cost docs/HOSTING.md quotes."""
     proc = burner(hierarchy, "cost")
     frozen, metered = CgroupMeter(hierarchy), CgroupMeter(hierarchy, freeze=False)
     try:
