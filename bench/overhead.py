@@ -50,13 +50,12 @@ import grpc  # type: ignore[import-untyped]
 import redis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import Bot, Turn
-from workers import queue
-from workers.spec import MatchSpec, TimeControl
 
 
 def pct(values: list[float], q: float) -> float:

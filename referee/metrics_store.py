@@ -54,6 +54,16 @@ def incr_counter(pipe: Any, name: str, labels: Mapping[str, str], amount: float 
     pipe.hincrbyfloat(keys.METRICS_COUNTERS, f"{name}|{label_text(labels)}", amount)
 
 
+MATCHES = "arena_matches_total"
+"""``{game,kind}``: kind is ``committed``, ``failed`` or ``retried`` (the queue and the
+hosts count them)."""
+
+
+def match_counter(pipe: Any, game: str, kind: str) -> None:
+    """``arena_matches_total{game,kind}`` += 1 (kind: committed, failed, retried)."""
+    incr_counter(pipe, MATCHES, {"game": game, "kind": kind})
+
+
 def observe(
     pipe: Any,
     name: str,

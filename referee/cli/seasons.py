@@ -532,8 +532,8 @@ def _standings(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workers.queue import get_record, get_result
-    from workers.replay import render_replay
+    from referee.match.replay import render_replay
+    from referee.queue import get_record, get_result
 
     out = Path(args.dir)
     try:

@@ -55,9 +55,10 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2, internal_pb2
-from referee import cluster, keys, metrics_store
+from referee import cluster, keys, lua, metrics_store
 from referee.aio import bounded
 from referee.bots import STREAM_STALE_MS
+from referee.defaults import LINK_WRITE_TIMEOUT_S
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
 from referee.gateway.auth import CURRENT_BOT
@@ -73,7 +74,7 @@ from referee.gateway.errors import (
 )
 from referee.gateway.lag import LoopLag
 from referee.limits import Limits
-from referee.messages import now_ms
+from referee.match.messages import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,6 @@ revoked."""
 WRITE_TIMEOUT_S = 5.0
 """Longest wait for one write to a bot's stream (HTTP/2 flow control: a bot that does not
 read would hold it forever); past it the stream ends."""
-LINK_WRITE_TIMEOUT_S = 10.0
-"""Longest wait for one write to a host's internal stream; past it the link ends (the host
-sends its open requests again)."""
 TIMEOUT_SLACK_MS = 2.0
 """The TIMEOUT reply goes this long after the limit: an answer stamped before it is judged
 by its stamps (an answer exactly at the limit is in time)."""
@@ -114,37 +112,6 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     ReplyKind: TypeAlias = internal_pb2.Reply.Kind.ValueType
-
-_REGISTER_STREAM = """
-local entries = redis.call('HGETALL', KEYS[1])
-local live = 0
-for i = 1, #entries, 2 do
-  local ok, e = pcall(cjson.decode, entries[i + 1])
-  if ok and type(e) == 'table' and tonumber(e['seen_ms'])
-     and tonumber(ARGV[1]) - tonumber(e['seen_ms']) <= tonumber(ARGV[2]) then
-    live = live + 1
-  else
-    redis.call('HDEL', KEYS[1], entries[i])
-  end
-end
-if live >= tonumber(ARGV[3]) then return -1 end
-redis.call('HSET', KEYS[1], ARGV[4], ARGV[5])
-return live + 1
-"""
-
-_PURGE_STALE = """
-local entries = redis.call('HGETALL', KEYS[1])
-local purged = 0
-for i = 1, #entries, 2 do
-  local ok, e = pcall(cjson.decode, entries[i + 1])
-  if not (ok and type(e) == 'table' and tonumber(e['seen_ms'])
-          and tonumber(ARGV[1]) - tonumber(e['seen_ms']) <= tonumber(ARGV[2])) then
-    redis.call('HDEL', KEYS[1], entries[i])
-    purged = purged + 1
-  end
-end
-return purged
-"""
 
 
 @dataclass
@@ -249,8 +216,6 @@ class Hub:
         self.owner: dict[Key, str] = {}  # open (held) request -> its bot
         self.links: set[HostLink] = set()
         self._closing: set[asyncio.Task[None]] = set()
-        self._register_script = client.register_script(_REGISTER_STREAM)
-        self._purge_script = client.register_script(_PURGE_STALE)
         self.lag = LoopLag()  # the loop's own delay, never charged to a bot (lag.py)
         self.flooded: dict[str, float] = {}  # bot -> monotonic time its cooldown ends
 
@@ -411,8 +376,8 @@ class Hub:
         names: set[str] = await self.redis.smembers(keys.BOTS)  # type: ignore[assignment]
         for name in names:
             purged += int(
-                await self._purge_script(
-                    keys=[keys.bot_streams(name)], args=[now_ms(), STREAM_STALE_MS]
+                await lua.PURGE_STALE.run(
+                    self.redis, [keys.bot_streams(name)], [now_ms(), STREAM_STALE_MS]
                 )
             )
         if purged:
@@ -421,9 +386,10 @@ class Hub:
 
     async def register_stream(self, bot: str, stream_id: str, record: dict[str, Any]) -> int:
         """Record a stream in ``keys.bot_streams``; -1 when the bot is at its limit."""
-        result = await self._register_script(
-            keys=[keys.bot_streams(bot)],
-            args=[
+        result = await lua.REGISTER_STREAM.run(
+            self.redis,
+            [keys.bot_streams(bot)],
+            [
                 now_ms(),
                 STREAM_STALE_MS,
                 self.config.max_streams_per_bot,

@@ -38,8 +38,8 @@ from typing import Any, cast
 import redis
 
 from referee import keys
+from referee.match.spec import MatchState
 from referee.seasons import embargo, store
-from workers.spec import MatchState
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ class SeasonDriver:
         return counted
 
     def _count(self, season_id: str, match_id: str, announce: bool = True) -> int:
-        from workers.queue import get_result
+        from referee.queue import get_result
 
         result = get_result(self.conn, match_id)
         if result is None:

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from referee.errors import ConfigError
 from referee.games.base import derive_seed as derive_seed
-from workers.spec import FallbackMode, TimeControl
+from referee.match.spec import FallbackMode, TimeControl
 
 FORMAT_AUTO = "auto"
 FORMAT_FREE_FOR_ALL = "free_for_all"
@@ -475,16 +475,6 @@ class SeasonSpec:
         """The rotations of one shuffle (the table size; 2 in head-to-head, where rotation
         1 swaps the sides): at most this many tables play a shuffle in field duplicate."""
         return 2 if self.head_to_head else self.table_size
-
-    def resolved_rules(self) -> dict[str, Any]:
-        """The full rules object (from ``rules``, else the preset) via the game engine."""
-        from referee.games.registry import get_game
-
-        game = get_game(self.game)
-        if self.rules is not None:
-            return dict(game.rules_from_dict(self.rules).to_dict())
-        preset = self.preset or self.game
-        return dict(game.preset(preset).to_dict())
 
     def validate_with_engine(self, words: Words | None = None) -> dict[str, Any]:
         """Validate against the engine (game, preset, table size); return the rules.

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from referee.match.spec import CommittedResult
 from referee.seasons.ratings import (
     ELO_MEAN,
     Placing,
@@ -25,7 +26,6 @@ from referee.seasons.ratings import (
     live_elo,
     openskill_ratings,
 )
-from workers.spec import CommittedResult
 
 ROW_FIELDS = (
     "bot",

@@ -29,8 +29,16 @@ from typing import Any, cast
 
 import redis
 
-from referee import keys
+from referee import keys, lua
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
+from referee.match.spec import (
+    CommittedResult,
+    FallbackMode,
+    MatchSpec,
+    MatchState,
+    SeasonState,
+    TimeControl,
+)
 from referee.seasons.model import (
     SeasonSpec,
     Words,
@@ -41,14 +49,12 @@ from referee.seasons.model import (
 )
 from referee.seasons.schedule import ScheduledMatch, build_schedule, duplicate_plan
 from referee.seasons.standings import compute_standings
-from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
-CREATED = "created"
-RUNNING = "running"
-PAUSED = "paused"
-CANCELLED = "cancelled"
-FINISHED = "finished"
-STATES = (CREATED, RUNNING, PAUSED, CANCELLED, FINISHED)
+CREATED = SeasonState.CREATED
+RUNNING = SeasonState.RUNNING
+PAUSED = SeasonState.PAUSED
+CANCELLED = SeasonState.CANCELLED
+FINISHED = SeasonState.FINISHED
 ENDED = (CANCELLED, FINISHED)
 SCHEDULED = MatchState.SCHEDULED  # a season match not handed to the queue yet
 
@@ -69,71 +75,6 @@ def connect(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, decode_responses=True, socket_timeout=30)
 
 
-# --- Lua scripts: guarded transitions and idempotent counters ------------------------------
-
-_TRANSITION = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return {err = 'no such season'} end
-local n = tonumber(ARGV[2])
-for i = 3, 2 + n do
-  if ARGV[i] == state then
-    redis.call('HSET', KEYS[1], 'state', ARGV[1])
-    for j = 3 + n, #ARGV, 2 do
-      redis.call('HSET', KEYS[1], ARGV[j], ARGV[j + 1])
-    end
-    return state
-  end
-end
-return {err = 'state ' .. state}
-"""
-
-_COUNT_DONE = """
-if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
-if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_done', 1)
-  redis.call('HINCRBY', KEYS[1], 'decisions', ARGV[2])
-  if redis.call('SREM', KEYS[3], ARGV[1]) == 1 then
-    redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
-  end
-  return 1
-end
-return 0
-"""
-
-_COUNT_FAILED = """
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
-if redis.call('SADD', KEYS[3], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_failed', 1)
-  return 1
-end
-return 0
-"""
-
-_UNFAIL = """
-if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-  return 1
-end
-return 0
-"""
-
-_STORE_STANDINGS = """
-local old = redis.call('GET', KEYS[1])
-if old then
-  local ok, decoded = pcall(cjson.decode, old)
-  if ok and tonumber(decoded['matches_done']) > tonumber(ARGV[2]) then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-"""
-
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-
 def _transition(
     conn: redis.Redis,
     season_id: str,
@@ -146,8 +87,8 @@ def _transition(
     extra = [x for kv in (fields or {}).items() for x in kv]
     try:
         return str(
-            conn.eval(
-                _TRANSITION, 1, keys.season(season_id), to, str(len(allowed)), *allowed, *extra
+            lua.TRANSITION(
+                conn, [keys.season(season_id)], [to, str(len(allowed)), *allowed, *extra]
             )
         )
     except redis.ResponseError as exc:
@@ -414,14 +355,10 @@ def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     """paused -> running; failed matches are scheduled again (they keep their seeds)."""
     _transition(conn, season_id, RUNNING, [PAUSED])
     for match_id in sorted(cast(set[str], conn.smembers(failed_key(season_id)))):
-        conn.eval(
-            _UNFAIL,
-            3,
-            keys.season(season_id),
-            failed_key(season_id),
-            keys.season_matches(season_id),
-            match_id,
-            SCHEDULED,
+        lua.UNFAIL(
+            conn,
+            [keys.season(season_id), failed_key(season_id), keys.season_matches(season_id)],
+            [match_id, SCHEDULED],
         )
     publish(conn, "season_resumed", season_id)
     return get_season(conn, season_id)
@@ -434,26 +371,6 @@ def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
 
 CANCELLED_MATCH = MatchState.CANCELLED
 """A season match that will never be played: it was scheduled or queued at the cancel."""
-
-_CANCEL = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return redis.error_reply('no such season') end
-if state ~= 'created' and state ~= 'running' and state ~= 'paused' then
-  return redis.error_reply('state is ' .. state)
-end
-redis.call('HSET', KEYS[1], 'state', 'cancelled', 'seed', '', 'finished_ms', ARGV[1])
-local entries = redis.call('HGETALL', KEYS[2])
-local stopped = 0
-for i = 1, #entries, 2 do
-  local st = entries[i + 1]
-  if st == 'scheduled' or st == 'queued' or st == 'failed' then
-    redis.call('HSET', KEYS[2], entries[i], 'cancelled')
-    redis.call('SADD', KEYS[3], entries[i])
-    stopped = stopped + 1
-  end
-end
-return stopped
-"""
 
 
 PENDING_NOTICES_MAX = 16
@@ -493,13 +410,14 @@ def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     already running are let finish and count. The seed is revealed only when none of the
     season's matches can play any more (:func:`reveal_if_settled`, run by the driver)."""
     try:
-        conn.eval(
-            _CANCEL,
-            3,
-            keys.season(season_id),
-            keys.season_matches(season_id),
-            keys.season_cancelled(season_id),
-            now_ms(),
+        lua.CANCEL(
+            conn,
+            [
+                keys.season(season_id),
+                keys.season_matches(season_id),
+                keys.season_cancelled(season_id),
+            ],
+            [now_ms()],
         )
     except redis.ResponseError as exc:
         if "no such season" in str(exc):
@@ -617,7 +535,7 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
     Holds the season's lock meanwhile, so two referees do not both fill the window; the
     queue itself refuses a match that is queued, running or committed already.
     """
-    from workers.queue import enqueue_match
+    from referee.queue import enqueue_match
 
     token = secrets.token_hex(8)
     if not conn.set(lock_key(season_id), token, nx=True, px=10_000):
@@ -644,7 +562,7 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
                 added += 1
         return added
     finally:
-        conn.eval(_UNLOCK, 1, lock_key(season_id), token)
+        lua.UNLOCK(conn, [lock_key(season_id)], [token])
 
 
 def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list[str]:
@@ -657,7 +575,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     """
     from rq.job import Job
 
-    from workers.queue import enqueue_match, job_id
+    from referee.queue import enqueue_match, job_id
 
     rescued: list[str] = []
     info = get_season(conn, season_id)
@@ -698,15 +616,15 @@ def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int)
     the season's cancel stopped (an attempt that commits after it, e.g. one whose host was
     judged lost before the cancel and played on)."""
     return bool(
-        conn.eval(
-            _COUNT_DONE,
-            4,
-            keys.season(season_id),
-            counted_key(season_id),
-            failed_key(season_id),
-            keys.season_cancelled(season_id),
-            match_id,
-            str(decisions),
+        lua.COUNT_DONE(
+            conn,
+            [
+                keys.season(season_id),
+                counted_key(season_id),
+                failed_key(season_id),
+                keys.season_cancelled(season_id),
+            ],
+            [match_id, str(decisions)],
         )
     )
 
@@ -714,13 +632,10 @@ def count_done(conn: redis.Redis, season_id: str, match_id: str, decisions: int)
 def count_failed(conn: redis.Redis, season_id: str, match_id: str) -> bool:
     """Count a failed match once (True the first time; never after it was done)."""
     return bool(
-        conn.eval(
-            _COUNT_FAILED,
-            3,
-            keys.season(season_id),
-            counted_key(season_id),
-            failed_key(season_id),
-            match_id,
+        lua.COUNT_FAILED(
+            conn,
+            [keys.season(season_id), counted_key(season_id), failed_key(season_id)],
+            [match_id],
         )
     )
 
@@ -747,9 +662,7 @@ def recompute_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
         rank_by=spec.options.rank_by or "elo",
     )
     text = json.dumps(standings, separators=(",", ":"))
-    conn.eval(
-        _STORE_STANDINGS, 1, keys.season_standings(season_id), text, standings["matches_done"]
-    )
+    lua.STORE_STANDINGS(conn, [keys.season_standings(season_id)], [text, standings["matches_done"]])
     return standings
 
 

@@ -5,7 +5,7 @@
    schedule the season played: same tables, seats, match seeds and deal specs.
 3. Every committed match is re-dealt from the seeds derived from the season seed (not from
    anything the match record says; a retry that the record marks ``redealt``, attempt n,
-   from the seeds ``workers.spec.redeal_seed`` derives from those and n: either way seeds
+   from the seeds ``referee.match.spec.redeal_seed`` derives from those and n: either way seeds
    of the season seed, never the record's own), its recorded steps are replayed
    on that fresh deal, and the initial hands and the result must equal the recorded ones.
 """
@@ -20,10 +20,10 @@ import redis
 
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
+from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import ScheduledMatch, build_schedule
-from workers.spec import redeal_seed
 
 
 @dataclass(slots=True)
@@ -69,7 +69,7 @@ def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
 
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     """Check the season's seed commitment, schedule and every recorded deal."""
-    from workers.queue import get_record, get_result
+    from referee.queue import get_record, get_result
 
     info = store.get_season(conn, season_id)
     report = VerifyReport(season_id)

@@ -12,12 +12,12 @@ import time
 
 import pytest
 
+from referee import queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import bots_in_threads, running_platform
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

@@ -16,14 +16,13 @@ import time
 
 import pytest
 
-from referee import bots
+from referee import bots, queue
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.h2client import SlowReader
 from tests.platform_fixtures import bots_in_threads, running_platform
 from tests.workers.test_e2e import spec_of, wait_done
-from workers import queue
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from referee import bots
+from referee import bots, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.match.spec import TimeControl
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.proxy import FreezableProxy
 from tests.platform_fixtures import running_platform
 from tests.workers.test_e2e import spec_of, wait_done
-from workers import queue
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import redis
 from referee import keys
 from referee.cli.main import main as arena_main
 from referee.games.base import Event, EventKind, Source
-from workers.replay import _describe
+from referee.match.replay import _describe
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ import pytest
 from referee.cli.games import deal_seed as selfplay_deal_seed
 from referee.games.base import derive_seed
 from referee.games.sevens.match import derive_deal_seed
+from referee.match.spec import match_deal_seed, redeal_seed
 from referee.seasons.inprocess import turn_rng
-from workers.spec import match_deal_seed, redeal_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [0, 1, 7, 42, 2**31 - 1, 2**62 + 12345, 98765432123456789]

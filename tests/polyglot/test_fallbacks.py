@@ -21,6 +21,7 @@ import pytest
 from referee import bots, keys
 from referee.cli.seasons import standings_csv
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from referee.metrics_store import read_counters
 from referee.procs import stop_process
 from referee.seasons import store
@@ -30,7 +31,6 @@ from sample_bots.sdk import Bot, Turn
 from tests.metrics.http_helpers import get, running_server
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from tests.polyglot.helpers import BROKEN_DIR
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -18,13 +18,12 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 
 from arena.v1 import league_pb2, league_pb2_grpc
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.cli.main import main
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import store
 from sample_bots.first_legal import FirstLegalBot
 from tests.platform_fixtures import bots_in_threads, running_platform
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

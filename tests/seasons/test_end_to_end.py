@@ -21,13 +21,12 @@ import pytest
 import redis
 
 from arena.v1 import league_pb2, league_pb2_grpc
-from referee import keys
+from referee import keys, queue
+from referee.match.spec import MatchSpec
 from referee.seasons import store
 from referee.seasons.platform import Platform
 from referee.seasons.verify import verify_season
 from tests.redeal import redealt_as_revealed
-from workers import queue
-from workers.spec import MatchSpec
 
 pytestmark = pytest.mark.slow
 

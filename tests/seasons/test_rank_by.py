@@ -15,11 +15,11 @@ import redis
 from referee import bots, keys
 from referee.cli.main import main
 from referee.errors import ConfigError
+from referee.match.spec import CommittedResult
 from referee.seasons import store
 from referee.seasons.model import DEFAULT_RANK_BY, SeasonSpec
 from referee.seasons.standings import compute_standings
 from tests.seasons.test_standings import _result
-from workers.spec import CommittedResult
 
 BOTS = ["ace", "bee", "cid"]
 

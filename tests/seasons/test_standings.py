@@ -6,6 +6,7 @@ import random
 import time
 from typing import Any
 
+from referee.match.spec import CommittedResult, SeatStats
 from referee.seasons.ratings import bradley_terry, live_elo, openskill_ratings
 from referee.seasons.standings import (
     ROW_FIELDS,
@@ -15,7 +16,6 @@ from referee.seasons.standings import (
     placings_of,
     standings_rows_equal,
 )
-from workers.spec import CommittedResult, SeatStats
 
 
 def _stats(bot: str, **kw: Any) -> SeatStats:

@@ -250,7 +250,7 @@ def test_a_match_queued_without_a_job_is_enqueued_again(
     """A referee killed inside enqueue_match (state written, RQ job not yet created)."""
     from rq.job import Job
 
-    from workers.queue import get_queue, job_id
+    from referee.queue import get_queue, job_id
 
     store.create_season(conn, _spec(window=1))
     store.start_season(conn, "s1")

@@ -10,11 +10,11 @@ import time
 import pytest
 import redis
 
+from referee import queue
 from referee.cli.main import main
 from referee.cli.workers_cmd import local_time
-from workers import queue
+from referee.match.spec import MatchSpec
 from workers.runner import start_attempt
-from workers.spec import MatchSpec
 
 EPOCH_MS = re.compile(r"\b1\d{12}\b")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from referee.games.base import Source
 from referee.games.registry import get_game
+from referee.match.replay import render_replay
 from tests.web.test_replay_frames import played_record
-from workers.replay import render_replay
 
 RAW = re.compile(r"[{}]|'\w+':|\[[-\d., ]*\]|\['")
 """A Python dict, or a list of numbers or strings, printed as it is."""
