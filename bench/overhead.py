@@ -537,7 +537,7 @@ def main() -> int:
                     row_of_run(rows, label, run, per_commands=count > 1)
                 # Most Redis commands are per match (RQ's job lifecycle, the start, the
                 # commit), so commands per decision depend on the match length: the same
-                # 16 matches at 8 deals each (the length issue 12 cites for a season).
+                # 16 matches at 8 deals each (a season's usual length).
                 run = run_matches(conn, pids, "d8", list(named), 16, 8, fast)
                 asked = len(asked_steps(run.records))
                 rows.append(

@@ -195,8 +195,3 @@ def season_decisions(counters: Mapping[str, Mapping[str, float]], season_id: str
 def read_counters(conn: Any) -> dict[str, dict[str, float]]:
     """``{name: {label_text: value}}`` of every counter."""
     return read_stored(conn).counters
-
-
-def read_histogram(conn: Any, name: str) -> dict[str, dict[str, float]]:
-    """``{label_text: {"0.001": n, …, "+Inf": n, "sum": s, "count": n}}`` of one histogram."""
-    return read_stored(conn, (name,)).histograms.get(name, {})

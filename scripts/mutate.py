@@ -45,7 +45,7 @@ class Area:
     mutmut's own process: needed where the tests use gRPC (not fork-safe once started).
     ``deselect``: test ids of ``tests`` left out of the run (pytest ``--deselect``): slow
     cases whose kills other cases make too; a run without them can only count more
-    survivors, never fewer (docs/testing.md says which were left out and why).
+    survivors, never fewer (the comment above each area says which and why).
     ``functions``: the mutants run when no ``--functions`` is given (an area over some
     functions of a file: mutmut mutates whole files).
     """

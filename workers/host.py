@@ -85,8 +85,8 @@ OUT_OF_TOUCH_S: Final = 3.0
 """A host whose own successful beats come further apart than this (its tick held up by a
 stalled call, its loop or its machine, with no error to say so) waits as after an outage
 before it judges anyone's heartbeat: what kept it out of touch may have kept the others
-too (seen in tests/multihost: a host whose tick never failed through a 10 s Redis cut ran
-its janitor the moment Redis came back and re-ran every match)."""
+too: a host whose tick never failed through a Redis cut would otherwise judge every
+match lost the moment Redis came back, and re-run them all."""
 REDIS_SOCKET_TIMEOUT_S: Final = 4.0
 """Socket timeout of the host's Redis client: above the 1 s blocking dequeue (a socket timeout
 below a blocking call's own wait turns every idle dequeue into a TimeoutError),

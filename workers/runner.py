@@ -91,8 +91,7 @@ BEGIN_PATIENCE_S = 60.0
 """How long a dequeued match waits for Redis before its attempt starts (and before it shows
 the bots anything, :func:`reveal`). Until the match is marked running, no heartbeat exists
 for the janitor to find lapsed: a job that failed here would leave the match queued with
-no job (seen in tests/multihost: a worker host whose link came back could not reach Redis
-for a moment, "No route to host")."""
+no job (a host whose network comes back may not reach Redis for a moment yet)."""
 
 REVEALED: Final = "revealed"
 """Field of ``keys.match_state``: the first attempt that showed the bots its deals."""

@@ -18,13 +18,13 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
   decision ends the stream with PERMISSION_DENIED;
 * counts the messages that answer nothing (pings, actions for nothing it holds) against a
   token bucket (``JUNK_BURST``, ``JUNK_PER_S``): a stream past it ends RESOURCE_EXHAUSTED
-  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (issue 35 finding 3);
+  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (docs/gateway.md);
 * when the same bot opens a new stream on this referee, the bot's other streams here hand
   the requests they hold back to their hosts (``BOT_LEFT``, the clock running: the hosts
   send them to the newest stream) and take no new turn until the bot speaks on them (a
   bot reconnects because its old stream is dead, maybe without the referee having noticed:
   a SIGKILLed bot's transport can die silently); dead transports themselves are found by
-  the server's keepalive and by housekeeping's check of the call (issue 14 item 3).
+  the server's keepalive and by housekeeping's check of the call.
 
 Each ``MatchRelay.Link`` stream (one per match-host process) is a :class:`HostLink`. Every
 turn gets exactly one :class:`~arena.v1.internal_pb2.Reply`: ``ANSWER``, ``TIMEOUT`` (held
@@ -804,7 +804,7 @@ class BotSession:
     def _spend_junk(self, what: str) -> None:
         """Count one message that answers nothing against this stream's bucket; past the
         limit the stream ends (``Flooding``): its junk must cost the loop bounded work,
-        every other bot's clock waits behind it (issue 35 finding 3)."""
+        every other bot's clock waits behind it."""
         rate = self.hub.config.junk_per_s
         if rate <= 0:
             return

@@ -124,7 +124,7 @@ def server_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str
         ("grpc.http2.max_ping_strikes", 2),
         # Keep pinging a connection that carries no data (an idle bot between matches, a
         # frozen transport): gRPC's default stops after 2 pings, so a peer that vanished
-        # without a FIN would never be noticed (issue 14 item 3).
+        # without a FIN would never be noticed.
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),

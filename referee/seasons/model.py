@@ -40,7 +40,7 @@ FALLBACK_MODES = tuple(str(mode) for mode in FallbackMode)
 different bots, never twice by one bot (docs/seasons.md); ``off`` (false): every deal a
 new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with the hands
 rotated at one table, so a bot that remembers its hand knows what its neighbour holds on
-the next rotation; only for trusted bots (issue 14 item 1)."""
+the next rotation; only for trusted bots."""
 
 RANK_BY = ("elo", "score", "place")
 """``options.rank_by``: what orders the standings. ``elo``: the Bradley-Terry Elo of every

@@ -280,10 +280,3 @@ def ranking_words(standings: Mapping[str, Any] | None, unit_words: str) -> str:
     if rank_by == "score":
         return f"{unit_words or 'score'} per match"
     return {"elo": "Elo", "place": "average place"}.get(rank_by, rank_by)
-
-
-def standings_rows_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Two standings agree on everything but their ``updated_ms`` stamp."""
-    return {k: v for k, v in a.items() if k != "updated_ms"} == {
-        k: v for k, v in b.items() if k != "updated_ms"
-    }

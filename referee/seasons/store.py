@@ -402,7 +402,7 @@ def _queue_season_end(conn: redis.Redis, season_id: str) -> None:
 
 
 def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
-    """Stop a season for good (issue 14 item 6).
+    """Stop a season for good.
 
     At once, in one step: the state becomes ``cancelled`` and every match not yet running
     (scheduled, queued or failed) becomes ``cancelled``: no new match of the season starts

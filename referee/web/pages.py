@@ -181,7 +181,7 @@ class Pages:
     async def bot(self, request: web.Request) -> web.Response:
         """A bot's page. Its Redis reads are awaited here; the records, parsed once each
         (a committed record never changes: :class:`_Summaries`), and the HTML are done in a
-        thread: the referee's loop also stamps the bots' answers (issue 35 finding 3)."""
+        thread: the referee's loop also stamps the bots' answers."""
         name = request.match_info["name"]
         if not league.ID_PATTERN.match(name):
             return error(400, f"bot name {name!r} is not valid: letters, digits, ._:@+-")

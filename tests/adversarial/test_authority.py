@@ -1,4 +1,4 @@
-"""Issue 35 findings 1, 2 and 4 (joins): nothing anonymous acts for anyone else or holds
+"""Nothing anonymous acts for anyone else or holds
 what others need.
 
 The real stack: ``arena referee`` and ``arena worker`` processes on the session's embedded

@@ -1,4 +1,4 @@
-"""Issue 14 item 6: cancelling a season stops new matches at once, lets the running ones
+"""Cancelling a season stops new matches at once, lets the running ones
 finish (they count), and reveals the seed only when nothing of the season can play.
 
 Real stack: ``arena referee`` (season driver) and ``arena worker -n 2`` processes, SDK

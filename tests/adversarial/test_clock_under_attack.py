@@ -1,4 +1,4 @@
-"""Issue 35 finding 3: no stranger can move an honest bot's clock.
+"""No stranger can move an honest bot's clock.
 
 On the real stack (``arena referee --matches 16``: co-hosted matches, the web and the League
 API in one process, as ``arena up`` runs it; SDK bots in threads answering at once, far

@@ -1,4 +1,4 @@
-"""Issue 35 item 4: anonymous reads are rate-limited per client, and finished replays are
+"""Anonymous reads are rate-limited per client, and finished replays are
 rendered once.
 
 An anonymous ``GetReplay`` loop took the referee to 97% CPU and a season from 108 to 23

@@ -1,4 +1,4 @@
-"""Issue 14 item 2: a bot that does not read its stream stalls only itself.
+"""A bot that does not read its stream stalls only itself.
 
 A raw HTTP/2 client (``h2`` over a socket) announces a 600-byte window, never opens it again
 and keeps answering pings. On the real stack (``arena referee`` and ``arena worker``

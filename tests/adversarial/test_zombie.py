@@ -1,4 +1,4 @@
-"""Issue 14 item 3: a bot whose transport died silently gets its request on reconnect.
+"""A bot whose transport died silently gets its request on reconnect.
 
 Real stack: ``arena referee`` and ``arena worker`` processes, SDK bots. The victim's first
 instance reaches the referee through a loopback proxy and is thinking on a request when the

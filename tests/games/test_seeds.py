@@ -1,4 +1,4 @@
-"""One seed derivation (issue 18): every seed the project derives goes through
+"""One seed derivation: every seed the project derives goes through
 :func:`referee.games.base.derive_seed`, and folding the former per-module copies into it
 changed no value: each caller still yields what its documented formula gives (D-11 of
 docs/SEVENS_DECISIONS.md for Sevens' own deals), so no recorded match is re-dealt."""

@@ -1,4 +1,4 @@
-"""A bot whose code fails must not look healthy (issue 27 item 1): a stdio program that
+"""A bot whose code fails must not look healthy: a stdio program that
 exits on every question (the bridge answers for it) and an SDK bot whose ``choose`` raises
 (the SDK answers for it) play a real season on a real referee and real match hosts. Their
 answers say they were fallbacks (``Action.fallback``), and the match record, the standings

@@ -1,4 +1,4 @@
-"""A registered bot that never connects (issue 27 item 2): ``season create`` and ``season
+"""A registered bot that never connects: ``season create`` and ``season
 start`` name it (the CLI on stderr, the League API in ``SeasonInfo``), and each of its
 decisions is judged ``disconnected`` within its clock plus ``absent_ms``, as
 examples/season.toml and docs/workers.md say, not after ``queue_ms``.

@@ -301,6 +301,6 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
     assert len((export / "results.jsonl").read_text().splitlines()) == 15
     record = gzip.decompress((export / "matches" / "b-m0000.json.gz").read_bytes())
     assert json.loads(record)["initial_hands"]
-    # compressed: each record several times smaller than its JSON (issue 11: 1.4 MB a match)
+    # compressed: each record several times smaller than its JSON
     assert (export / "matches" / "b-m0000.json.gz").stat().st_size * 4 < len(record)
     conn.close()

@@ -1,4 +1,4 @@
-"""``options.rank_by`` (issue 27 item 5): a season ranks by Elo, by the game's own score
+"""``options.rank_by``: a season ranks by Elo, by the game's own score
 per match, or by average place; new seasons take their game's default, stored seasons
 without the field keep the Elo order they always had, and every reader (CLI, exports,
 web, League API) shows the stored order."""

@@ -1,4 +1,4 @@
-"""``arena match status`` speaks to people (issue 27 item 6): the state and attempt, the
+"""``arena match status`` speaks to people: the state and attempt, the
 season or "a one-off match", the seats by name, times as local time and durations; not
 the runner's ``start:<token>`` bookkeeping or epoch milliseconds."""
 

@@ -1,5 +1,5 @@
 """The text replay (``arena match replay``, exports, the League API's ``GetReplay``) reads
-as sentences for people (issue 27 item 6): cards as people write them (``10♥``), names
+as sentences for people: cards as people write them (``10♥``), names
 rather than seat numbers, no Python dicts or lists."""
 
 from __future__ import annotations

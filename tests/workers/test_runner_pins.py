@@ -1,4 +1,4 @@
-"""Pins for the match runner's fencing, commit and clock (issue 19's survivors), on the
+"""Pins for the match runner's fencing, commit and clock (mutants that once survived), on the
 direct decision path of ``workers/runner.py``: each test names the mutation it kills.
 
 Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
