@@ -388,7 +388,8 @@ def derive_seed(*parts: object, bits: int = 63, keep: Literal["high", "low"] = "
       "first 8 bytes, top bit cleared") and ``arena selfplay --deals``;
     * 48 high bits (the first 6 bytes): ``arena match run`` deal seeds and a match's
       redeal on retry (``referee.match.spec.redeal_seed``);
-    * 64 bits: the in-process season's per-turn random generators.
+    * 64 bits: the in-process season's per-turn random generators and the per-seat ones of
+      ``arena selfplay`` and the benches (``referee.games.loop.seat_rng``).
 
     >>> derive_seed(42, 0, 1) == derive_seed("42:0:1")
     True

@@ -2,7 +2,7 @@
 
 A season (or a one-off command) stores a :class:`MatchSpec` under
 ``keys.match_spec(match_id)`` and enqueues a ``run_match`` job for it
-(``referee.queue.enqueue_match``). The worker commits exactly one
+(``referee.queue.enqueue_match``). The match host commits exactly one
 :class:`CommittedResult` per match id under ``keys.match_result(match_id)`` and appends
 ``{"match_id", "season"}`` to ``keys.RESULTS_STREAM`` in the same transaction.
 """
