@@ -2,7 +2,7 @@
 
 One declaration for every side of the protocol: the rules engines build it
 (``Match.observation(seat)`` in ``referee/games``), the match host encodes it
-(``referee/gateway/convert.py``, field numbers from the generated descriptors), the SDK
+(``referee/protocol/convert.py``, field numbers from the generated descriptors), the SDK
 parses it back (``Turn.observation``), and the stdio bridge writes it as JSON. It lives here,
 in the SDK package, because a bot needs it without the platform: this module imports only
 ``typing`` (``tests/test_layering.py``). ``tests/docs_contract/`` checks these keys against

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead as bench
 
 from referee.embedded_redis import EmbeddedRedis
-from workers.spec import TimeControl
+from referee.match.spec import TimeControl
 
 FAST = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=30_000)
 CLOCK = TimeControl(move_ms=100, bank_ms=0, grace_ms=50, queue_ms=30_000)

@@ -40,7 +40,7 @@ from overhead import (
 )
 
 from referee.embedded_redis import EmbeddedRedis
-from workers.spec import TimeControl
+from referee.match.spec import TimeControl
 
 
 def main() -> int:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 import statistics
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from referee.games.base import DealSpec
+from referee.games.loop import play_out, policies_chooser, seat_rng
 from referee.games.policies import get_policy
 from referee.games.registry import get_game
 from referee.seasons.model import derive_seed
@@ -43,11 +43,8 @@ def play(preset: str, names: list[str], spec: DealSpec, seed: int) -> list[int]:
     game = get_game("sevens")
     match = game.new_match(game.preset(preset), len(names), seed, [spec])
     policies = [get_policy(n) for n in names]
-    rngs = [random.Random(f"{seed}:{seat}:{names[seat]}") for seat in range(len(names))]
-    while not match.is_over():
-        seat = match.to_act()
-        action = policies[seat](match.observation(seat), match.legal_actions(), rngs[seat])
-        match.apply(action)
+    rngs = [seat_rng(seed, seat, names[seat]) for seat in range(len(names))]
+    play_out(match, policies_chooser(policies, rngs))
     return list(match.deal_results()[0].deltas)
 
 

@@ -44,11 +44,11 @@ from referee.hosting.cgroups import Hierarchy, open_hierarchy  # noqa: E402
 from referee.hosting.meter import group_name  # noqa: E402
 from referee.hosting.supervisor import RunLimits, Supervisor  # noqa: E402
 from referee.hosting.versions import VersionStore  # noqa: E402
+from referee.match.spec import TimeControl  # noqa: E402
 from referee.procs import start_referee, stop_process  # noqa: E402
 from referee.seasons import store  # noqa: E402
 from referee.seasons.model import SeasonOptions, SeasonSpec  # noqa: E402
 from sample_bots.sdk import Bot, Turn  # noqa: E402
-from workers.spec import TimeControl  # noqa: E402
 
 BOTS = 6
 PARENT = f"arena-bench-{os.getpid()}"

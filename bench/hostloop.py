@@ -24,9 +24,9 @@ from typing import Any
 from arena.v1 import internal_pb2
 from referee.games.base import DealSpec, Source
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl
 from workers import metrics
 from workers.runner import MatchRun
-from workers.spec import MatchSpec, TimeControl
 
 PRESETS = {"sevens": ("fan-tan", 4), "sedma": ("sedma", 4)}
 

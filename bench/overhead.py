@@ -50,13 +50,12 @@ import grpc  # type: ignore[import-untyped]
 import redis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import Bot, Turn
-from workers import queue
-from workers.spec import MatchSpec, TimeControl
 
 
 def pct(values: list[float], q: float) -> float:
@@ -544,7 +543,7 @@ def main() -> int:
                     row_of_run(rows, label, run, per_commands=count > 1)
                 # Most Redis commands are per match (RQ's job lifecycle, the start, the
                 # commit), so commands per decision depend on the match length: the same
-                # 16 matches at 8 deals each (the length issue 12 cites for a season).
+                # 16 matches at 8 deals each (a season's usual length).
                 run = run_matches(conn, pids, "d8", list(named), 16, 8, fast)
                 asked = len(asked_steps(run.records))
                 rows.append(

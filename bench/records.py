@@ -3,7 +3,7 @@
 Plays ``--matches`` 4-deal matches (fan-tan and Sedma, four seats) with ``MatchRun``
 against a stand-in link that answers at once with the first legal action, then takes each
 through the real finishing path on an embedded Redis: ``enqueue_match``, ``start_attempt``,
-the record written to a file record store (``workers.records.save_record``), the fenced
+the record written to a file record store (``referee.records.save_record``), the fenced
 ``commit``. The same matches are committed a second time, under other ids, with the record
 inline in Redis (as before the record store). Prints per match:
 
@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostloop import _Host
 
+from referee import queue, records
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from workers import queue, records
+from referee.match.spec import MatchSpec, TimeControl
 from workers.runner import MatchRun, commit, start_attempt
-from workers.spec import MatchSpec, TimeControl
 
 PRESETS = {"sevens": "fan-tan", "sedma": "sedma"}
 

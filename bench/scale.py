@@ -6,7 +6,7 @@ records and result rows of realistic size, then commits ``--matches`` synthetic 
 of one season (random seats among ``--bots`` bots, random finishing orders, deltas and
 totals in the template's shape) with the workers' real fenced commit
 (``workers.runner.commit``), the record first written to the record store when the
-project has one (``workers.records``; the template's compressed bytes, written under the
+project has one (``referee.records``; the template's compressed bytes, written under the
 match's own key), else inline in Redis as before. The season driver
 (``referee.seasons.driver.SeasonDriver.step``) counts them as a referee does: it folds
 each into the standings tallies, rebuilds the standings and refits the ratings on its
@@ -55,12 +55,12 @@ import redis
 
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import CommittedResult, MatchSpec
 from referee.seasons import store, tallies
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.standings import standings_rows_equal
 from workers.runner import commit
-from workers.spec import CommittedResult, MatchSpec
 
 SEASON = "scale"
 CHECK_UP_TO = 20_000
@@ -82,9 +82,9 @@ def play_templates(count: int, deals: int) -> list[Template]:
     from arena.v1 import internal_pb2
     from referee.games.base import DealSpec
     from referee.games.registry import get_game
+    from referee.match.spec import TimeControl
     from workers import metrics
     from workers.runner import MatchRun
-    from workers.spec import TimeControl
 
     class Link:
         referee = "bench"
@@ -193,7 +193,7 @@ class Records:
     def __init__(self, root: Path) -> None:
         self.written = 0
         try:
-            records = importlib.import_module("workers.records")
+            records = importlib.import_module("referee.records")
         except ImportError:
             self.records: Any = None
             self.store: Any = None

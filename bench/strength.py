@@ -59,11 +59,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from referee.games.base import DealSpec, derive_seed
 from referee.games.policies import POLICIES, Policy
 from referee.games.registry import get_game
+from referee.match.spec import CommittedResult
 from referee.seasons.inprocess import play_season
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from referee.seasons.ratings import Z95, student_t_quantile
 from referee.seasons.standings import bot_order, compute_standings
-from workers.spec import CommittedResult
 
 RUNGS = ("random", "first-legal", "heuristic", "mc", "ismcts")
 

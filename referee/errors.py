@@ -14,7 +14,7 @@ Hierarchy, with the gRPC status each answers with (``status``)::
     ├── LimitExceeded                              RESOURCE_EXHAUSTED: over a rate or a cap
     │                                              of ``referee.limits`` (retry_after_s)
     ├── RecordStoreError                           UNAVAILABLE: the record store cannot be
-    │   │                                          reached (``workers.records``): try again
+    │   │                                          reached (``referee.records``): try again
     │   ├── RecordMissing                          DATA_LOSS: a record the commit names is gone
     │   └── RecordCorrupt                          DATA_LOSS: a record fails its digest or replay
     ├── ConflictError                              ALREADY_EXISTS: a name already taken
@@ -84,7 +84,7 @@ class AuthError(ArenaError):
 
 
 class RecordStoreError(ArenaError):
-    """The record store (``workers.records``) cannot be reached or written now."""
+    """The record store (``referee.records``) cannot be reached or written now."""
 
     status = "UNAVAILABLE"
 

@@ -65,7 +65,7 @@ def match_spec(match_id: str) -> str:
 
 
 def match_state(match_id: str) -> str:
-    """Hash: state (``workers.spec.MatchState``), attempt, worker, error, timestamps, and
+    """Hash: state (``referee.match.spec.MatchState``), attempt, worker, error, timestamps, and
     ``revealed``: the first attempt that showed the bots its deals (``workers.runner.reveal``)."""
     return f"{PREFIX}match:{match_id}:state"
 
@@ -93,7 +93,7 @@ MATCHES_HELD = PREFIX + "matches:held"
 because another table may still play their boards (``referee.seasons.embargo``)."""
 MATCHES_RUNNING = PREFIX + "matches:running"
 """Sorted set: match id -> its host's last heartbeat (ms); owned by
-``workers.queue.RunningMatches``."""
+``referee.queue.RunningMatches``."""
 
 # --- seasons (referee.seasons) -----------------------------------------------------------
 SEASONS = PREFIX + "seasons"  # sorted set: season id -> created time (ms)

@@ -1,8 +1,10 @@
 """The referee's Prometheus collector: everything is read from Redis at scrape time.
 
-Workers fork a process per job, so no process can keep metrics in memory (docs/metrics.md).
-Workers add counters and histograms to Redis through :mod:`referee.metrics_store`; the
-seasons write standings JSON; the gateway records open bot streams. :class:`ArenaCollector`
+Every referee must serve the same numbers, and the match hosts are other processes (often
+on other machines), so the numbers live in Redis (docs/metrics.md): each host keeps its
+per-decision totals in memory and writes them whole into a hash of its own once a second,
+commits add their counters to shared hashes (:mod:`referee.metrics_store`); the seasons
+write standings JSON; the gateway records open bot streams. :class:`ArenaCollector`
 reads all of that on every scrape and keeps nothing between scrapes except a Redis client.
 
 Names follow Prometheus practice: ``arena_`` prefix, base units (seconds, ratios), ``_total``
@@ -46,12 +48,11 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from referee import keys, metrics_store
-from workers.queue import RunningMatches
+from referee.defaults import QUEUE_NAME
+from referee.queue import RunningMatches
 
 log = logging.getLogger(__name__)
 
-QUEUE_NAME = "arena"
-"""The RQ queue that match jobs go to."""
 
 WORKER_STALE_S = 60.0
 """A worker whose last heartbeat is older than this is not counted as alive."""

@@ -54,6 +54,16 @@ def incr_counter(pipe: Any, name: str, labels: Mapping[str, str], amount: float 
     pipe.hincrbyfloat(keys.METRICS_COUNTERS, f"{name}|{label_text(labels)}", amount)
 
 
+MATCHES = "arena_matches_total"
+"""``{game,kind}``: kind is ``committed``, ``failed`` or ``retried`` (the queue and the
+hosts count them)."""
+
+
+def match_counter(pipe: Any, game: str, kind: str) -> None:
+    """``arena_matches_total{game,kind}`` += 1 (kind: committed, failed, retried)."""
+    incr_counter(pipe, MATCHES, {"game": game, "kind": kind})
+
+
 def observe(
     pipe: Any,
     name: str,
@@ -185,8 +195,3 @@ def season_decisions(counters: Mapping[str, Mapping[str, float]], season_id: str
 def read_counters(conn: Any) -> dict[str, dict[str, float]]:
     """``{name: {label_text: value}}`` of every counter."""
     return read_stored(conn).counters
-
-
-def read_histogram(conn: Any, name: str) -> dict[str, dict[str, float]]:
-    """``{label_text: {"0.001": n, …, "+Inf": n, "sum": s, "count": n}}`` of one histogram."""
-    return read_stored(conn, (name,)).histograms.get(name, {})

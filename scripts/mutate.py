@@ -45,7 +45,7 @@ class Area:
     mutmut's own process: needed where the tests use gRPC (not fork-safe once started).
     ``deselect``: test ids of ``tests`` left out of the run (pytest ``--deselect``): slow
     cases whose kills other cases make too; a run without them can only count more
-    survivors, never fewer (docs/testing.md says which were left out and why).
+    survivors, never fewer (the comment above each area says which and why).
     ``functions``: the mutants run when no ``--functions`` is given (an area over some
     functions of a file: mutmut mutates whole files).
     """
@@ -80,11 +80,11 @@ AREAS: dict[str, Area] = {
         ("referee/games/base.py", "referee/games/cards.py", "referee/games/record.py"),
         ("tests/games", "tests/foundation/test_cards.py"),
     ),
-    "clock": Area(("workers/clock.py",), ("tests/workers/test_clock.py",)),
+    "clock": Area(("referee/match/clock.py",), ("tests/workers/test_clock.py",)),
     # The match loop the match host runs (workers/host.py calls runner.MatchRun, commit,
     # start_attempt, mark_failed), its fencing, and the spec's re-deal seeds.
     "runner": Area(
-        ("workers/runner.py", "workers/spec.py"),
+        ("workers/runner.py", "referee/match/spec.py"),
         # test_runner.py is left out: it starts a real referee process per module, i.e.
         # per mutant (about 20 s each here); test_match_loop.py plays the same loop with
         # scripted referee links, the others are unit tests with real Redis only.
@@ -94,7 +94,7 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_begin_retry.py",  # start_attempt through an outage
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
-            "tests/games/test_seeds.py",  # the seed derivations of workers/spec.py
+            "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
         ),
         fork=False,
     ),

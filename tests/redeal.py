@@ -8,8 +8,7 @@ from typing import Any
 
 import redis
 
-from referee import keys
-from workers import queue
+from referee import keys, queue
 
 
 def redealt_as_revealed(conn: redis.Redis, match_id: str, record: dict[str, Any]) -> bool:

@@ -1,15 +1,9 @@
-"""The package layering (docs/engine.md, README "Layout"): each layer imports only the
-layers below it. Checked on the source (every import statement, lazy ones included) and by
-loading the modules in a fresh interpreter (what they pull in transitively).
+"""The package graph of docs/ARCHITECTURE.md, enforced: every module belongs to one node,
+each node imports only the nodes the graph lets it (every import statement, lazy ones
+included, and what loading a node pulls in transitively), and the graph has no cycle.
 
-* the rules engines (``referee/games``) import nothing of the platform;
-* the bot SDK (``arena_sdk``) imports nothing of the referee, the workers or the samples, nor
-  the platform's own dependencies: a bot needs the generated ``arena.v1`` code, grpcio and
-  protobuf only (and the SDK loads from a copy of ``arena_sdk/`` and ``arena/`` alone);
-* the samples (``sample_bots``) import nothing of the referee or the workers;
-* the referee and the workers never import ``sample_bots``: what they need of the bot
-  client is the SDK package both import (docs/bots.md, "What the SDK is");
-* the seasons (``referee/seasons``) import neither gRPC nor the CLI (nor the gateway).
+A new package or top-level module of ``referee/`` or ``workers/`` belongs to no node until
+it is added to :data:`NODES` (and to the drawing in docs/ARCHITECTURE.md): the test says so.
 """
 
 from __future__ import annotations
@@ -18,78 +12,198 @@ import ast
 import shutil
 import subprocess
 import sys
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("arena", "arena_sdk", "sample_bots", "referee", "workers")
 
-LAYERS = {
-    # directory: forbidden import prefixes
-    "referee/games": (
-        "referee.",
-        "workers",
-        "sample_bots",
-        "arena",
-        "grpc",
-        "redis",
-        "rq",
+NODES: dict[str, tuple[str, ...]] = {
+    # node: the modules and packages it is made of (a dotted name and everything under it)
+    "arena": ("arena",),  # generated from proto/ (scripts/gen_proto.py)
+    "games": ("referee.games",),  # the rules engines
+    "match": ("referee.match",),  # the match contract: spec, clock, states, results, replay
+    "protocol": ("referee.protocol",),  # the wire encoding of the match contract
+    "platform": (  # what every service shares: errors, Redis keys, the queue of record...
+        "referee",  # its __init__ only (the other nodes live under it)
+        "referee.aio",
+        "referee.bots",
+        "referee.cluster",
+        "referee.defaults",
+        "referee.embedded_redis",
+        "referee.errors",
+        "referee.keys",
+        "referee.limits",
+        "referee.lua",
+        "referee.metrics_store",
+        "referee.procs",
+        "referee.queue",
     ),
-    "arena_sdk": ("referee", "workers", "sample_bots", "redis", "rq", "aiohttp"),
-    "sample_bots": ("referee", "workers"),
-    "referee": ("sample_bots",),
-    "workers": ("sample_bots",),
-    "referee/seasons": ("grpc", "arena", "referee.gateway", "referee.cli", "sample_bots"),
+    "workers": ("workers",),  # the match hosts
+    "seasons": ("referee.seasons",),
+    "metrics": ("referee.metrics",),  # the Prometheus exposition
+    "web": ("referee.web",),
+    "gateway": ("referee.gateway",),  # the gRPC referee (bot streams, League API)
+    "botcheck": ("referee.botcheck",),
+    "cli": ("referee.cli",),  # the composition root: the only node that sees every other
+    "sdk": ("arena_sdk",),  # the bot SDK
+    "samples": ("sample_bots",),
 }
-ALLOWED = {"referee/games": ("referee.games",)}
+
+GRAPH: dict[str, frozenset[str]] = {
+    # node: the nodes it may import (directly); docs/ARCHITECTURE.md draws this
+    "arena": frozenset(),
+    "games": frozenset(),
+    "match": frozenset({"games"}),
+    "protocol": frozenset({"arena", "games", "match"}),
+    "platform": frozenset({"games", "match"}),
+    "workers": frozenset({"arena", "games", "match", "protocol", "platform"}),
+    "seasons": frozenset({"games", "match", "platform"}),
+    "metrics": frozenset({"platform"}),
+    "web": frozenset({"games", "match", "platform", "seasons", "metrics", "sdk"}),
+    "gateway": frozenset({"arena", "games", "match", "platform", "seasons", "web"}),
+    "botcheck": frozenset({"arena", "games", "match", "protocol", "platform", "workers"}),
+    "cli": frozenset(
+        {"games", "match", "platform", "workers", "seasons", "web", "gateway", "botcheck", "sdk"}
+    ),
+    "sdk": frozenset({"arena"}),
+    "samples": frozenset({"sdk"}),
+}
+
+THIRD_PARTY: dict[str, tuple[str, ...]] = {
+    # node: libraries it may not import (the pure layer is plain Python; a bot needs the
+    # generated code, grpcio and protobuf only; the seasons speak no gRPC)
+    "games": ("grpc", "google", "redis", "rq", "aiohttp"),
+    "match": ("grpc", "google", "redis", "rq", "aiohttp"),
+    "sdk": ("redis", "rq", "aiohttp"),
+    "seasons": ("grpc",),
+}
+
+ENTRIES = [(entry, node) for node, entries in NODES.items() for entry in entries]
+
+
+def _covers(entry: str, name: str) -> bool:
+    """``entry`` stands for ``name``: itself and what is under it, except a package whose
+    parts are other nodes' (``referee``), which stands for its ``__init__`` alone."""
+    if name == entry:
+        return True
+    nested = any(other.startswith(entry + ".") for other, _ in ENTRIES)
+    return not nested and name.startswith(entry + ".")
+
+
+def node_of(name: str) -> str | None:
+    found = [(len(entry), node) for entry, node in ENTRIES if _covers(entry, name)]
+    return max(found)[1] if found else None
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _modules() -> list[tuple[str, Path]]:
+    return sorted(
+        (_module_name(path), path)
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if not path.name.endswith(("_pb2.py", "_pb2_grpc.py"))
+    )
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every imported name, ``from pkg import mod`` counted as ``pkg.mod``."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, s if _is_module(s) else node.module) for s in subs]
     return found
 
 
-def _within(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
+def _reach(node: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [node]
+    while todo:
+        for dep in GRAPH[todo.pop()] - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
 
 
-def _forbidden(name: str, prefixes: tuple[str, ...], allowed: tuple[str, ...]) -> bool:
-    def under(prefix: str) -> bool:  # "pkg." matches pkg's modules, not pkg itself
-        return name.startswith(prefix) if prefix.endswith(".") else _within(name, prefix)
+def _forbidden(node: str, name: str) -> bool:
+    top = name.split(".")[0]
+    if top in PACKAGES:
+        target = node_of(name)
+        return target is not None and target != node and target not in _reach(node)
+    return top in THIRD_PARTY.get(node, ())
 
-    return any(under(p) for p in prefixes) and not any(under(a) for a in allowed)
+
+def test_every_module_belongs_to_a_node() -> None:
+    lost = [name for name, _ in _modules() if node_of(name) is None]
+    assert not lost, (
+        f"modules in no node of the package graph: {lost}; add their package to NODES in "
+        "tests/test_layering.py and to the drawing in docs/ARCHITECTURE.md"
+    )
 
 
-@pytest.mark.parametrize("layer", sorted(LAYERS))
-def test_no_module_imports_a_layer_above_it(layer: str) -> None:
+def test_the_graph_has_no_cycle() -> None:
+    assert set(GRAPH) == set(NODES)
+    assert all(deps <= set(NODES) for deps in GRAPH.values())
+    try:
+        tuple(TopologicalSorter(GRAPH).static_order())
+    except CycleError as exc:
+        pytest.fail(f"the package graph has a cycle: {exc.args[1]}")
+
+
+def test_docs_architecture_draws_this_graph() -> None:
+    """docs/ARCHITECTURE.md's ``graph`` block lists each node and what it may import."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    block = text.split("```graph\n", 1)[1].split("```", 1)[0]
+    drawn: dict[str, frozenset[str]] = {}
+    for line in block.splitlines():
+        if line.strip():
+            node, _, deps = line.partition("->")
+            drawn[node.strip()] = frozenset(d.strip() for d in deps.split(",") if d.strip())
+    assert drawn == GRAPH
+
+
+@pytest.mark.parametrize("node", sorted(NODES))
+def test_no_module_imports_outside_the_graph(node: str) -> None:
     offenders = [
-        f"{path.relative_to(ROOT)}:{line}: import {name}"
-        for path in sorted((ROOT / layer).rglob("*.py"))
+        f"{path.relative_to(ROOT)}:{line}: import {name} ({node} may import "
+        f"{', '.join(sorted(GRAPH[node])) or 'nothing of the project'})"
+        for module, path in _modules()
+        if node_of(module) == node
         for line, name in _imports(path)
-        if _forbidden(name, LAYERS[layer], ALLOWED.get(layer, ()))
+        if _forbidden(node, name)
     ]
     assert not offenders, "\n".join(offenders)
 
 
-@pytest.mark.parametrize("layer", sorted(LAYERS))
-def test_loading_a_layer_loads_nothing_above_it(layer: str) -> None:
-    modules = sorted(
-        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        for path in (ROOT / layer).rglob("*.py")
-    )
+@pytest.mark.parametrize("node", sorted(n for n in NODES if n != "cli"))
+def test_loading_a_node_loads_nothing_outside_its_reach(node: str) -> None:
+    modules = [name for name, _ in _modules() if node_of(name) == node]
+    allowed = sorted(_reach(node) | {node})
+    # a module's parent packages load with it (``referee`` with ``referee.games``)
+    parents = sorted({m.rsplit(".", 1)[0] for m in modules if "." in m} - set(modules))
     code = (
         "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
         f"for m in {modules!r}: __import__(m)\n"
-        f"prefixes, allowed = {LAYERS[layer]!r}, {ALLOWED.get(layer, ())!r}\n"
-        "def under(n, p): return n.startswith(p) if p.endswith('.') else"
-        " n == p or n.startswith(p + '.')\n"
-        "bad = sorted(n for n in sys.modules if any(under(n, p) for p in prefixes)"
-        " and not any(under(n, a) for a in allowed))\n"
+        f"from tests.test_layering import THIRD_PARTY, node_of\n"
+        f"allowed, barred = {allowed!r}, THIRD_PARTY.get({node!r}, ())\n"
+        f"parents = {parents!r}\n"
+        "bad = sorted(n for n in sys.modules if n not in parents\n"
+        "    and node_of(n) not in (None, *allowed)\n"
+        "    or n.split('.')[0] in barred)\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=ROOT)

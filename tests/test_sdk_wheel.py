@@ -1,4 +1,4 @@
-"""Bot authors install only the SDK (issue 18): ``scripts/build_sdk.py`` builds a wheel of
+"""Bot authors install only the SDK: ``scripts/build_sdk.py`` builds a wheel of
 ``arena_sdk`` and the generated ``arena`` code that requires grpcio and protobuf alone, and a
 bot run from that wheel, with nothing of the platform on its path, plays on a real referee.
 """

@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import redis
 from rq import Queue, Worker
@@ -51,12 +51,20 @@ from rq.registry import clean_registries
 from rq.utils import now as rq_now
 from rq.worker import WorkerStatus
 
-from referee import keys, metrics_store
+from referee import keys, metrics_store, queue, records
+from referee.defaults import (
+    CASUAL_QUEUE_NAME,
+    DEFAULT_CASUAL_MATCHES,
+    DEFAULT_GRACE_S,
+    DEFAULT_MATCHES,
+    DEFAULT_STALE_S,
+    QUEUE_NAME,
+)
 from referee.errors import RecordStoreError
-from referee.messages import now_ms
-from workers import metrics, queue, records
-from workers.link import Router
-from workers.queue import RunningMatches
+from referee.match.messages import now_ms
+from referee.queue import RunningMatches
+from workers import metrics
+from workers.link import LocalHub, Router
 from workers.runner import (
     MatchRun,
     Started,
@@ -67,18 +75,8 @@ from workers.runner import (
     start_attempt,
 )
 
-if TYPE_CHECKING:
-    from referee.gateway.relay import Hub
-
 log = logging.getLogger("workers.host")
 
-DEFAULT_MATCHES: Final = 64
-DEFAULT_CASUAL_MATCHES: Final = 2
-"""Slots of a host for casual matches (``queue.CASUAL_QUEUE_NAME``), besides ``max_matches``."""
-DEFAULT_STALE_S: Final = 5.0
-"""A running match whose host has not heartbeaten for this long is re-run (the host beats
-every ``TICK_S``)."""
-DEFAULT_GRACE_S: Final = 10.0
 TICK_S: Final = 1.0
 OUTAGE_SLACK_S: Final = 10.0
 """After a Redis outage this host's janitor judges no heartbeat for ``stale_s`` plus this
@@ -88,8 +86,8 @@ OUT_OF_TOUCH_S: Final = 3.0
 """A host whose own successful beats come further apart than this (its tick held up by a
 stalled call, its loop or its machine, with no error to say so) waits as after an outage
 before it judges anyone's heartbeat: what kept it out of touch may have kept the others
-too (seen in tests/multihost: a host whose tick never failed through a 10 s Redis cut ran
-its janitor the moment Redis came back and re-ran every match)."""
+too: a host whose tick never failed through a Redis cut would otherwise judge every
+match lost the moment Redis came back, and re-run them all."""
 REDIS_SOCKET_TIMEOUT_S: Final = 4.0
 """Socket timeout of the host's Redis client: above the 1 s blocking dequeue (a socket timeout
 below a blocking call's own wait turns every idle dequeue into a TimeoutError),
@@ -128,7 +126,7 @@ class Running:
 
     @property
     def casual(self) -> bool:
-        return bool(self.job.origin == queue.CASUAL_QUEUE_NAME)
+        return bool(self.job.origin == CASUAL_QUEUE_NAME)
 
 
 class MatchHost:
@@ -145,7 +143,7 @@ class MatchHost:
         stale_s: float = DEFAULT_STALE_S,
         grace_s: float = DEFAULT_GRACE_S,
         root_certificates: bytes | None = None,
-        hub: Hub | None = None,
+        hub: LocalHub | None = None,
         record_store: records.RecordStore | None = None,
     ) -> None:
         """``record_store``: where records are written (default ``records.default_store()``:
@@ -165,8 +163,8 @@ class MatchHost:
             max_connections=16,
         )
         self.rq_conn = queue.rq_connection(self.conn)
-        self.queue = Queue(queue.QUEUE_NAME, connection=self.rq_conn)
-        self.casual_queue = Queue(queue.CASUAL_QUEUE_NAME, connection=self.rq_conn)
+        self.queue = Queue(QUEUE_NAME, connection=self.rq_conn)
+        self.casual_queue = Queue(CASUAL_QUEUE_NAME, connection=self.rq_conn)
         self.worker = Worker([self.queue, self.casual_queue], connection=self.rq_conn, name=name)
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-redis")
         # The heartbeat and the blocking dequeue have threads of their own: a busy pool
@@ -273,7 +271,7 @@ class MatchHost:
         pipe.execute()
 
     def _queue_of(self, job: Job) -> Queue:
-        return self.casual_queue if job.origin == queue.CASUAL_QUEUE_NAME else self.queue
+        return self.casual_queue if job.origin == CASUAL_QUEUE_NAME else self.queue
 
     def _open_queues(self) -> list[Queue]:
         """The queues this host has a free slot for (casual matches have slots of their
@@ -482,7 +480,8 @@ class MatchHost:
     def _succeed_job(self, running: Running, outcome: str) -> None:
         job = running.job
         job.ended_at = rq_now()
-        job._result = outcome
+        job.meta["outcome"] = outcome  # committed, superseded... (Job.fetch(id).meta)
+        job.save_meta()  # type: ignore[no-untyped-call]
         origin = self._queue_of(job)
         self.worker.handle_job_success(job, origin, origin.started_job_registry, running.execution)
         self._idle_if_empty()

@@ -19,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -31,19 +30,14 @@ from arena.v1 import internal_pb2
 from referee import cluster
 from referee.aio import bounded
 from referee.cluster import Route
-from referee.messages import now_ms
-
-if TYPE_CHECKING:
-    from referee.gateway.relay import Hub, ReplyKind
+from referee.defaults import LINK_WRITE_TIMEOUT_S
+from referee.match.messages import now_ms
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int, int]
 Reply = internal_pb2.Reply
 
-LINK_WRITE_TIMEOUT_S: Final = 10.0
-"""Longest wait for one write on the internal stream; past it the link is given up (its
-open requests are sent again; an unbounded write waits on HTTP/2 flow control forever)."""
 ROUTE_POLL_S: Final = 0.2
 """How often the directory is read again while a bot has no usable route."""
 HELD_NOTES: Final = 64
@@ -51,6 +45,37 @@ HELD_NOTES: Final = 64
 once one is found; the oldest are dropped beyond this)."""
 QUARANTINE_MS: Final = 1_000.0
 """A referee whose link failed is not dialled again for this long."""
+
+
+class RefereeIdentity(Protocol):
+    @property
+    def referee_id(self) -> str: ...
+
+
+class LocalHub(Protocol):
+    """What a host co-hosted in a referee's process uses of that referee: the narrow
+    interface between the match hosts and the gateway (``referee.gateway.relay.Hub``
+    implements it; neither package imports the other, docs/ARCHITECTURE.md)."""
+
+    @property
+    def config(self) -> RefereeIdentity: ...
+
+    def submit_turn(
+        self,
+        link: LocalLink,
+        bot: str,
+        key: Key,
+        payload: bytes,
+        limit_ms: float,
+        expires_ms: float,
+        first_sent_ms: float = 0.0,
+    ) -> None: ...
+
+    def notify_bot(
+        self, bot: str, match_id: str, payload: bytes, accepted: bool = False
+    ) -> None: ...
+
+    def forget_link(self, link: LocalLink) -> None: ...
 
 
 class LinkLost(Exception):
@@ -261,7 +286,7 @@ class LocalLink:
     replies resolve their futures directly. It is also the Hub's reply sink
     (``referee.gateway.relay.ReplySink``) for those turns."""
 
-    def __init__(self, hub: Hub, on_lost: Callable[[LocalLink], None]) -> None:
+    def __init__(self, hub: LocalHub, on_lost: Callable[[LocalLink], None]) -> None:
         self.hub = hub
         self.referee = hub.config.referee_id
         self.address = "in-process"
@@ -288,7 +313,7 @@ class LocalLink:
     def reply(
         self,
         key: Key,
-        kind: ReplyKind,
+        kind: int,  # a referee.gateway.relay.ReplyKind
         action: str = "",
         sent_ms: float = 0.0,
         received: float = 0.0,
@@ -334,7 +359,7 @@ class Router:
         secret: str,
         lookup: Lookup,
         root_certificates: bytes | None = None,
-        local: Hub | None = None,
+        local: LocalHub | None = None,
     ) -> None:
         self.secret = secret
         self.lookup = lookup
@@ -457,7 +482,3 @@ class Router:
         for link in links:
             with contextlib.suppress(Exception):
                 await link.close()
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0

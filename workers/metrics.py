@@ -25,14 +25,16 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from referee import keys
+from referee.match.spec import SeatStats
 from referee.metrics_store import (
     COUNTER_FIELD,
     DEFAULT_BUCKETS_S,
     HISTOGRAM_FIELD,
+    MATCHES,
     incr_counter,
     label_text,
 )
-from workers.spec import SeatStats
+from referee.metrics_store import match_counter as match_counter  # the queue's too
 
 DECISIONS = "arena_decisions_total"
 TIMEOUTS = "arena_timeouts_total"
@@ -40,7 +42,6 @@ INVALID_ACTIONS = "arena_invalid_actions_total"
 ILLEGAL_PASSES = "arena_illegal_passes_total"
 AUTOPILOT_SEATS = "arena_autopilot_seats_total"
 FALLBACKS = "arena_fallbacks_total"
-MATCHES = "arena_matches_total"
 THINK_SECONDS = "arena_bot_think_seconds"
 OVERHEAD_SECONDS = "arena_platform_overhead_seconds"
 
@@ -151,8 +152,3 @@ def commit_counters(pipe: Any, season: str, game: str, stats: list[SeatStats]) -
             if value:
                 incr_counter(pipe, name, labels, value)
     incr_counter(pipe, MATCHES, {"game": game, "kind": "committed"})
-
-
-def match_counter(pipe: Any, game: str, kind: str) -> None:
-    """``arena_matches_total{game,kind}`` += 1 (kind: committed, failed, retried)."""
-    incr_counter(pipe, MATCHES, {"game": game, "kind": kind})

@@ -28,26 +28,20 @@ from typing import Any, Final
 import redis
 
 from referee import keys
-from referee.procs import die_with_parent
-from workers.host import (
+from referee.defaults import (
     DEFAULT_CASUAL_MATCHES,
     DEFAULT_GRACE_S,
     DEFAULT_MATCHES,
     DEFAULT_STALE_S,
-    run_host,
 )
+from referee.procs import die_with_parent
+from workers.host import run_host
 
 log = logging.getLogger("workers.pool")
 
 SHUTDOWN_SLACK_S: Final = 10.0
 
-__all__ = [
-    "DEFAULT_CASUAL_MATCHES",
-    "DEFAULT_GRACE_S",
-    "DEFAULT_MATCHES",
-    "DEFAULT_STALE_S",
-    "WorkerPool",
-]
+__all__ = ["WorkerPool"]
 
 
 def _host_main(

@@ -37,11 +37,11 @@ from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 import redis
 
 from arena.v1 import internal_pb2
-from referee import keys
+from referee import keys, lua
 from referee.games.base import PASS, Event, EventKind, Match, Source
 from referee.games.registry import get_game
-from referee.gateway import convert
-from referee.messages import (
+from referee.match.clock import MatchClock
+from referee.match.messages import (
     ActionResultMessage,
     ClockInfo,
     DealEndMessage,
@@ -51,12 +51,12 @@ from referee.messages import (
     TurnMessage,
     now_ms,
 )
+from referee.match.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
+from referee.protocol import convert
+from referee.queue import MatchState, RunningMatches, season_state
+from referee.records import RecordRef
 from workers import metrics
-from workers.clock import MatchClock
 from workers.link import LinkLost, Router, cpu_ms_of
-from workers.queue import MatchState, RunningMatches, season_state
-from workers.records import RecordRef
-from workers.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
 
 log = logging.getLogger("workers.runner")
 
@@ -92,8 +92,7 @@ BEGIN_PATIENCE_S = 60.0
 """How long a dequeued match waits for Redis before its attempt starts (and before it shows
 the bots anything, :func:`reveal`). Until the match is marked running, no heartbeat exists
 for the janitor to find lapsed: a job that failed here would leave the match queued with
-no job (seen in tests/multihost: a worker host whose link came back could not reach Redis
-for a moment, "No route to host")."""
+no job (a host whose network comes back may not reach Redis for a moment yet)."""
 
 REVEALED: Final = "revealed"
 """Field of ``keys.match_state``: the first attempt that showed the bots its deals."""
@@ -135,28 +134,6 @@ def start_attempt(conn: redis.Redis, match_id: str, worker: str) -> Started | No
     return _patiently(lambda: _start_attempt(conn, match_id, worker, token), match_id)
 
 
-_START: Final = """
-local field = 'start:' .. ARGV[1]
-local done = redis.call('HGET', KEYS[2], field)
-if done then
-  local attempt, redeal = string.match(done, '^(%d+):(%d)$')
-  return {tonumber(attempt), tonumber(redeal)}
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if ARGV[5] == '1' and redis.call('HGET', KEYS[5], ARGV[4]) == ARGV[6] then return -1 end
-local attempt = redis.call('INCR', KEYS[1])
-local redeal = redis.call('HEXISTS', KEYS[2], ARGV[8])
-redis.call('HSET', KEYS[2], field, attempt .. ':' .. redeal, 'state', ARGV[7],
-  'attempt', attempt, 'worker', ARGV[2], 'started_ms', ARGV[3], 'heartbeat_ms', ARGV[3])
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
-if ARGV[5] == '1' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[7]) end
-return {attempt, redeal}
-"""
-"""One start, atomic and idempotent per token: the attempt number (INCR), state ``running``
-with its first heartbeat, the season's entry, and whether an earlier attempt revealed (read
-after the INCR: an older attempt's reveal either came first or is refused, ``reveal``)."""
-
-
 def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) -> Started | None:
     raw = conn.get(keys.match_spec(match_id))
     if raw is None:
@@ -169,22 +146,16 @@ def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) ->
     spec = MatchSpec.from_json(raw)
     season = keys.season_matches(spec.season) if spec.season else keys.match_state(match_id)
     now = f"{now_ms():.0f}"
-    got = conn.eval(
-        _START,
-        5,
-        keys.match_attempt(match_id),
-        keys.match_state(match_id),
-        keys.match_result(match_id),
-        RunningMatches.key,
-        season,
-        token,
-        worker or worker_name(),
-        now,
-        match_id,
-        "1" if spec.season else "0",
-        str(MatchState.CANCELLED),
-        str(MatchState.RUNNING),
-        REVEALED,
+    got = lua.START(
+        conn,
+        [
+            keys.match_attempt(match_id),
+            keys.match_state(match_id),
+            keys.match_result(match_id),
+            RunningMatches.key,
+            season,
+        ],
+        [token, worker or worker_name(), now, match_id, "1" if spec.season else "0", REVEALED],
     )
     if got == 0:
         log.info("match %s is already committed; nothing to do", match_id)
@@ -194,13 +165,6 @@ def _start_attempt(conn: redis.Redis, match_id: str, worker: str, token: str) ->
         return None
     attempt, redeal = got
     return Started(spec, int(attempt), bool(int(redeal)))
-
-
-_REVEAL: Final = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[1])
-return 1
-"""
 
 
 def reveal(conn: redis.Redis, match_id: str, attempt: int) -> bool:
@@ -213,7 +177,7 @@ def reveal(conn: redis.Redis, match_id: str, attempt: int) -> bool:
     args = (attempt, REVEALED)
 
     def call() -> bool:
-        return bool(conn.eval(_REVEAL, 2, *script, *args))
+        return bool(lua.REVEAL(conn, script, args))
 
     return _patiently(call, match_id)
 
@@ -257,7 +221,7 @@ def commit(
     result: CommittedResult,
     record: RecordRef | dict[str, Any],
 ) -> bool:
-    """Commit ``result`` and its record's pointer (``workers.records``: written durably
+    """Commit ``result`` and its record's pointer (``referee.records``: written durably
     before this call; a dict is kept inline, as before the record store) atomically if
     ``attempt`` is still the match's latest and no result exists yet; True if this did it.
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from workers.host import DEFAULT_MATCHES
+from referee.defaults import DEFAULT_MATCHES
 
 MB_PER_MATCH: Final = 1.0
 MAX_MATCHES: Final = 256

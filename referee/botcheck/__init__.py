@@ -1,7 +1,7 @@
 """``arena bot check``: a conformance checker for bots, in any language.
 
 It runs a bot through scripted scenarios on a scratch referee. The scenarios send
-:class:`referee.messages.TurnMessage` requests with observations built from real engine
+:class:`referee.match.messages.TurnMessage` requests with observations built from real engine
 states to the bot through its referee's internal stream and read the answers, as a match
 host would; no worker or season is involved.
 

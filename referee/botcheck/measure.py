@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from referee.botcheck.harness import BOT_NAME, ScratchPlatform
 from referee.botcheck.probe import Probe
 from referee.botcheck.states import deal_decisions, default_rules
-from referee.messages import ClockInfo
+from referee.match.messages import ClockInfo
 
 CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 

@@ -20,8 +20,8 @@ import redis
 from arena.v1 import internal_pb2
 from arena_sdk.observation import Observation
 from referee import cluster, keys
-from referee.gateway import convert
-from referee.messages import ClockInfo, Notification, TurnMessage, now_ms
+from referee.match.messages import ClockInfo, Notification, TurnMessage, now_ms
+from referee.protocol import convert
 
 ANSWER_SLACK_S = 2.0
 """How long past the clock the probe keeps waiting, to tell a late answer from none."""

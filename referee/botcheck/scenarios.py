@@ -32,7 +32,7 @@ from referee.botcheck.states import (
 from referee.games.action_info import action_info
 from referee.games.base import PASS, RUN_SEPARATOR, Match
 from referee.games.registry import get_game
-from referee.messages import ActionResultMessage, ClockInfo, DealEndMessage
+from referee.match.messages import ActionResultMessage, ClockInfo, DealEndMessage
 
 RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
 """The clock of ordinary questions: generous, so only the clock scenario tests speed."""

@@ -121,8 +121,8 @@ def data_dir_of(args: argparse.Namespace) -> Path:
 def record_store_env(args: argparse.Namespace) -> Iterator[None]:
     """While a command runs, the record store it and its children write to is fixed in its
     environment (``$ARENA_RECORDS`` if set, else ``records/`` in the data dir:
-    ``workers.records.store_url``); children inherit it, whatever their own data dir."""
-    from workers.records import RECORDS_ENV, store_url
+    ``referee.records.store_url``); children inherit it, whatever their own data dir."""
+    from referee.records import RECORDS_ENV, store_url
 
     if os.environ.get(RECORDS_ENV):
         yield

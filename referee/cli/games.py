@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from typing import Any
 
 from referee.cli.common import Commands, fail
 from referee.games.base import DealResult, DealSpec, Game, Match, derive_seed
 from referee.games.errors import RulesError
+from referee.games.loop import play_out, policies_chooser, seat_rng
 from referee.games.policies import POLICIES, get_policy
 from referee.games.registry import GAMES, get_game
 
@@ -109,13 +109,9 @@ def play_match(
         raise RulesError(f"--deals must be 1 or more, not {deals}")
     specs = None if deals is None else [DealSpec(deal_seed(seed, d)) for d in range(deals)]
     policies = [get_policy(bots[i % len(bots)]) for i in range(n)]
-    rngs = [random.Random(f"{seed}:{seat}") for seat in range(n)]
+    rngs = [seat_rng(seed, "selfplay", seat) for seat in range(n)]
     match = game.new_match(rules, n, seed, specs)
-    while not match.is_over():
-        seat = match.to_act()
-        legal = match.legal_actions()
-        action = policies[seat](match.observation(seat), legal, rngs[seat])
-        match.apply(action)
+    play_out(match, policies_chooser(policies, rngs))
     return match
 
 

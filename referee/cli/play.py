@@ -26,8 +26,8 @@ from referee.cli.common import Commands, add_redis_options, connect, fail, termi
 from referee.errors import ArenaError
 from referee.games.cards import SUIT_SYMBOLS, action_symbols, card_symbol
 from referee.games.errors import InvalidRulesError
+from referee.match.spec import MatchSpec
 from referee.web import human
-from workers.spec import MatchSpec
 
 CONNECT_WAIT_S = 15.0
 SUITS = {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}

@@ -19,11 +19,12 @@ from referee.cli.common import (
     resolve_redis_url,
 )
 from referee.cli.workers_cmd import check_casual_matches
+from referee.defaults import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
 from referee.errors import ConfigError
-from referee.gateway.relay import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S
+from referee.gateway.relay import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S, Hub
 from referee.gateway.server import RefereeConfig, run_referee
 from referee.limits import Limits
-from workers.host import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
+from workers.host import MatchHost
 
 
 def register(commands: Commands) -> None:
@@ -243,7 +244,25 @@ def _run(args: argparse.Namespace) -> int:
     if problem:
         raise ConfigError(problem)
     try:
-        asyncio.run(run_referee(config))
+        asyncio.run(run_referee(config, cohost=cohost))
     except OSError as exc:  # the port is taken, a TLS file is missing...
         raise ConfigError(str(exc)) from None
     return 0
+
+
+def cohost(
+    config: RefereeConfig, name: str, secret: str, roots: bytes | None, hub: Hub
+) -> MatchHost:
+    """The match host ``arena referee --matches N`` runs in its own process: the CLI is
+    where the gateway and the workers meet (neither imports the other)."""
+    return MatchHost(
+        config.redis_url,
+        name,
+        secret,
+        max_matches=config.matches,
+        casual_matches=config.casual_matches,
+        stale_s=config.match_stale_s,
+        grace_s=config.match_grace_s,
+        root_certificates=roots,
+        hub=hub,
+    )

@@ -549,9 +549,9 @@ def _standings(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from referee.match.replay import render_replay
+    from referee.queue import get_record, get_result
     from referee.seasons.archive import archive_of
-    from workers.queue import get_record, get_result
-    from workers.replay import render_replay
 
     out = Path(args.dir)
     try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import redis
 
-from referee import cluster
+from referee import cluster, queue
 from referee.cli import up as up_cmd
 from referee.cli.common import (
     Commands,
@@ -27,22 +27,22 @@ from referee.cli.common import (
     running_or_embedded_redis,
     terminal_safe,
 )
-from referee.errors import ConfigError
-from referee.games.base import DealSpec
-from referee.games.registry import get_game
-from referee.seasons import store
-from workers import queue, sizing
-from workers.health import HealthServer
-from workers.pool import (
+from referee.defaults import (
     DEFAULT_CASUAL_MATCHES,
     DEFAULT_GRACE_S,
     DEFAULT_MATCHES,
     DEFAULT_STALE_S,
-    WorkerPool,
 )
-from workers.replay import ReplayMismatch, render_replay, verify_record
+from referee.errors import ConfigError
+from referee.games.base import DealSpec
+from referee.games.registry import get_game
+from referee.match.replay import ReplayMismatch, render_replay, verify_record
+from referee.match.spec import MatchSpec, TimeControl, match_deal_seed
+from referee.seasons import store
+from workers import sizing
+from workers.health import HealthServer
+from workers.pool import WorkerPool
 from workers.runner import REVEALED
-from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from arena_sdk.observation import HistoryItem as HistoryItem
 from arena_sdk.observation import Observation as Observation
@@ -357,8 +357,9 @@ def derive_seed(*parts: object, bits: int = 63, keep: Literal["high", "low"] = "
     * 63 low bits: a Sevens match's own deal specs (D-11 in docs/SEVENS_DECISIONS.md:
       "first 8 bytes, top bit cleared") and ``arena selfplay --deals``;
     * 48 high bits (the first 6 bytes): ``arena match run`` deal seeds and a match's
-      redeal on retry (``workers.spec.redeal_seed``);
-    * 64 bits: the in-process season's per-turn random generators.
+      redeal on retry (``referee.match.spec.redeal_seed``);
+    * 64 bits: the in-process season's per-turn random generators and the per-seat ones of
+      ``arena selfplay`` and the benches (``referee.games.loop.seat_rng``).
 
     >>> derive_seed(42, 0, 1) == derive_seed("42:0:1")
     True
@@ -510,12 +511,3 @@ class Game(Protocol):
     def match_from_json(self, text: str) -> Match:
         """Load a match serialized by ``Match.to_json`` (replaying its actions)."""
         ...
-
-
-class SerializableMatch(Protocol):
-    """What ``match_from_json`` must give back: equal to the original."""
-
-    def to_json(self) -> str: ...
-
-    @classmethod
-    def from_json(cls, text: str) -> Self: ...

@@ -13,7 +13,6 @@ Card.parse('7D')
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import IntEnum
 from typing import ClassVar
 
@@ -202,16 +201,6 @@ def make_deck(kind: str = "french52") -> list[Card]:
             f"unknown deck {kind!r}: use one of {', '.join(sorted(DECK_RANKS))}"
         ) from None
     return sorted(Card(suit, rank) for suit in Suit for rank in ranks)
-
-
-def parse_cards(texts: Iterable[str]) -> list[Card]:
-    """Parse many cards; raises :class:`CardParseError` naming the first bad one."""
-    return [Card.parse(text) for text in texts]
-
-
-def format_cards(cards: Iterable[Card]) -> list[str]:
-    """Canonical text of many cards, in the order given."""
-    return [str(card) for card in cards]
 
 
 for _suit in Suit:

@@ -19,6 +19,7 @@ from referee.games.collusion import (
     pair_statistics,
 )
 from referee.games.ladder import heuristic_policy
+from referee.games.loop import Turn, play_out
 from referee.games.registry import get_game
 from referee.games.sevens import heuristic as sevens_heuristic
 from referee.games.sevens.match import SevensMatch
@@ -60,6 +61,37 @@ def _honest(match: Match, seat: int, legal: Sequence[str], rng: random.Random) -
     return heuristic_policy(match.observation(seat), legal, rng)
 
 
+def _play_one_deal(
+    match: Match,
+    seats: list[str],
+    strength: float,
+    noise: dict[str, float],
+    rng: random.Random,
+) -> list[Decision]:
+    """The match's first deal, ``b00`` and ``b01`` colluding with ``strength``; the
+    decisions where help was possible."""
+    decisions: list[Decision] = []
+
+    def choose(match: Match, turn: Turn) -> str:
+        legal, me = turn.legal, seats[turn.seat]
+        mate = {"b00": "b01", "b01": "b00"}.get(me)
+        if len(legal) == 1:
+            action = legal[0]
+        elif mate in seats and rng.random() < strength:
+            action = _collusive(match, legal, seats.index(mate), rng)
+        elif rng.random() < noise[me]:
+            action = legal[rng.randrange(len(legal))]
+        else:
+            action = _honest(match, turn.seat, legal, rng)
+        decision = decision_help(match, action)
+        if decision is not None:
+            decisions.append(decision)
+        return action
+
+    play_out(match, choose, after=lambda _turn, _events: match.deal_index() > 0)
+    return decisions
+
+
 def play_season(
     family: str, bots: int, deals: int, strength: float, seed: int
 ) -> list[PlayedMatch]:
@@ -75,26 +107,7 @@ def play_season(
     for index in range(bots * deals // table):
         seats = rng.sample(names, table)
         match = game.new_match(rules, table, rng.getrandbits(63), None)
-        decisions: list[Decision] = []
-        while not match.is_over():
-            seat = match.to_act()
-            legal = match.legal_actions()
-            me = seats[seat]
-            mate = {"b00": "b01", "b01": "b00"}.get(me)
-            if len(legal) == 1:
-                action = legal[0]
-            elif mate in seats and rng.random() < strength:
-                action = _collusive(match, legal, seats.index(mate), rng)
-            elif rng.random() < noise[me]:
-                action = legal[rng.randrange(len(legal))]
-            else:
-                action = _honest(match, seat, legal, rng)
-            decision = decision_help(match, action)
-            if decision is not None:
-                decisions.append(decision)
-            match.apply(action)
-            if match.is_over() or match.deal_index() > 0:
-                break
+        decisions = _play_one_deal(match, seats, strength, noise, rng)
         played.append(PlayedMatch(f"m{index:05d}", seats, decisions))
     return played
 

@@ -6,7 +6,7 @@ the handler runs with :data:`CURRENT_BOT` set to the bot's name, otherwise the c
 with UNAUTHENTICATED before the handler sees a message. League calls pass through: their
 admin check is :meth:`referee.gateway.league.LeagueCore.require_admin`.
 
-A stream stays tied to the token it was opened with (issue 14 item 4): revoking or rotating
+A stream stays tied to the token it was opened with: revoking or rotating
 a bot's token publishes the bot's name on ``keys.TOKEN_EVENTS`` (:mod:`referee.bots`), and
 :class:`TokenWatch` ends at once every stream of that bot whose token no longer
 authenticates, with UNAUTHENTICATED (its held requests go back to the inbox as on any

@@ -1,6 +1,6 @@
 """How long the referee's own event loop may have held a bot's answer before stamping it:
-the platform's delay, which the clock never charges to a bot (issue 35 finding 3;
-docs/gateway.md "The clock and the event loop").
+the platform's delay, which the clock never charges to a bot (docs/gateway.md "The clock
+and the event loop").
 
 The referee stamps an answer when its loop gets to it. Everything else on that loop (the
 web, the League API, spectators, co-hosted matches, other bots' streams) can make an answer

@@ -18,13 +18,13 @@ For each authenticated ``BotGateway.Play`` stream a :class:`BotSession`
   decision ends the stream with PERMISSION_DENIED;
 * counts the messages that answer nothing (pings, actions for nothing it holds) against a
   token bucket (``JUNK_BURST``, ``JUNK_PER_S``): a stream past it ends RESOURCE_EXHAUSTED
-  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (issue 35 finding 3);
+  and its bot opens no stream here for ``FLOOD_COOLDOWN_S`` (docs/gateway.md);
 * when the same bot opens a new stream on this referee, the bot's other streams here hand
   the requests they hold back to their hosts (``BOT_LEFT``, the clock running: the hosts
   send them to the newest stream) and take no new turn until the bot speaks on them (a
   bot reconnects because its old stream is dead, maybe without the referee having noticed:
   a SIGKILLed bot's transport can die silently); dead transports themselves are found by
-  the server's keepalive and by housekeeping's check of the call (issue 14 item 3).
+  the server's keepalive and by housekeeping's check of the call.
 
 Each ``MatchRelay.Link`` stream (one per match-host process) is a :class:`HostLink`. Every
 turn gets exactly one :class:`~arena.v1.internal_pb2.Reply`: ``ANSWER``, ``TIMEOUT`` (held
@@ -55,9 +55,10 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 from arena.v1 import bot_pb2, internal_pb2
-from referee import cluster, keys, metrics_store
+from referee import cluster, keys, lua, metrics_store
 from referee.aio import bounded
 from referee.bots import STREAM_STALE_MS
+from referee.defaults import LINK_WRITE_TIMEOUT_S
 from referee.errors import ArenaError, AuthError
 from referee.gateway import status
 from referee.gateway.auth import CURRENT_BOT
@@ -73,7 +74,7 @@ from referee.gateway.errors import (
 )
 from referee.gateway.lag import LoopLag
 from referee.limits import Limits
-from referee.messages import now_ms
+from referee.match.messages import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,6 @@ revoked."""
 WRITE_TIMEOUT_S = 5.0
 """Longest wait for one write to a bot's stream (HTTP/2 flow control: a bot that does not
 read would hold it forever); past it the stream ends."""
-LINK_WRITE_TIMEOUT_S = 10.0
-"""Longest wait for one write to a host's internal stream; past it the link ends (the host
-sends its open requests again)."""
 TIMEOUT_SLACK_MS = 2.0
 """The TIMEOUT reply goes this long after the limit: an answer stamped before it is judged
 by its stamps (an answer exactly at the limit is in time)."""
@@ -114,37 +112,6 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     ReplyKind: TypeAlias = internal_pb2.Reply.Kind.ValueType
-
-_REGISTER_STREAM = """
-local entries = redis.call('HGETALL', KEYS[1])
-local live = 0
-for i = 1, #entries, 2 do
-  local ok, e = pcall(cjson.decode, entries[i + 1])
-  if ok and type(e) == 'table' and tonumber(e['seen_ms'])
-     and tonumber(ARGV[1]) - tonumber(e['seen_ms']) <= tonumber(ARGV[2]) then
-    live = live + 1
-  else
-    redis.call('HDEL', KEYS[1], entries[i])
-  end
-end
-if live >= tonumber(ARGV[3]) then return -1 end
-redis.call('HSET', KEYS[1], ARGV[4], ARGV[5])
-return live + 1
-"""
-
-_PURGE_STALE = """
-local entries = redis.call('HGETALL', KEYS[1])
-local purged = 0
-for i = 1, #entries, 2 do
-  local ok, e = pcall(cjson.decode, entries[i + 1])
-  if not (ok and type(e) == 'table' and tonumber(e['seen_ms'])
-          and tonumber(ARGV[1]) - tonumber(e['seen_ms']) <= tonumber(ARGV[2])) then
-    redis.call('HDEL', KEYS[1], entries[i])
-    purged = purged + 1
-  end
-end
-return purged
-"""
 
 
 @dataclass
@@ -271,8 +238,6 @@ class Hub:
         self.owner: dict[Key, str] = {}  # open (held) request -> its bot
         self.links: set[HostLink] = set()
         self._closing: set[asyncio.Task[None]] = set()
-        self._register_script = client.register_script(_REGISTER_STREAM)
-        self._purge_script = client.register_script(_PURGE_STALE)
         self.lag = LoopLag()  # the loop's own delay, never charged to a bot (lag.py)
         self.flooded: dict[str, float] = {}  # bot -> monotonic time its cooldown ends
         self.meter: TurnMeter | None = None  # set where hosted bots run (referee.hosting)
@@ -436,8 +401,8 @@ class Hub:
         names: set[str] = await self.redis.smembers(keys.BOTS)  # type: ignore[assignment]
         for name in names:
             purged += int(
-                await self._purge_script(
-                    keys=[keys.bot_streams(name)], args=[now_ms(), STREAM_STALE_MS]
+                await lua.PURGE_STALE.run(
+                    self.redis, [keys.bot_streams(name)], [now_ms(), STREAM_STALE_MS]
                 )
             )
         if purged:
@@ -446,9 +411,10 @@ class Hub:
 
     async def register_stream(self, bot: str, stream_id: str, record: dict[str, Any]) -> int:
         """Record a stream in ``keys.bot_streams``; -1 when the bot is at its limit."""
-        result = await self._register_script(
-            keys=[keys.bot_streams(bot)],
-            args=[
+        result = await lua.REGISTER_STREAM.run(
+            self.redis,
+            [keys.bot_streams(bot)],
+            [
                 now_ms(),
                 STREAM_STALE_MS,
                 self.config.max_streams_per_bot,
@@ -871,7 +837,7 @@ class BotSession:
     def _spend_junk(self, what: str) -> None:
         """Count one message that answers nothing against this stream's bucket; past the
         limit the stream ends (``Flooding``): its junk must cost the loop bounded work,
-        every other bot's clock waits behind it (issue 35 finding 3)."""
+        every other bot's clock waits behind it."""
         rate = self.hub.config.junk_per_s
         if rate <= 0:
             return

@@ -2,7 +2,7 @@
 
 The gateway's ``LeagueServicer`` inherits this mixin and provides ``self.redis``
 (``redis.asyncio.Redis``) and ``await self.require_admin(context)``. The methods are thin:
-each runs a :mod:`referee.seasons.store` (or ``workers.queue``) function in a thread with a
+each runs a :mod:`referee.seasons.store` (or ``referee.queue``) function in a thread with a
 synchronous client and maps the referee's errors to gRPC status codes
 (``referee.gateway.status``).
 """
@@ -203,7 +203,7 @@ def match_summary(
 def public_result(conn: SyncRedis, status: Mapping[str, str]) -> Any:
     """A match's committed result as spectators may see it: None while another table may
     still play its boards (its totals wait for its flight, ``embargo.counters_held``)."""
-    from workers.queue import get_result
+    from referee.queue import get_result
 
     match_id = status.get("match_id", "")
     if embargo.counters_held(conn, match_id, status.get("season", "")):
@@ -318,7 +318,7 @@ class SeasonsServicerMixin:
     async def ListMatches(
         self, request: league_pb2.ListMatchesRequest, context: Context
     ) -> league_pb2.ListMatchesResponse:
-        from workers.queue import list_matches
+        from referee.queue import list_matches
 
         def get(conn: SyncRedis) -> list[Any]:
             if request.season:
@@ -331,7 +331,7 @@ class SeasonsServicerMixin:
     async def GetMatch(
         self, request: league_pb2.MatchRef, context: Context
     ) -> league_pb2.MatchRecord:
-        from workers.queue import get_record, match_status
+        from referee.queue import get_record, match_status
 
         def get(conn: SyncRedis) -> Any:
             status = match_status(conn, request.match_id)
@@ -348,8 +348,8 @@ class SeasonsServicerMixin:
         return await self._run(context, get)
 
     async def GetReplay(self, request: league_pb2.MatchRef, context: Context) -> league_pb2.Replay:
-        from workers.queue import get_record
-        from workers.replay import render_replay
+        from referee.match.replay import render_replay
+        from referee.queue import get_record
 
         match_id = request.match_id
         key = ("text", match_id)

@@ -30,11 +30,12 @@ A second ``grpc.aio`` server on the internal port (``link_host:link_port``) serv
 dial (``link_advertise``) goes into the bot-streams directory.
 
 Co-hosted matches (``matches`` > 0, ``arena referee --matches N``): the referee runs a
-``workers.host.MatchHost`` in its own event loop, an RQ worker like any ``arena worker``
-host; a decision for a bot held by this referee is a call on its ``Hub``, never a message
-on the internal stream (docs/workers.md "Co-hosted matches"). On shutdown that host stops
-first (its matches finish within ``match_grace_s`` or are handed back for a new attempt),
-then the referee drains.
+match host in its own event loop (``workers.host.MatchHost``, made by the ``cohost``
+factory the caller passes: the gateway imports nothing of the workers), an RQ worker like
+any ``arena worker`` host; a decision for a bot held by this referee is a call on its
+``Hub``, never a message on the internal stream (docs/workers.md "Co-hosted matches").
+On shutdown that host stops first (its matches finish within ``match_grace_s`` or are
+handed back for a new attempt), then the referee drains.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ import socket
 import time
 import uuid
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -63,6 +64,7 @@ from grpc_reflection.v1alpha import reflection
 from arena.v1 import bot_pb2, league_pb2, league_pb2_grpc
 from referee import cluster, web
 from referee.aio import stop_tasks
+from referee.defaults import DEFAULT_GRACE_S, DEFAULT_STALE_S
 from referee.errors import ConfigError
 from referee.gateway.auth import BotAuthInterceptor, TokenWatch
 from referee.gateway.league import LeagueCore, make_league_servicer
@@ -83,7 +85,6 @@ from referee.hosting.cgroups import CgroupUnavailable, open_hierarchy
 from referee.hosting.meter import CgroupMeter
 from referee.limits import Limits
 from referee.seasons import driver
-from workers.host import DEFAULT_GRACE_S, DEFAULT_STALE_S, MatchHost
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def server_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str
         ("grpc.http2.max_ping_strikes", 2),
         # Keep pinging a connection that carries no data (an idle bot between matches, a
         # frozen transport): gRPC's default stops after 2 pings, so a peer that vanished
-        # without a FIN would never be noticed (issue 14 item 3).
+        # without a FIN would never be noticed.
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
@@ -143,12 +144,12 @@ class RefereeConfig:
     admin_token: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
-    max_streams_per_bot: int = 4
+    max_streams_per_bot: int = HubConfig.max_streams_per_bot
     junk_per_s: float = JUNK_PER_S  # a bot stream's messages that answer nothing (relay.py)
     junk_burst: int = JUNK_BURST
     flood_cooldown_s: float = FLOOD_COOLDOWN_S  # a flooding bot's streams refused this long
     referee_id: str = ""
-    max_concurrency: int = 64
+    max_concurrency: int = HubConfig.max_concurrency
     max_message_bytes: int = MAX_MESSAGE_BYTES
     drain_grace_s: float = 5.0
     housekeeping_s: float = HOUSEKEEPING_S  # stream refresh, revocation check
@@ -173,6 +174,12 @@ class RefereeConfig:
     hosted_freeze: bool = True  # freeze hosted bots between their turns (referee.hosting)
     hosted_cgroup_parent: str = "arena"  # where the bot supervisor makes their groups
     hosting_dir: str = ""  # data dir keeping hosted bots' code ("" = no submissions here)
+
+    def hub_fields(self) -> dict[str, Any]:
+        """This config's values of the :class:`HubConfig` fields it shares by name (all but
+        ``referee_id``, which the server resolves)."""
+        shared = {f.name for f in fields(HubConfig)} - {"referee_id"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in shared}
 
     def resolved_link_host(self) -> str:
         return self.link_host or self.host
@@ -225,10 +232,34 @@ async def _accepts(what: str, server: grpc.aio.Server | None, host: str, port: i
     return "ok"
 
 
+class CoHost(Protocol):
+    """A match host run inside the referee's process (``workers.host.MatchHost``)."""
+
+    async def run(self) -> None: ...
+
+    def request_stop(self) -> None: ...
+
+
+class CoHostFactory(Protocol):
+    """Makes the co-hosted match host: the config, its RQ worker name, the cluster secret,
+    the CA of other referees' internal ports, and this referee's :class:`Hub` (the narrow
+    interface the host calls, ``workers.link.LocalHub``)."""
+
+    def __call__(
+        self, config: RefereeConfig, name: str, secret: str, roots: bytes | None, hub: Hub
+    ) -> CoHost: ...
+
+
 class RefereeServer:
     """Start with :meth:`start` (returns the bound port), end with :meth:`stop`."""
 
-    def __init__(self, config: RefereeConfig) -> None:
+    def __init__(self, config: RefereeConfig, cohost: CoHostFactory | None = None) -> None:
+        if (config.matches > 0 or config.casual_matches > 0) and cohost is None:
+            raise ConfigError(
+                "co-hosted matches (matches > 0) need a match host factory: pass cohost= "
+                "(arena referee passes workers.host's)"
+            )
+        self.cohost = cohost
         self.config = config
         self.referee_id = config.resolved_referee_id()
         self.port = 0
@@ -251,19 +282,11 @@ class RefereeServer:
         self.hub = Hub(
             self.redis,
             HubConfig(
+                **config.hub_fields(),
                 referee_id=self.referee_id,
-                max_streams_per_bot=config.max_streams_per_bot,
-                max_concurrency=config.max_concurrency,
-                housekeeping_s=config.housekeeping_s,
-                max_message_bytes=config.max_message_bytes,
-                hello_timeout_s=config.hello_timeout_s,
-                write_timeout_s=config.write_timeout_s,
                 keepalive_time_ms=CLIENT_KEEPALIVE_TIME_MS,
                 outbox_bytes=config.limits.outbox_bytes,
                 outbox_messages=config.limits.outbox_messages,
-                junk_per_s=config.junk_per_s,
-                junk_burst=config.junk_burst,
-                flood_cooldown_s=config.flood_cooldown_s,
             ),
         )
         self.health = health.aio.HealthServicer()
@@ -284,7 +307,7 @@ class RefereeServer:
         self._stopped = False
         self._http_stop = asyncio.Event()  # set once drained: /readyz answers meanwhile
         self.secret = ""
-        self.match_host: MatchHost | None = None
+        self.match_host: CoHost | None = None
         self._matches: asyncio.Future[None] | None = None
 
     async def start(self) -> int:
@@ -374,17 +397,8 @@ class RefereeServer:
         while not self.stop_event.is_set():
             generation += 1
             name = f"{self.referee_id}-matches" + (f".{generation}" if generation > 1 else "")
-            self.match_host = MatchHost(
-                self.config.redis_url,
-                name,
-                self.secret,
-                max_matches=self.config.matches,
-                casual_matches=self.config.casual_matches,
-                stale_s=self.config.match_stale_s,
-                grace_s=self.config.match_grace_s,
-                root_certificates=roots,
-                hub=self.hub,
-            )
+            assert self.cohost is not None  # checked in __init__
+            self.match_host = self.cohost(self.config, name, self.secret, roots, self.hub)
             try:
                 await self.match_host.run()
                 return
@@ -631,9 +645,11 @@ def ensure_free(host: str, port: int, flag: str) -> None:
                 ) from None
 
 
-async def run_referee(config: RefereeConfig, *, announce: bool = True) -> None:
+async def run_referee(
+    config: RefereeConfig, *, cohost: CoHostFactory | None = None, announce: bool = True
+) -> None:
     """Serve until SIGTERM/SIGINT, then drain. Prints ``referee listening on HOST:PORT``."""
-    referee = RefereeServer(config)
+    referee = RefereeServer(config, cohost)
     port = await referee.start()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

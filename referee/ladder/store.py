@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import redis
 
-from referee import keys
+from referee import keys, lua
 from referee.errors import ArenaError, ConfigError, ConflictError, NotFoundError, StateConflict
 from referee.ladder.matchmaker import (
     DEFAULT_PROVISIONAL,
@@ -43,14 +43,6 @@ log = logging.getLogger(__name__)
 RUNNING = "running"
 PAUSED = "paused"
 LOCK_MS = 10_000
-
-
-_APPEND_AT = """
-if redis.call('LLEN', KEYS[1]) == tonumber(ARGV[1]) then
-  return redis.call('RPUSH', KEYS[1], ARGV[2])
-end
-return 0
-"""
 
 
 def _now_ms() -> int:
@@ -304,8 +296,8 @@ def step(conn: redis.Redis, ladder_id: str) -> str:
         "size": size,
         "tables": tables,
     }
-    if not conn.eval(
-        _APPEND_AT, 1, keys.ladder_log(ladder_id), state.upto, json.dumps(record, sort_keys=True)
+    if not lua.APPEND_AT(
+        conn, [keys.ladder_log(ladder_id)], [state.upto, json.dumps(record, sort_keys=True)]
     ):
         return done or "log moved"  # a join came in: decide again on the next step
     try:

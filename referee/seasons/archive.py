@@ -1,6 +1,6 @@
 """``arena season archive ID``: a finished season's live keys out of Redis, its proof kept.
 
-The archive is one object in the record store (``workers.records``), zstd-compressed JSON::
+The archive is one object in the record store (``referee.records``), zstd-compressed JSON::
 
     {"format": 1, "season": ID, "archived_ms": ...,
      "info": {...the season hash: spec, rules, owners, seed, seed_sha256, counters...},
@@ -83,7 +83,7 @@ class SeasonArchive:
 
     def record(self, match_id: str) -> dict[str, Any] | None:
         """The match's record, read from the store through its pointer (digest checked)."""
-        from workers.records import RecordRef, read_ref
+        from referee.records import RecordRef, read_ref
 
         entry = self.matches.get(match_id)
         if entry is None or not entry.get("record"):
@@ -111,8 +111,8 @@ def build_archive(conn: redis.Redis, season_id: str) -> tuple[SeasonArchive, int
     """The season's archive from its live keys, and how many inline records were written
     to the store on the way. Refused (``StateConflict``) unless the season has ended and
     none of its matches may still play."""
-    from workers.queue import get_result
-    from workers.records import default_store, get_ref, save_record
+    from referee.queue import get_result
+    from referee.records import default_store, get_ref, save_record
 
     info = store.get_season(conn, season_id)
     if info.get(ARCHIVE_FIELD):
@@ -164,7 +164,7 @@ def write_archive(archive: SeasonArchive) -> dict[str, Any]:
     """Write the archive to the record store; its pointer (as the season hash keeps it)."""
     import zstandard
 
-    from workers.records import default_store
+    from referee.records import default_store
 
     text = json.dumps(archive.to_dict(), sort_keys=True, separators=(",", ":"))
     data = zstandard.ZstdCompressor(level=10).compress(text.encode())
@@ -179,7 +179,7 @@ def read_archive(pointer: Mapping[str, Any] | str) -> SeasonArchive:
     """The archive a pointer names, its digest checked."""
     import zstandard
 
-    from workers.records import open_store
+    from referee.records import open_store
 
     ref = json.loads(pointer) if isinstance(pointer, str) else dict(pointer)
     data = open_store(str(ref["store"])).get(str(ref["ref"]))
@@ -222,8 +222,8 @@ def _live_keys(conn: redis.Redis, season_id: str, match_ids: list[str]) -> list[
 def archive_season(conn: redis.Redis, season_id: str) -> ArchiveReport:
     """Archive the season (see the module's docstring); refused if the archive just written
     does not verify."""
+    from referee.records import default_store, orphans
     from referee.seasons.verify import verify_archive
-    from workers.records import default_store, orphans
 
     archive, migrated = build_archive(conn, season_id)
     pointer = write_archive(archive)

@@ -64,7 +64,7 @@ class CollusionReport:
 def season_collusion(conn: redis.Redis, season_id: str) -> CollusionReport:
     """The collusion report of a season's committed matches (any state: a running season
     reports what it has played so far)."""
-    from workers.queue import get_record, get_result
+    from referee.queue import get_record, get_result
 
     info = store.get_season(conn, season_id)
     report = CollusionReport(season_id)

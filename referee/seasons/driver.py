@@ -42,9 +42,9 @@ from typing import Any, cast
 import redis
 
 from referee import keys
+from referee.match.spec import MatchState
 from referee.seasons import embargo, store
 from referee.seasons.tallies import fold_of
-from workers.spec import MatchState
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class SeasonDriver:
         return counted
 
     def _count(self, season_id: str, match_id: str, announce: bool = True) -> int:
-        from workers.queue import get_result
+        from referee.queue import get_result
 
         result = get_result(self.conn, match_id)
         if result is None:

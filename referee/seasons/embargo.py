@@ -168,11 +168,6 @@ def seal_of(conn: redis.Redis, match_id: str, season: str) -> Seal:
     return Seal(match_id, season, waiting, state)
 
 
-def season_of(conn: redis.Redis, match_id: str) -> str:
-    """The season of a match (from its state hash; empty for a casual or unknown match)."""
-    return _text(conn.hget(keys.match_state(match_id), "season")) or ""
-
-
 def opened_by(conn: redis.Redis, season: str, match_id: str) -> list[str]:
     """The matches whose seal the settling of ``match_id`` has just lifted: its board group
     when every member is settled now (empty if it has no boards or some still play)."""

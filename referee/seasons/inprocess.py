@@ -18,12 +18,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from referee.games.base import EventKind, derive_seed
+from referee.games.base import Event, EventKind, Match, derive_seed
+from referee.games.loop import Turn, play_out
 from referee.games.policies import Policy
 from referee.games.registry import get_game
+from referee.match.spec import CommittedResult, SeatStats, seat_stats
 from referee.seasons.model import SeasonSpec
 from referee.seasons.schedule import ScheduledMatch, build_schedule
-from workers.spec import CommittedResult, SeatStats, seat_stats
 
 
 def turn_rng(seed: int | None, match_id: str, seq: int) -> random.Random:
@@ -47,23 +48,22 @@ def play_scheduled(
     seats = scheduled.seats
     match = game.new_match(rules_obj, len(seats), scheduled.seed, scheduled.deals)
     stats: list[SeatStats] = [seat_stats(name) for name in seats]
-    seq = 0
-    while not match.is_over():
-        seat = match.to_act()
-        legal = match.legal_actions()
-        if spec.options.autoplay_forced and len(legal) == 1:
-            match.apply(legal[0], "forced")
-            continue
-        seq += 1
-        policy = policies[seats[seat]]
-        action = policy(match.observation(seat), legal, turn_rng(None, scheduled.match_id, seq))
-        events = match.apply(action)
-        stats[seat]["decisions"] += 1
+
+    def choose(match: Match, turn: Turn) -> str:
+        rng = turn_rng(None, scheduled.match_id, turn.seq)
+        return policies[seats[turn.seat]](match.observation(turn.seat), turn.legal, rng)
+
+    def tally(turn: Turn, events: list[Event]) -> bool:
+        seat = stats[turn.seat]
+        seat["decisions"] += 1
         for event in events:
-            if event.seat == seat and event.kind == EventKind.INVALID_ACTION:
-                stats[seat]["invalid_actions"] += 1
-            elif event.seat == seat and event.kind == EventKind.ILLEGAL_PASS:
-                stats[seat]["illegal_passes"] += 1
+            if event.seat == turn.seat and event.kind == EventKind.INVALID_ACTION:
+                seat["invalid_actions"] += 1
+            elif event.seat == turn.seat and event.kind == EventKind.ILLEGAL_PASS:
+                seat["illegal_passes"] += 1
+        return False
+
+    play_out(match, choose, autoplay_forced=spec.options.autoplay_forced, after=tally)
     return {
         "match_id": scheduled.match_id,
         "season": season_id or spec.name,

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from referee.errors import ConfigError
 from referee.games.base import derive_seed as derive_seed
-from workers.spec import CLOCK_KINDS, FallbackMode, TimeControl
+from referee.match.spec import CLOCK_KINDS, FallbackMode, TimeControl
 
 FORMAT_AUTO = "auto"
 FORMAT_FREE_FOR_ALL = "free_for_all"
@@ -40,7 +40,7 @@ FALLBACK_MODES = tuple(str(mode) for mode in FallbackMode)
 different bots, never twice by one bot (docs/seasons.md); ``off`` (false): every deal a
 new shuffle; ``same_table_leaks_hands``: the same bots replay each shuffle with the hands
 rotated at one table, so a bot that remembers its hand knows what its neighbour holds on
-the next rotation; only for trusted bots (issue 14 item 1)."""
+the next rotation; only for trusted bots."""
 
 RANK_BY = ("elo", "score", "place")
 """``options.rank_by``: what orders the standings. ``elo``: the Bradley-Terry Elo of every
@@ -481,16 +481,6 @@ class SeasonSpec:
         """The rotations of one shuffle (the table size; 2 in head-to-head, where rotation
         1 swaps the sides): at most this many tables play a shuffle in field duplicate."""
         return 2 if self.head_to_head else self.table_size
-
-    def resolved_rules(self) -> dict[str, Any]:
-        """The full rules object (from ``rules``, else the preset) via the game engine."""
-        from referee.games.registry import get_game
-
-        game = get_game(self.game)
-        if self.rules is not None:
-            return dict(game.rules_from_dict(self.rules).to_dict())
-        preset = self.preset or self.game
-        return dict(game.preset(preset).to_dict())
 
     def validate_with_engine(self, words: Words | None = None) -> dict[str, Any]:
         """Validate against the engine (game, preset, table size); return the rules.

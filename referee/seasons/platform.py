@@ -24,7 +24,7 @@ from referee import bots, keys
 from referee.embedded_redis import EmbeddedRedis, free_port, private_dir
 from referee.errors import ArenaError
 from referee.procs import die_with_parent, stop_process
-from workers.records import RECORDS_ENV, store_url
+from referee.records import RECORDS_ENV, store_url
 
 BOT_MODULES = {
     "random": ["-m", "sample_bots.random_bot"],

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from referee.match.spec import CommittedResult
 from referee.seasons.tallies import (
     Tallies,
     bot_order,
@@ -26,7 +27,6 @@ from referee.seasons.tallies import (
     refit,
     standings_of,
 )
-from workers.spec import CommittedResult
 
 __all__ = [
     "ROW_FIELDS",

@@ -29,8 +29,16 @@ from typing import Any, cast
 
 import redis
 
-from referee import keys
+from referee import keys, lua
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
+from referee.match.spec import (
+    CommittedResult,
+    FallbackMode,
+    MatchSpec,
+    MatchState,
+    SeasonState,
+    TimeControl,
+)
 from referee.seasons import tallies
 from referee.seasons.model import (
     SeasonSpec,
@@ -49,14 +57,12 @@ from referee.seasons.schedule import (
 )
 from referee.seasons.standings import compute_standings
 from referee.seasons.versiontest import SCHEDULE_KIND, VERSUS_NOTE, versus_schedule
-from workers.spec import CommittedResult, FallbackMode, MatchSpec, MatchState, TimeControl
 
-CREATED = "created"
-RUNNING = "running"
-PAUSED = "paused"
-CANCELLED = "cancelled"
-FINISHED = "finished"
-STATES = (CREATED, RUNNING, PAUSED, CANCELLED, FINISHED)
+CREATED = SeasonState.CREATED
+RUNNING = SeasonState.RUNNING
+PAUSED = SeasonState.PAUSED
+CANCELLED = SeasonState.CANCELLED
+FINISHED = SeasonState.FINISHED
 ENDED = (CANCELLED, FINISHED)
 SCHEDULED = MatchState.SCHEDULED  # a season match not handed to the queue yet
 
@@ -77,79 +83,6 @@ def connect(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, decode_responses=True, socket_timeout=30)
 
 
-# --- Lua scripts: guarded transitions and idempotent counters ------------------------------
-
-_TRANSITION = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return {err = 'no such season'} end
-local n = tonumber(ARGV[2])
-for i = 3, 2 + n do
-  if ARGV[i] == state then
-    redis.call('HSET', KEYS[1], 'state', ARGV[1])
-    for j = 3 + n, #ARGV, 2 do
-      redis.call('HSET', KEYS[1], ARGV[j], ARGV[j + 1])
-    end
-    return state
-  end
-end
-return {err = 'state ' .. state}
-"""
-
-# KEYS: season hash, counted, failed, cancelled, tallies, tally log.
-# ARGV: match id, decisions, unit, log entry, then (field:bot, increment) pairs.
-_COUNT_DONE = """
-if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
-if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_done', 1)
-  redis.call('HINCRBY', KEYS[1], 'decisions', ARGV[2])
-  if redis.call('SREM', KEYS[3], ARGV[1]) == 1 then
-    redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
-  end
-  redis.call('HINCRBY', KEYS[5], 'n', 1)
-  if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[5], 'unit', ARGV[3]) end
-  redis.call('RPUSH', KEYS[6], ARGV[4])
-  for i = 5, #ARGV, 2 do
-    redis.call('HINCRBYFLOAT', KEYS[5], ARGV[i], ARGV[i + 1])
-  end
-  return 1
-end
-return 0
-"""
-
-_COUNT_FAILED = """
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
-if redis.call('SADD', KEYS[3], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_failed', 1)
-  return 1
-end
-return 0
-"""
-
-_UNFAIL = """
-if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'matches_failed', -1)
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-  return 1
-end
-return 0
-"""
-
-_STORE_STANDINGS = """
-local old = redis.call('GET', KEYS[1])
-if old then
-  local ok, decoded = pcall(cjson.decode, old)
-  if ok and tonumber(decoded['matches_done']) > tonumber(ARGV[2]) then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-"""
-
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-
 def _transition(
     conn: redis.Redis,
     season_id: str,
@@ -162,8 +95,8 @@ def _transition(
     extra = [x for kv in (fields or {}).items() for x in kv]
     try:
         return str(
-            conn.eval(
-                _TRANSITION, 1, keys.season(season_id), to, str(len(allowed)), *allowed, *extra
+            lua.TRANSITION(
+                conn, [keys.season(season_id)], [to, str(len(allowed)), *allowed, *extra]
             )
         )
     except redis.ResponseError as exc:
@@ -444,14 +377,10 @@ def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     """paused -> running; failed matches are scheduled again (they keep their seeds)."""
     _transition(conn, season_id, RUNNING, [PAUSED])
     for match_id in sorted(cast(set[str], conn.smembers(failed_key(season_id)))):
-        conn.eval(
-            _UNFAIL,
-            3,
-            keys.season(season_id),
-            failed_key(season_id),
-            keys.season_matches(season_id),
-            match_id,
-            SCHEDULED,
+        lua.UNFAIL(
+            conn,
+            [keys.season(season_id), failed_key(season_id), keys.season_matches(season_id)],
+            [match_id, SCHEDULED],
         )
     publish(conn, "season_resumed", season_id)
     return get_season(conn, season_id)
@@ -464,26 +393,6 @@ def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
 
 CANCELLED_MATCH = MatchState.CANCELLED
 """A season match that will never be played: it was scheduled or queued at the cancel."""
-
-_CANCEL = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return redis.error_reply('no such season') end
-if state ~= 'created' and state ~= 'running' and state ~= 'paused' then
-  return redis.error_reply('state is ' .. state)
-end
-redis.call('HSET', KEYS[1], 'state', 'cancelled', 'seed', '', 'finished_ms', ARGV[1])
-local entries = redis.call('HGETALL', KEYS[2])
-local stopped = 0
-for i = 1, #entries, 2 do
-  local st = entries[i + 1]
-  if st == 'scheduled' or st == 'queued' or st == 'failed' then
-    redis.call('HSET', KEYS[2], entries[i], 'cancelled')
-    redis.call('SADD', KEYS[3], entries[i])
-    stopped = stopped + 1
-  end
-end
-return stopped
-"""
 
 
 PENDING_NOTICES_MAX = 16
@@ -515,7 +424,7 @@ def _queue_season_end(conn: redis.Redis, season_id: str) -> None:
 
 
 def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
-    """Stop a season for good (issue 14 item 6).
+    """Stop a season for good.
 
     At once, in one step: the state becomes ``cancelled`` and every match not yet running
     (scheduled, queued or failed) becomes ``cancelled``: no new match of the season starts
@@ -523,13 +432,14 @@ def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     already running are let finish and count. The seed is revealed only when none of the
     season's matches can play any more (:func:`reveal_if_settled`, run by the driver)."""
     try:
-        conn.eval(
-            _CANCEL,
-            3,
-            keys.season(season_id),
-            keys.season_matches(season_id),
-            keys.season_cancelled(season_id),
-            now_ms(),
+        lua.CANCEL(
+            conn,
+            [
+                keys.season(season_id),
+                keys.season_matches(season_id),
+                keys.season_cancelled(season_id),
+            ],
+            [now_ms()],
         )
     except redis.ResponseError as exc:
         if "no such season" in str(exc):
@@ -647,7 +557,7 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
     Holds the season's lock meanwhile, so two referees do not both fill the window; the
     queue itself refuses a match that is queued, running or committed already.
     """
-    from workers.queue import enqueue_match
+    from referee.queue import enqueue_match
 
     token = secrets.token_hex(8)
     if not conn.set(lock_key(season_id), token, nx=True, px=10_000):
@@ -674,7 +584,7 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
                 added += 1
         return added
     finally:
-        conn.eval(_UNLOCK, 1, lock_key(season_id), token)
+        lua.UNLOCK(conn, [lock_key(season_id)], [token])
 
 
 def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list[str]:
@@ -687,7 +597,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     """
     from rq.job import Job
 
-    from workers.queue import enqueue_match, job_id
+    from referee.queue import enqueue_match, job_id
 
     rescued: list[str] = []
     info = get_season(conn, season_id)
@@ -737,20 +647,17 @@ def count_done(
     result counted twice never folds twice."""
     fold = fold or tallies.Fold({}, "", {"m": match_id, "t": 0.0, "o": [], "p": []})
     return bool(
-        conn.eval(
-            _COUNT_DONE,
-            6,
-            keys.season(season_id),
-            counted_key(season_id),
-            failed_key(season_id),
-            keys.season_cancelled(season_id),
-            keys.season_tallies(season_id),
-            keys.season_tally_log(season_id),
-            match_id,
-            str(decisions),
-            fold.unit,
-            fold.entry_text(),
-            *fold.lua_args(),
+        lua.COUNT_DONE(
+            conn,
+            [
+                keys.season(season_id),
+                counted_key(season_id),
+                failed_key(season_id),
+                keys.season_cancelled(season_id),
+                keys.season_tallies(season_id),
+                keys.season_tally_log(season_id),
+            ],
+            [match_id, str(decisions), fold.unit, fold.entry_text(), *fold.lua_args()],
         )
     )
 
@@ -758,13 +665,10 @@ def count_done(
 def count_failed(conn: redis.Redis, season_id: str, match_id: str) -> bool:
     """Count a failed match once (True the first time; never after it was done)."""
     return bool(
-        conn.eval(
-            _COUNT_FAILED,
-            3,
-            keys.season(season_id),
-            counted_key(season_id),
-            failed_key(season_id),
-            match_id,
+        lua.COUNT_FAILED(
+            conn,
+            [keys.season(season_id), counted_key(season_id), failed_key(season_id)],
+            [match_id],
         )
     )
 
@@ -847,19 +751,8 @@ def refit_ratings(conn: redis.Redis, season_id: str, names: Sequence[str]) -> ta
     texts = cast(list[str], conn.lrange(log_key, 0, -1))
     entries: list[dict[str, Any]] = json.loads("[" + ",".join(texts) + "]")
     ratings = tallies.refit(names, entries, last)
-    conn.eval(_STORE_RATINGS, 1, keys.season_ratings(season_id), ratings.to_json(), ratings.folded)
+    lua.STORE_RATINGS(conn, [keys.season_ratings(season_id)], [ratings.to_json(), ratings.folded])
     return ratings
-
-
-_STORE_RATINGS = """
-local old = redis.call('GET', KEYS[1])
-if old then
-  local ok, decoded = pcall(cjson.decode, old)
-  if ok and tonumber(decoded['folded']) > tonumber(ARGV[2]) then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-"""
 
 
 def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True) -> dict[str, Any]:
@@ -881,9 +774,7 @@ def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True
         rank_by=spec.options.rank_by or "elo",
     )
     text = json.dumps(standings, separators=(",", ":"))
-    conn.eval(
-        _STORE_STANDINGS, 1, keys.season_standings(season_id), text, standings["matches_done"]
-    )
+    lua.STORE_STANDINGS(conn, [keys.season_standings(season_id)], [text, standings["matches_done"]])
     return standings
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from referee.match.spec import CommittedResult
 from referee.seasons.ratings import (
     ELO_MEAN,
     EloFit,
@@ -38,7 +39,6 @@ from referee.seasons.ratings import (
     openskill_ratings,
     pair_counts,
 )
-from workers.spec import CommittedResult
 
 COUNTERS = (
     "matches",

@@ -5,7 +5,7 @@
    schedule the season played: same tables, seats, match seeds and deal specs.
 3. Every committed match is re-dealt from the seeds derived from the season seed (not from
    anything the match record says; a retry that the record marks ``redealt``, attempt n,
-   from the seeds ``workers.spec.redeal_seed`` derives from those and n: either way seeds
+   from the seeds ``referee.match.spec.redeal_seed`` derives from those and n: either way seeds
    of the season seed, never the record's own), its recorded steps are replayed
    on that fresh deal, and the initial hands and the result must equal the recorded ones.
 4. The standings kept incrementally (the tallies counting folded each result into, with
@@ -24,12 +24,12 @@ import redis
 from referee.errors import RecordStoreError
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
+from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.standings import compute_standings, standings_rows_equal
 from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
-from workers.spec import redeal_seed
 
 if TYPE_CHECKING:
     from referee.seasons.archive import SeasonArchive
@@ -81,8 +81,8 @@ def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     """Check the season's seed commitment, schedule and every recorded deal: from its live
     keys, or from its archive once archived (``referee.seasons.archive``)."""
+    from referee.queue import get_record, get_result
     from referee.seasons.archive import archive_of
-    from workers.queue import get_record, get_result
 
     info = store.get_season(conn, season_id)
     archived = archive_of(conn, season_id)

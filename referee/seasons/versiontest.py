@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from referee.errors import ConfigError
 from referee.games.base import DealSpec
 from referee.games.policies import Policy
+from referee.match.spec import CommittedResult
 from referee.seasons.inprocess import play_scheduled
 from referee.seasons.model import DUPLICATE_FIELD, SeasonOptions, SeasonSpec, derive_seed
 from referee.seasons.paired import Sprt
 from referee.seasons.schedule import ScheduledMatch, match_id
-from workers.spec import CommittedResult
 
 SCHEDULE_KIND = "versus"
 """The season hash's ``schedule`` field for a version test (verify rebuilds with it)."""

@@ -34,12 +34,12 @@ import redis
 
 from arena_sdk.sdk import ActionOutcome, Bot, Fallback, Turn, first_legal
 from referee import bots, keys
+from referee import queue as match_queue
 from referee.errors import ConflictError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from referee.messages import now_ms
-from workers import queue as match_queue
-from workers.spec import MatchSpec, TimeControl, match_deal_seed
+from referee.match.messages import now_ms
+from referee.match.spec import MatchSpec, TimeControl, match_deal_seed
 
 OWNER = "arena-play"
 """Owner field of the bot identities made for people."""

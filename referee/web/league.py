@@ -22,15 +22,15 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import redis.asyncio as aredis
 
 from referee import keys, metrics_store
+from referee.match.spec import MatchState
 from referee.metrics import WORKER_STALE_S
 from referee.seasons.standings import ranking_words
-from workers.spec import MatchState
 
 RECENT_MATCHES = 20
 RECENT_SCAN = 500
@@ -293,10 +293,3 @@ async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, A
                     out.append(json.loads(raw))
     out.sort(key=lambda r: (float(r.get("finished_ms", 0.0)), str(r.get("match_id"))))
     return out
-
-
-async def load_records(conn: aredis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Match records by id (missing or unreadable ones left out): ``workers.records``."""
-    from workers.records import aload_records
-
-    return await aload_records(conn, list(match_ids))

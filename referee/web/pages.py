@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from referee import keys
+from referee import keys, records
 from referee.errors import RecordCorrupt, RecordMissing, RecordStoreError
 from referee.seasons import embargo
 from referee.web import charts, league
@@ -21,7 +21,6 @@ from referee.web.hosting import LANGUAGE_CHOICES
 from referee.web.records import RecordError, read_record
 from referee.web.replay import replay_data, replay_text
 from referee.web.responses import error, json_response
-from workers import records
 
 if TYPE_CHECKING:
     from referee.web.app import ArenaWeb
@@ -184,7 +183,7 @@ class Pages:
     async def bot(self, request: web.Request) -> web.Response:
         """A bot's page. Its Redis reads are awaited here; the records, parsed once each
         (a committed record never changes: :class:`_Summaries`), and the HTML are done in a
-        thread: the referee's loop also stamps the bots' answers (issue 35 finding 3)."""
+        thread: the referee's loop also stamps the bots' answers."""
         name = request.match_info["name"]
         if not league.ID_PATTERN.match(name):
             return error(400, f"bot name {name!r} is not valid: letters, digits, ._:@+-")

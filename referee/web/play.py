@@ -14,7 +14,7 @@ who started the game has it. The clock per decision is the operator's
 Limits (docs/SECURITY.md "Anonymous surfaces and their limits"): casual matches play at most
 ``human.MAX_CASUAL_DEALS`` deals, :data:`MAX_CASUAL_PER_CLIENT` per client address and
 :data:`MAX_CASUAL` in all at once, and run on the hosts' casual slots
-(``workers.queue.CASUAL_QUEUE_NAME``); ``WebConfig.casual_play`` False refuses them.
+(``referee.defaults.CASUAL_QUEUE_NAME``); ``WebConfig.casual_play`` False refuses them.
 Join sessions are :data:`MAX_JOINS_PER_CLIENT` per client address; a client makes at most
 :data:`NEW_PEOPLE_PER_CLIENT` new identities an hour, :data:`MAX_PEOPLE` exist at once, and
 an identity idle for ``WebConfig.person_idle_s`` that no season names is deleted.

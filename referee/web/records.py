@@ -1,5 +1,5 @@
 """The one place the web reads the shape of a committed match record (the pages fetch it
-through ``workers.records``, wherever it is stored).
+through ``referee.records``, wherever it is stored).
 
 Records are written by the workers; their shape may change (the spec's deal list, the
 steps). Everything the pages need goes through :func:`read_record`, so a change of shape

@@ -4,7 +4,7 @@ Frame 0 is the table as dealt; frame ``k`` is the table after the record's ``k``
 step. Each frame keeps every seat's observation (``Match.observation(seat)``, without the
 deal history and rules that every frame would repeat), so the page can show each seat's
 view (exactly what that seat saw) or the full view (all hands face up: the match is over).
-The plain text replay (``workers.replay.render_replay``) stays for the terminal.
+The plain text replay (``referee.match.replay.render_replay``) stays for the terminal.
 """
 
 from __future__ import annotations
@@ -122,11 +122,11 @@ def replay_data(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def replay_text(record: Mapping[str, Any]) -> str:
-    """The text replay (``workers.replay.render_replay``); when it fails on this record, the
+    """The text replay (``referee.match.replay.render_replay``); when it fails on this record, the
     record itself as indented JSON, with the reason."""
     raw = json.dumps(record, indent=1, sort_keys=True) + "\n"
     try:
-        from workers.replay import render_replay
+        from referee.match.replay import render_replay
 
         return str(render_replay(record))
     except Exception as exc:  # a record from another version: still show what we have

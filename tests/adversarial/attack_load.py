@@ -1,4 +1,4 @@
-"""The load of issue 35 finding 3, run as a process of its own beside an honest season:
+"""A hostile load on the referee's event loop, run as a process of its own beside an honest season:
 a registered bot flooding its own streams with actions for unknown matches and pings, an
 anonymous page flood (sequential GETs of a bot's page) and an SSE crowd (viewers of the
 live feed of every season given).

@@ -3,7 +3,7 @@
 It speaks just enough gRPC to open ``arena.v1.BotGateway/Play`` and send ``Hello``, then
 behaves as a hostile reader would: it announces a tiny flow-control window and never opens
 it again (no WINDOW_UPDATE), while it keeps answering the referee's pings (``h2`` acks
-them), so keepalive alone never ends its connection (issue 14 item 2).
+them), so keepalive alone never ends its connection.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 35 findings 1, 2 and 4 (joins): nothing anonymous acts for anyone else or holds
+"""Nothing anonymous acts for anyone else or holds
 what others need.
 
 The real stack: ``arena referee`` and ``arena worker`` processes on the session's embedded
@@ -26,17 +26,16 @@ from dataclasses import dataclass
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl, match_deal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 from referee.web import human, play
 from sample_bots.first_legal import FirstLegalBot
 from tests.metrics.http_helpers import running_server
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
-from workers import queue
-from workers.spec import MatchSpec, TimeControl, match_deal_seed
 
 pytestmark = pytest.mark.slow
 

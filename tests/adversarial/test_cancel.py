@@ -1,4 +1,4 @@
-"""Issue 14 item 6: cancelling a season stops new matches at once, lets the running ones
+"""Cancelling a season stops new matches at once, lets the running ones
 finish (they count), and reveals the seed only when nothing of the season can play.
 
 Real stack: ``arena referee`` (season driver) and ``arena worker -n 2`` processes, SDK
@@ -12,12 +12,12 @@ import time
 
 import pytest
 
+from referee import queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import bots_in_threads, running_platform
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import embargo, store
 from referee.seasons.model import SeasonOptions, SeasonSpec
@@ -35,7 +35,7 @@ from tests.web.test_sealed_boards import (
     sealed_platform,
 )
 from tests.workers.test_runner import make_spec
-from workers import queue, runner
+from workers import runner
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Issue 35 finding 3: no stranger can move an honest bot's clock.
+"""No stranger can move an honest bot's clock.
 
 On the real stack (``arena referee --matches 16``: co-hosted matches, the web and the League
 API in one process, as ``arena up`` runs it; SDK bots in threads answering at once, far
@@ -31,12 +31,12 @@ import redis
 
 from referee import bots
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from referee.procs import start_referee, stop_process
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import bots_on
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Protocol fuzzing and connection floods against a real referee (issue 14).
+"""Protocol fuzzing and connection floods against a real referee.
 
 One referee (in-process on a thread of its own: real gRPC on loopback, the session's real
 Redis) serves every example. ``hypothesis`` generates streams of bot messages over the

@@ -1,4 +1,4 @@
-"""Issue 14 item 1: a bot that remembers every hand it was dealt learns nothing.
+"""A bot that remembers every hand it was dealt learns nothing.
 
 Real stack: ``arena referee`` (with its season driver) and ``arena worker`` processes, six
 SDK bots over gRPC. Each bot records the hand it is dealt in every deal and, as an attacker

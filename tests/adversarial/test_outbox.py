@@ -1,4 +1,4 @@
-"""Issue 35 item 4: a bot session's outbox is bounded.
+"""A bot session's outbox is bounded.
 
 A raw HTTP/2 bot (``h2``) opens its flow-control window by a few bytes a second, enough
 for every write to complete (the write bound never trips), and asks for pongs (five a

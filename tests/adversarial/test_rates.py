@@ -1,4 +1,4 @@
-"""Issue 35 item 4: anonymous reads are rate-limited per client, and finished replays are
+"""Anonymous reads are rate-limited per client, and finished replays are
 rendered once.
 
 An anonymous ``GetReplay`` loop took the referee to 97% CPU and a season from 108 to 23
@@ -107,8 +107,8 @@ def test_a_read_loop_is_refused_with_when_to_retry_then_let_in_again(
 def test_a_finished_replay_is_rendered_once(
     redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import referee.match.replay
     import referee.web.replay
-    import workers.replay
 
     _store_record(redis_client)
     renders: list[str] = []
@@ -120,7 +120,9 @@ def test_a_finished_replay_is_rendered_once(
 
         return render
 
-    monkeypatch.setattr(workers.replay, "render_replay", counting(workers.replay.render_replay))
+    monkeypatch.setattr(
+        referee.match.replay, "render_replay", counting(referee.match.replay.render_replay)
+    )
     web_replay = referee.web.replay
     monkeypatch.setattr("referee.web.pages.replay_text", counting(web_replay.replay_text))
     monkeypatch.setattr("referee.web.pages.replay_data", counting(web_replay.replay_data))

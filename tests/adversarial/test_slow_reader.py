@@ -1,4 +1,4 @@
-"""Issue 14 item 2: a bot that does not read its stream stalls only itself.
+"""A bot that does not read its stream stalls only itself.
 
 A raw HTTP/2 client (``h2`` over a socket) announces a 600-byte window, never opens it again
 and keeps answering pings. On the real stack (``arena referee`` and ``arena worker``
@@ -16,14 +16,13 @@ import time
 
 import pytest
 
-from referee import bots
+from referee import bots, queue
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.h2client import SlowReader
 from tests.platform_fixtures import bots_in_threads, running_platform
 from tests.workers.test_e2e import spec_of, wait_done
-from workers import queue
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Issue 35 finding 7: sizes are checked where a season is made, listings survive what was
+"""Sizes are checked where a season is made, listings survive what was
 stored before, and what a bot or a user wrote reaches the terminal harmless.
 
 Real referee (in-process, real gRPC on loopback, the session's real Redis), the real

@@ -1,4 +1,4 @@
-"""Issue 35 item 4: the web's server-sent events (``/events``) are capped per client and in
+"""The web's server-sent events (``/events``) are capped per client and in
 total, and every viewer of a season shares that season's one poller.
 
 On the real web server and Redis with ``sse_per_client=2`` and ``sse_streams=3``: a client's

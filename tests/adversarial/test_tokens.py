@@ -1,4 +1,4 @@
-"""Issue 14 item 4: a stolen token dies with its rotation or revocation, at once.
+"""A stolen token dies with its rotation or revocation, at once.
 
 Real referee (in-process, real gRPC on loopback, the session's real Redis). Its periodic
 housekeeping is set to 10 minutes, so only the pushed token change can end the streams in

@@ -1,4 +1,4 @@
-"""Issue 35 item 4: anonymous ``WatchEvents`` streams are bounded per client and share one
+"""Anonymous ``WatchEvents`` streams are bounded per client and share one
 Redis subscription.
 
 Each stream used to hold a Redis connection of its own, with no cap: 5,500 from one TCP

@@ -1,4 +1,4 @@
-"""Issue 35 item 4: page traffic never starves ``/healthz`` and ``/readyz``.
+"""Page traffic never starves ``/healthz`` and ``/readyz``.
 
 About 150 concurrent page requests used to take every connection of the web's Redis pool,
 so the health probes answered 503 ("Too many connections") and a load balancer took a

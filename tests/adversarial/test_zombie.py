@@ -1,4 +1,4 @@
-"""Issue 14 item 3: a bot whose transport died silently gets its request on reconnect.
+"""A bot whose transport died silently gets its request on reconnect.
 
 Real stack: ``arena referee`` and ``arena worker`` processes, SDK bots. The victim's first
 instance reaches the referee through a loopback proxy and is thinking on a request when the
@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from referee import bots
+from referee import bots, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.match.spec import TimeControl
 from sample_bots.sdk import Bot, Turn
 from tests.adversarial.proxy import FreezableProxy
 from tests.platform_fixtures import running_platform
 from tests.workers.test_e2e import spec_of, wait_done
-from workers import queue
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

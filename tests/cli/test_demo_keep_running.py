@@ -1,5 +1,5 @@
-"""``arena demo --keep-running`` says where things are without a secret in clear (issue 27
-item 12): it printed the Redis URL with its password and suggested `arena standings ...
+"""``arena demo --keep-running`` says where things are without a secret in clear: it
+printed the Redis URL with its password and suggested `arena standings ...
 --redis-url redis://:PASSWORD@...`, a command line every user of the host reads in
 ``ps``, which ``--help`` itself advises against."""
 

@@ -1,5 +1,5 @@
 """Every ``arena`` subcommand against a dead Redis: one ``arena: error:`` line on stderr and
-a non-zero exit, never a traceback (issue 11 item 9; the CLI handles errors in one place).
+a non-zero exit, never a traceback (the CLI handles errors in one place).
 
 The table below names an argv for every subcommand of the parser; a new subcommand that is
 not in it (or in ``NO_REDIS``) fails the first test, so it gets checked too.

@@ -1,4 +1,4 @@
-"""The small rough edges a first-time user met (issue 11 item 12)."""
+"""The small rough edges a first-time user met."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import redis
 from referee import keys
 from referee.cli.main import main as arena_main
 from referee.games.base import Event, EventKind, Source
-from workers.replay import _describe
+from referee.match.replay import _describe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_match_run_wait_shows_the_queue_position(
 def test_match_run_names_the_bots_with_no_stream(
     redis_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A sibling of issue 27 item 2: ``match run`` with bots that hold no stream said
+    """As for ``season create``: ``match run`` with bots that hold no stream said
     nothing, and the match then judged them absent. It names them on stderr (a bot with
     a stream in the bot-streams directory is not named)."""
     conn = redis.Redis.from_url(redis_url, decode_responses=True)

@@ -1,4 +1,4 @@
-"""Secrets on a shared host (issue 14 item 5, issue 11 items 5 and 11), on the real stack:
+"""Secrets on a shared host, on the real stack:
 ``arena up`` with its embedded Redis, referee and worker processes.
 
 What another user of the host could do is checked the way they would do it: read the data
@@ -78,7 +78,7 @@ def test_arena_up_keeps_its_secrets_from_other_users(tmp_path: Path) -> None:
             if "Ctrl-C stops everything" in output[-1]:
                 break
         text = "".join(output)
-        assert re.search(r"referee grpc 127\.0\.0\.1:[1-9]\d*", text), text  # item 5: it ran
+        assert re.search(r"referee grpc 127\.0\.0\.1:[1-9]\d*", text), text  # it ran
         stream = up.stdout
         threading.Thread(target=lambda: output.extend(x.decode() for x in stream), daemon=True)
         url = (data / "redis.url").read_text().strip()

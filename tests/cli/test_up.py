@@ -1,4 +1,4 @@
-"""``arena up`` is up only when its own referee is (issue 11 item 6)."""
+"""``arena up`` is up only when its own referee is."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_arena_up_on_a_port_in_use_fails_with_the_referees_error(tmp_path: Path, busy: str) -> None:
     """The port belongs to someone else: no 'arena up: ... referee grpc' line, a non-zero
     exit and the referee's own reason, every time (it reported success 2 times in 8). The
-    reason is one line, said once, as soon as the referee exits (issue 27 item 13: a busy
+    reason is one line, said once, as soon as the referee exits (a busy
     HTTP port printed a traceback first, a busy gRPC port grpc's bind error and "did not
     print 'referee listening' within 60 s" though the referee had failed in 2 s)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
@@ -63,7 +63,7 @@ def test_arena_up_on_a_port_in_use_fails_with_the_referees_error(tmp_path: Path,
 def test_a_second_arena_up_on_a_data_dir_in_use_is_refused_unless_it_joins(
     tmp_path: Path,
 ) -> None:
-    """Issue 27 item 14: a second ``arena up`` on the data dir of a running platform joined
+    """A second ``arena up`` on the data dir of a running platform joined
     it silently, as another referee with a new admin token. It is refused in one line that
     says what to do, unless ``--join`` asks to add a referee; then it says so."""
     env = {**os.environ, "ARENA_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
@@ -127,7 +127,7 @@ def test_a_second_arena_up_on_a_data_dir_in_use_is_refused_unless_it_joins(
 
 @pytest.mark.slow
 def test_arena_worker_on_a_health_port_in_use_fails_in_one_line(tmp_path: Path) -> None:
-    """A sibling of issue 27 item 13: a taken --health-port printed a whole traceback."""
+    """A taken --health-port fails in one line (it printed a whole traceback)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

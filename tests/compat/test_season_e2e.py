@@ -28,6 +28,7 @@ import pytest
 from referee import bots, keys
 from referee.cli.main import main as arena_main
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from referee.procs import stop_process
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
@@ -35,7 +36,6 @@ from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import Turn
 from tests.platform_fixtures import Platform, running_platform
 from tests.polyglot.helpers import node_ready
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@
 The page's tables list, per message, every JSON key, proto field and proto type. This test
 reads them and fails when a field is added to (or removed from) the proto, the engine's
 dict or the page without the others, or when a documented type is not the proto's. The
-round trip engine dict -> proto (referee.gateway.convert) -> dict (the SDK) shows that the
+round trip engine dict -> proto (referee.protocol.convert) -> dict (the SDK) shows that the
 mapping the page describes is the one the code does.
 """
 
@@ -19,7 +19,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from arena.v1 import game_pb2
 from arena_sdk.observation import Observation
 from referee.games.registry import GAMES, get_game
-from referee.gateway.convert import observation_to_proto
+from referee.protocol.convert import observation_to_proto
 from sample_bots.sdk import observation_to_dict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "OBSERVATIONS.md"

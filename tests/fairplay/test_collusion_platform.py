@@ -1,4 +1,4 @@
-"""Issue 33: a real season with one colluding pair among honest bots; the operator's report
+"""A real season with one colluding pair among honest bots; the operator's report
 (``arena season collusion``) names that pair and no other.
 
 Real stack: ``arena referee`` and ``arena worker`` processes on the embedded Redis, eight SDK

@@ -1,4 +1,4 @@
-"""The project's documents stand on their own (issue 11 item 10): README.md and docs/ point
+"""The project's documents stand on their own: README.md and docs/ point
 only at files of this repository, and docs/RULES.md states every rules clause the tests
 cite (SV-n, SD-n) and every preset."""
 
@@ -62,7 +62,7 @@ CODE_CITES = re.compile(
 
 
 def test_the_code_cites_no_document_outside_the_repository() -> None:
-    """Issue 18: docstrings and comments cite the project's own docs/, not the design notes
+    """Docstrings and comments cite the project's own docs/, not the design notes
     the project was built from (a reader of the repository has only the repository)."""
     skip = {"tests/foundation/test_docs_stand_alone.py", "tests/games/test_docs.py"}
     found = [
@@ -85,5 +85,21 @@ def test_the_code_cites_no_document_outside_the_repository() -> None:
         and (rel := str(path.relative_to(ROOT))) not in skip
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if CODE_CITES.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+ISSUE_CITE = re.compile(r"\b[Ii]ssues? #?\d+")
+
+
+def test_the_product_code_cites_no_issue_number() -> None:
+    """Docstrings and comments say why, not which issue or incident led there (that is
+    what commit messages are for): no ``issue 14 item 3`` in the shipped packages."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for folder in ("referee", "workers", "arena_sdk", "sample_bots")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if ISSUE_CITE.search(line)
     ]
     assert not found, "\n".join(found)

@@ -1,4 +1,4 @@
-"""One seed derivation (issue 18): every seed the project derives goes through
+"""One seed derivation: every seed the project derives goes through
 :func:`referee.games.base.derive_seed`, and folding the former per-module copies into it
 changed no value: each caller still yields what its documented formula gives (D-11 of
 docs/SEVENS_DECISIONS.md for Sevens' own deals), so no recorded match is re-dealt."""
@@ -15,8 +15,8 @@ import pytest
 from referee.cli.games import deal_seed as selfplay_deal_seed
 from referee.games.base import derive_seed
 from referee.games.sevens.match import derive_deal_seed
+from referee.match.spec import match_deal_seed, redeal_seed
 from referee.seasons.inprocess import turn_rng
-from workers.spec import match_deal_seed, redeal_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [0, 1, 7, 42, 2**31 - 1, 2**62 + 12345, 98765432123456789]

@@ -19,9 +19,9 @@ import redis.asyncio
 from arena.v1 import bot_pb2, bot_pb2_grpc, internal_pb2
 from arena_sdk.observation import Observation
 from referee import bots, cluster, keys
-from referee.gateway import convert
 from referee.gateway.server import RefereeConfig, RefereeServer
-from referee.messages import Notification, TurnMessage, now_ms
+from referee.match.messages import Notification, TurnMessage, now_ms
+from referee.protocol import convert
 from sample_bots.sdk import channel_options
 from workers.link import LinkLost, Router
 

@@ -30,7 +30,7 @@ from referee.gateway.relay import (
     Hub,
     HubConfig,
 )
-from referee.messages import now_ms
+from referee.match.messages import now_ms
 from tests.gateway.helpers import RawBot, action, register, running_referee
 from workers.link import LocalLink
 

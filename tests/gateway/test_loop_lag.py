@@ -1,5 +1,5 @@
 """The clock and the referee's own event loop (docs/gateway.md "The clock and the event
-loop", issue 35 finding 3): what the loop's other work delays is not charged to a bot, and a
+loop"): what the loop's other work delays is not charged to a bot, and a
 stream's junk (pings, actions for nothing it holds) costs bounded work.
 
 A real referee in-process with raw bot streams and a host's link driven by hand; a

@@ -17,7 +17,7 @@ import redis
 
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
-from referee.messages import DealEndMessage, MatchEndMessage, MatchStartMessage, now_ms
+from referee.match.messages import DealEndMessage, MatchEndMessage, MatchStartMessage, now_ms
 from tests.gateway.helpers import (
     FakeHost,
     LeakChecker,

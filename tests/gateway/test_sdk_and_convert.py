@@ -17,7 +17,8 @@ from arena.v1 import internal_pb2
 from referee import bots, keys
 from referee.cli.main import main as arena
 from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
-from referee.gateway import convert, server
+from referee.gateway import server
+from referee.protocol import convert
 from sample_bots import sdk
 from sample_bots.random_bot import RandomBot
 from tests.gateway.helpers import (

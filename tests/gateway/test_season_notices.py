@@ -1,4 +1,4 @@
-"""Season notices on a bot's stream and ``Hello.games`` at season creation (issue 15).
+"""Season notices on a bot's stream and ``Hello.games`` at season creation.
 
 A referee in-process, raw bot streams, and the real season store (its pub/sub events feed
 referee.gateway.notices)."""

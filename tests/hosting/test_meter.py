@@ -16,9 +16,9 @@ from arena.v1 import internal_pb2
 from referee.errors import ConfigError
 from referee.hosting.cgroups import CgroupUnavailable, GroupLimits, Hierarchy, open_hierarchy
 from referee.hosting.meter import CgroupMeter, group_name
+from referee.match.spec import CPU_CLOCK_BACKSTOP, CPU_CLOCK_BACKSTOP_MIN_MS, TimeControl
 from referee.seasons.model import time_control_from_dict
 from workers.link import LocalReply, cpu_ms_of
-from workers.spec import CPU_CLOCK_BACKSTOP, CPU_CLOCK_BACKSTOP_MIN_MS, TimeControl
 
 
 @pytest.fixture(scope="module")

@@ -31,10 +31,10 @@ from referee.hosting.cgroups import CgroupUnavailable, Hierarchy, open_hierarchy
 from referee.hosting.meter import group_name
 from referee.hosting.supervisor import RunLimits, Supervisor, read_events
 from referee.hosting.versions import VersionStore
+from referee.match.spec import TimeControl
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from tests.platform_fixtures import running_platform
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from referee import keys
+from referee import keys, queue
 from referee.cli.main import main as arena_main
 from referee.cli.policy_bot import PolicyBot
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.policies import POLICIES
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec
 from referee.procs import arena_command, stop_process
 from referee.seasons import store
 from referee.seasons.inprocess import play_season
@@ -33,8 +34,6 @@ from referee.seasons.schedule import build_schedule
 from referee.seasons.store import match_spec_of
 from sample_bots.sdk import Bot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
-from workers import queue
-from workers.spec import MatchSpec
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """Put league data into a real Redis the way the other parts of the platform write it.
 
 The workers, seasons and gateway engineers write these keys; this module mirrors their
-documented formats (``referee/keys.py``, ``workers/spec.py``, the issue #5 brief) so that the
+documented formats (``referee/keys.py``, ``referee/match/spec.py``, the issue #5 brief) so that the
 collector and the web page can be tested before, and independently of, those parts.
 """
 
@@ -93,7 +93,7 @@ def write_season(
             {f"{season_id}-m{i}": "queued" for i in range(matches_done, matches_total)}
         )
     for match_id, match_state in match_states.items():
-        # The workers write both in one transaction (workers/queue.py, workers/runner.py).
+        # The workers write both in one transaction (referee/queue.py, workers/runner.py).
         conn.hset(keys.season_matches(season_id), match_id, match_state)
         conn.hset(keys.match_state(match_id), mapping={"state": match_state, "attempt": 1})
         conn.zadd(keys.MATCHES_INDEX, {match_id: now_ms})
@@ -105,7 +105,7 @@ def write_season(
 def write_result(
     conn: redis.Redis, match_id: str, season_id: str, game: str, seats: list[str], now_ms: int
 ) -> None:
-    """A committed result (``workers.spec.CommittedResult``) and its match record."""
+    """A committed result (``referee.match.spec.CommittedResult``) and its match record."""
     result = {
         "match_id": match_id,
         "season": season_id,

@@ -2,7 +2,7 @@
 
 A host writes its totals whole into its own hash (``keys.host_metrics``) instead of adding
 each series and bucket to the shared hashes (one HINCRBY each: the largest time-based share of
-a match's Redis commands, issue 12's commands-per-decision target). Readers
+a match's Redis commands). Readers
 (``referee.metrics_store``) add every host's hash to the shared ones; a host that stops folds
 its totals into the shared hashes in one transaction, and a host that reuses the name of a
 killed one folds the dead one's totals first. These tests use a real Redis and the real
@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from referee import keys
-from referee.metrics_store import read_counters, read_histogram, read_stored
+from referee.metrics_store import read_counters, read_stored
 from workers.host import MatchHost
 from workers.metrics import DECISIONS, THINK_SECONDS, HostMetrics
 
@@ -36,7 +36,8 @@ def _season_decisions(conn: redis.Redis) -> float:
 
 
 def _think_count(conn: redis.Redis, game: str) -> float:
-    return read_histogram(conn, THINK_SECONDS).get(f"game={game}", {}).get("count", 0.0)
+    histograms = read_stored(conn, (THINK_SECONDS,)).histograms.get(THINK_SECONDS, {})
+    return histograms.get(f"game={game}", {}).get("count", 0.0)
 
 
 def _commands(conn: redis.Redis) -> dict[str, int]:
@@ -77,7 +78,7 @@ def test_totals_are_absolute_so_ticks_never_count_twice(
     host.tick(host.conn, {}, HostMetrics())  # nothing new: the totals stay
     host.tick(host.conn, {}, _decisions(["a"], ["sevens"], 2))
     assert _season_decisions(redis_client) == 8
-    think = read_histogram(redis_client, THINK_SECONDS)["game=sevens"]
+    think = read_stored(redis_client, (THINK_SECONDS,)).histograms[THINK_SECONDS]["game=sevens"]
     assert think["count"] == 8 and think["+Inf"] == 8
     assert think["0.005"] == 3  # 0.004 s of the first decision of each run: cumulative buckets
     assert think["sum"] == pytest.approx(0.004 * (1 + 2 + 3) * 2 + 0.004 * (1 + 2))

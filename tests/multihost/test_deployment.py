@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.procs import arena_command
 from referee.seasons import store
 from referee.seasons.model import TIME_CONTROL_MIN
@@ -38,7 +38,6 @@ from tests.multihost.deployment import (
 )
 from tests.multihost.netns import Network
 from tests.redeal import redealt_as_revealed, wait_revealed
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

@@ -221,11 +221,11 @@ def test_bridge_stops_when_the_referee_refuses_its_token(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "the referee refused this bot: UNAUTHENTICATED" in done.stderr
-    assert done.stderr.count("UNAUTHENTICATED") == 1, done.stderr  # said once (issue 11)
+    assert done.stderr.count("UNAUTHENTICATED") == 1, done.stderr  # said once
 
 
 def test_a_passing_check_shows_no_error_dump(tmp_path: Path) -> None:
-    """Issue 27 item 7: every check passed, yet the report came after ~15 lines of gRPC
+    """Every check passed, yet the report came after ~15 lines of gRPC
     error dumps (the probe's link to the scratch referee, which the reconnect scenario
     restarts on purpose, and grpc's GOAWAY line). The author sees the report only; the
     expected errors show with --verbose. A real `arena bot check` process, its whole
@@ -257,7 +257,7 @@ class _RaisingBot(FirstLegalBot):
 def test_check_fails_an_sdk_bot_whose_choose_raises(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 27 item 1: the SDK answers the first legal action for a bot whose ``choose``
+    """The SDK answers the first legal action for a bot whose ``choose``
     raises, so every scenario looked passed. The answer is marked as a fallback: the check
     fails it and counts them."""
     platform = ScratchPlatform([sys.executable, "-c", "import time; time.sleep(120)"], grpc=True)

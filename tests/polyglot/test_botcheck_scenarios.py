@@ -18,7 +18,7 @@ from referee.botcheck.probe import Probe
 from referee.botcheck.report import FAIL, PASS, SKIP, Report
 from referee.botcheck.scenarios import CheckContext, run_all
 from referee.botcheck.states import available_games
-from referee.messages import ClockInfo
+from referee.match.messages import ClockInfo
 from tests.workers.policy_bot import PolicyBot, policy_bots
 
 BOT = "relay-bot"

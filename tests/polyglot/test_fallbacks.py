@@ -1,4 +1,4 @@
-"""A bot whose code fails must not look healthy (issue 27 item 1): a stdio program that
+"""A bot whose code fails must not look healthy: a stdio program that
 exits on every question (the bridge answers for it) and an SDK bot whose ``choose`` raises
 (the SDK answers for it) play a real season on a real referee and real match hosts. Their
 answers say they were fallbacks (``Action.fallback``), and the match record, the standings
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.cli.seasons import standings_csv
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.spec import TimeControl
 from referee.metrics_store import read_counters
 from referee.procs import stop_process
 from referee.seasons import store
@@ -29,8 +30,6 @@ from sample_bots.sdk import Bot, Turn
 from tests.metrics.http_helpers import get, running_server
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from tests.polyglot.helpers import BROKEN_DIR
-from workers import queue
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

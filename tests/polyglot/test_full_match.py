@@ -16,16 +16,15 @@ from typing import Any
 
 import pytest
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl
 from referee.procs import stop_process
 from sample_bots.first_legal import FirstLegalBot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
 from tests.polyglot.helpers import BROKEN_DIR, STDIO_DIR, node_ready
-from workers import queue
-from workers.spec import MatchSpec, TimeControl
 
 pytestmark = pytest.mark.slow
 

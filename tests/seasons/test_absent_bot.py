@@ -1,4 +1,4 @@
-"""A registered bot that never connects (issue 27 item 2): ``season create`` and ``season
+"""A registered bot that never connects: ``season create`` and ``season
 start`` name it (the CLI on stderr, the League API in ``SeasonInfo``), and each of its
 decisions is judged ``disconnected`` within its clock plus ``absent_ms``, as
 examples/season.toml and docs/workers.md say, not after ``queue_ms``.
@@ -18,13 +18,12 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 
 from arena.v1 import league_pb2, league_pb2_grpc
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.cli.main import main
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import store
 from sample_bots.first_legal import FirstLegalBot
 from tests.platform_fixtures import bots_in_threads, running_platform
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

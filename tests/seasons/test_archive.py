@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import bots, keys, queue, records
 from referee.cli.main import main
 from referee.errors import StateConflict
 from referee.seasons import archive, store
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.verify import verify_season
 from tests.seasons.test_store_driver import BOTS, _drive, _spec
-from workers import queue, records
 
 
 @pytest.fixture

@@ -21,13 +21,12 @@ import pytest
 import redis
 
 from arena.v1 import league_pb2, league_pb2_grpc
-from referee import keys
+from referee import keys, queue
+from referee.match.spec import MatchSpec
 from referee.seasons import store
 from referee.seasons.platform import Platform
 from referee.seasons.verify import verify_season
 from tests.redeal import redealt_as_revealed
-from workers import queue
-from workers.spec import MatchSpec
 
 pytestmark = pytest.mark.slow
 
@@ -304,6 +303,6 @@ def test_season_through_the_league_api_then_disturbed_gives_the_same_standings(
     assert len((export / "results.jsonl").read_text().splitlines()) == 15
     record = gzip.decompress((export / "matches" / "b-m0000.json.gz").read_bytes())
     assert json.loads(record)["initial_hands"]
-    # compressed: each record several times smaller than its JSON (issue 11: 1.4 MB a match)
+    # compressed: each record several times smaller than its JSON
     assert (export / "matches" / "b-m0000.json.gz").stat().st_size * 4 < len(record)
     conn.close()

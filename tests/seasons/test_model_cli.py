@@ -23,7 +23,7 @@ def test_example_toml_is_valid() -> None:
     rules = spec.validate_with_engine()
     assert spec.seed is None and spec.options.duplicate and rules
     assert SeasonSpec.from_json(spec.to_json()) == spec
-    # the duplicate it asks for is one its field can have (issue 27 item 15)
+    # the duplicate it asks for is one its field can have
     assert duplicate_plan(spec).tables_per_board >= 2, duplicate_plan(spec).note
     assert spec.options.rank_by == "score"
 
@@ -131,7 +131,7 @@ def test_cli_create_status_standings_export_cancel(
     ],
 )
 def test_time_control_is_validated_like_the_other_sections(time_control: str, message: str) -> None:
-    """Issue 11 item 7: a typo, a word or a negative clock is refused, not run (or crashed)."""
+    """A typo, a word or a negative clock is refused, not run (or crashed)."""
     toml = f'game = "sevens"\nbots = ["a", "b", "c"]\n[time_control]\n{time_control}\n'
     with pytest.raises(ConfigError, match=message):
         SeasonSpec.from_toml(toml)
@@ -149,7 +149,7 @@ def test_time_control_reports_every_problem_at_once() -> None:
 def test_flags_only_create_reports_every_problem_in_flag_words(
     redis_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11 item 8: without --deals, with an unknown bot, a preset typo and a wrong
+    """Without --deals, with an unknown bot, a preset typo and a wrong
     clock, one run names all of them, as flags (--deals, --no-duplicate, --move-ms)."""
     code = main(
         ["season", "create", "--game", "sevens", "--preset", "fantan", "--bots", "a,b,c",
@@ -209,7 +209,7 @@ def test_a_toml_season_is_told_in_toml_words(tmp_path: Path) -> None:
     ],
 )
 def test_sizes_out_of_range_name_the_field_the_value_and_the_range(toml: str, message: str) -> None:
-    """Issue 35 finding 7: every size has a documented range (docs/seasons.md), refused in
+    """Every size has a documented range (docs/seasons.md), refused in
     one line; a stored spec (``from_json``) reads without the maximums."""
     text = f'name = "x"\ngame = "sevens"\npreset = "fan-tan"\nbots = ["a", "b", "c", "d"]\n{toml}\n'
     with pytest.raises(ConfigError) as caught:

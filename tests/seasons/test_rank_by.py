@@ -1,4 +1,4 @@
-"""``options.rank_by`` (issue 27 item 5): a season ranks by Elo, by the game's own score
+"""``options.rank_by``: a season ranks by Elo, by the game's own score
 per match, or by average place; new seasons take their game's default, stored seasons
 without the field keep the Elo order they always had, and every reader (CLI, exports,
 web, League API) shows the stored order."""
@@ -15,11 +15,11 @@ import redis
 from referee import bots, keys
 from referee.cli.main import main
 from referee.errors import ConfigError
+from referee.match.spec import CommittedResult
 from referee.seasons import store
 from referee.seasons.model import DEFAULT_RANK_BY, SeasonSpec
 from referee.seasons.standings import compute_standings
 from tests.seasons.test_standings import _result
-from workers.spec import CommittedResult
 
 BOTS = ["ace", "bee", "cid"]
 

@@ -252,7 +252,7 @@ FIELD_CASES = [("sevens", n, k) for n in range(4, 13) for k in (3, 4, 5) if n >=
 
 @pytest.mark.parametrize(("game", "n", "k"), FIELD_CASES)
 def test_field_duplicate_never_deals_a_bot_a_shuffle_twice(game: str, n: int, k: int) -> None:
-    """Issue 14 item 1: no bot is dealt (or shown) a shuffle it already played; each
+    """No bot is dealt (or shown) a shuffle it already played; each
     board is held, hand by hand, by different bots at different tables."""
     spec = SeasonSpec(
         name="fd", game=game, bots=tuple(f"b{i}" for i in range(n)), table_size=k,

@@ -6,6 +6,7 @@ import random
 import time
 from typing import Any
 
+from referee.match.spec import CommittedResult, SeatStats
 from referee.seasons.ratings import bradley_terry, live_elo, openskill_ratings
 from referee.seasons.standings import (
     ROW_FIELDS,
@@ -13,9 +14,7 @@ from referee.seasons.standings import (
     compute_standings,
     duplicate_scores,
     placings_of,
-    standings_rows_equal,
 )
-from workers.spec import CommittedResult, SeatStats
 
 
 def _stats(bot: str, **kw: Any) -> SeatStats:
@@ -259,7 +258,7 @@ def test_a_season_without_results_has_empty_rows_and_no_unit_yet() -> None:
 
 
 def test_field_duplicate_scores_compare_a_hand_across_tables() -> None:
-    """Issue 14 item 1: the same board at two tables; each hand scored against the field."""
+    """The same board at two tables; each hand scored against the field."""
     from referee.seasons.standings import duplicate_scores
 
     def result(match_id: str, seats: list[str], deltas: list[int]) -> Any:
@@ -390,15 +389,3 @@ def test_a_deal_whose_seats_are_all_one_bot_is_no_placing() -> None:
     assert placings_of(alone) == []
     rows = {r["bot"]: r for r in compute_standings("o", "sevens", ["a"], [alone])["rows"]}
     assert rows["a"]["deals"] == 0 and rows["a"]["matches"] == 1
-
-
-def test_standings_rows_equal_ignores_only_the_stamp() -> None:
-    """``standings_rows_equal`` (the driver skips re-publishing equal standings): two tables
-    differing only in ``updated_ms`` are equal; any other difference is not."""
-    results = _results()
-    a = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results, now_ms=1)
-    b = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results, now_ms=2)
-    assert standings_rows_equal(a, b) and standings_rows_equal(b, a)
-    c = compute_standings("s", "sevens", ["ann", "bob", "cat", "dan"], results[:-1], now_ms=1)
-    assert not standings_rows_equal(a, c)
-    assert not standings_rows_equal({"updated_ms": 1, "x": 1}, {"updated_ms": 1, "x": 2})

@@ -1,6 +1,6 @@
 """The standings table of ``arena standings``, ``season watch`` and ``arena demo``: every
-value whole at 80 and 120 columns (issue 27 item 3), the ranking it uses named (item 5),
-and ``dup_score`` shown in a duplicate season (item 6). Real standings: seasons played
+value whole at 80 and 120 columns, the ranking it uses named,
+and ``dup_score`` shown in a duplicate season. Real standings: seasons played
 in-process with the platform's schedule, engine and policies."""
 
 from __future__ import annotations

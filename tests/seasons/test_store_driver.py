@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.errors import ConfigError, ConflictError, NotFoundError
 from referee.seasons import driver as driver_mod
 from referee.seasons import store
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.verify import verify_season
-from workers import queue
 from workers.host import run_match
 
 BOTS = ["ann", "bob", "cat"]
@@ -250,7 +249,7 @@ def test_a_match_queued_without_a_job_is_enqueued_again(
     """A referee killed inside enqueue_match (state written, RQ job not yet created)."""
     from rq.job import Job
 
-    from workers.queue import get_queue, job_id
+    from referee.queue import get_queue, job_id
 
     store.create_season(conn, _spec(window=1))
     store.start_season(conn, "s1")

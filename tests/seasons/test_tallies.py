@@ -10,9 +10,9 @@ import pytest
 import redis
 
 from referee import keys
+from referee.match.spec import CommittedResult
 from referee.seasons import store, tallies
 from referee.seasons.standings import compute_standings, standings_rows_equal
-from workers.spec import CommittedResult
 
 BOTS = [f"b{i}" for i in range(7)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from referee.games.cards import Card, Rank, parse_cards
+from referee.games.cards import Card, Rank
 from referee.games.sedma.hand import Hand, deal_cards
 from referee.games.sedma.rules import SedmaRules, deck_cards, preset
 
@@ -14,7 +14,7 @@ def words(text: str) -> list[str]:
 
 
 def cards(text: str) -> list[Card]:
-    return parse_cards(words(text))
+    return [Card.parse(w) for w in words(text)]
 
 
 def rigged(

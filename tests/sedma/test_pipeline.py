@@ -12,12 +12,12 @@ from typing import Any
 
 import redis
 
+from referee import queue
 from referee.games.base import DealSpec
+from referee.match.replay import render_replay, verify_record
+from referee.match.spec import MatchSpec, TimeControl
 from tests.workers.policy_bot import PolicyBot, policy_bots
-from workers import queue
 from workers.host import run_match
-from workers.replay import render_replay, verify_record
-from workers.spec import MatchSpec, TimeControl
 
 # Generous limits: the bots answer at once, and a loaded machine must not turn that into timeouts.
 FAST = TimeControl(move_ms=2000, bank_ms=2000, grace_ms=50, queue_ms=2000)

@@ -51,7 +51,7 @@ def test_selfplay_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].startswith("sevens fan-tan: 4 players, seed 5")
     assert [line.split(":")[0] for line in lines[1:4]] == ["deal 1", "deal 2", "deal 3"]
     assert "cards left" in lines[1] and "chips " in lines[1]
-    # words, not Python lists; seats with their bots (issue 27 item 6)
+    # words, not Python lists; seats with their bots
     assert re.fullmatch(
         r"deal 1: (won by seat \d \((random|hold-sevens)\)|void); cards left \d+(, \d+){3}; "
         r"chips [+-]\d+(, [+-]\d+){3}.*",

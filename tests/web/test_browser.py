@@ -20,14 +20,13 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
 from referee.web.records import read_record
 from tests.web.browser import chromium, find_browser, screenshot, wait_for
-from workers import queue
 
 pytestmark = [
     pytest.mark.slow,

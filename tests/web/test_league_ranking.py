@@ -1,5 +1,5 @@
 """The league page says what orders its table and shows the game's score beside Elo, and
-``dup_score`` in a duplicate season (issue 27 items 5 and 6)."""
+``dup_score`` in a duplicate season."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Counts and separators on the pages read right (issue 27 item 15): ``1 worker alive``
+"""Counts and separators on the pages read right: ``1 worker alive``
 not ``1 workers alive``, ``registered bot · …`` not ``registered bot·``, and a season
 with every match played says so rather than ``ETA done``. Real templates, real server."""
 

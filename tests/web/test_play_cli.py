@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
-from referee import keys
+from referee import keys, queue
 from referee.cli.play import parse_choice, render_turn
 from referee.games.cards import action_symbols
 from referee.procs import arena_command
 from referee.web.records import read_record
 from sample_bots.first_legal import FirstLegalBot
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
-from workers import queue
 
 pytestmark = pytest.mark.slow
 

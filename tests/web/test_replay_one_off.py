@@ -1,5 +1,5 @@
 """A one-off match (no fixed number of deals: the rules end it) replays as "deal 1", not
-"deal 1 of 0" (issue 27 item 6). The real page in a headless Chromium over a real server
+"deal 1 of 0". The real page in a headless Chromium over a real server
 and Redis, the record played by the engine."""
 
 from __future__ import annotations

@@ -33,15 +33,14 @@ import pytest
 import redis
 
 from arena.v1 import league_pb2, league_pb2_grpc
-from referee import keys
+from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.replay import render_replay
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
 from sample_bots.sdk import Bot, Turn
 from tests.web.browser import wait_for
-from workers import queue
-from workers.replay import render_replay
 
 pytestmark = pytest.mark.slow
 

@@ -14,13 +14,12 @@ from typing import Any
 
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.games.registry import get_game
+from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import ActionOutcome, Bot
 from tests.workers.policy_bot import PolicyBot, first_legal, policy_bots
-from workers import queue
 from workers.host import run_match
-from workers.spec import MatchSpec, TimeControl
 
 TC = TimeControl(move_ms=1000, bank_ms=0, grace_ms=50, queue_ms=5000)
 DECK = [rank + suit for suit in "CDHS" for rank in "A23456789TJQK"]

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from workers import queue, runner
-from workers.spec import MatchSpec
+from referee.match.spec import MatchSpec
+from workers import runner
 
 
 class Unreachable:
@@ -64,9 +64,10 @@ def test_an_outage_longer_than_the_patience_still_raises(
 
 
 class LostStartReply:
-    """The real client, except that its first EVAL (the start of an attempt) is carried
-    out by Redis and its reply lost, or (``delivered=False``) held back by the network and
-    delivered late, as when the network drops between Redis and the host at that moment."""
+    """The real client, except that its first EVALSHA that Redis runs (the start of an
+    attempt; scripts go by their SHA1, referee/lua.py) is carried out by Redis and its
+    reply lost, or (``delivered=False``) held back by the network and delivered late, as
+    when the network drops between Redis and the host at that moment."""
 
     def __init__(self, conn: redis.Redis, delivered: bool = True) -> None:
         self.conn = conn
@@ -76,10 +77,10 @@ class LostStartReply:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.conn, name)
-        if name != "eval" or self.lost:
+        if name != "evalsha" or self.lost:
             return attr
 
-        def first_eval(*args: Any) -> Any:
+        def first_evalsha(*args: Any) -> Any:
             if self.delivered:
                 attr(*args)
             else:
@@ -87,7 +88,7 @@ class LostStartReply:
             self.lost = True
             raise redis.TimeoutError("Timeout reading from 198.18.17.2:6379")
 
-        return first_eval
+        return first_evalsha
 
 
 def test_a_lost_start_reply_takes_no_second_attempt(redis_client: redis.Redis) -> None:
@@ -119,6 +120,6 @@ def test_a_start_the_network_delivers_late_changes_nothing(redis_client: redis.R
     assert begun is not None and (begun.attempt, begun.redeal) == (1, False)
     assert flaky.held is not None
     redis_client.hset(keys.match_state("br-1"), "state", "done")  # the match went on
-    assert redis_client.eval(*flaky.held) == [1, 0]  # the late copy arrives
+    assert redis_client.evalsha(*flaky.held) == [1, 0]  # the late copy arrives
     assert redis_client.get(keys.match_attempt("br-1")) == "1"
     assert redis_client.hget(keys.match_state("br-1"), "state") == "done"

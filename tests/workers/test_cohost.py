@@ -31,9 +31,11 @@ from typing import Any
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.match.replay import verify_record
+from referee.match.spec import MatchSpec
 from referee.procs import arena_command, start_referee, stop_process
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
@@ -42,9 +44,6 @@ from tests.platform_fixtures import bots_on
 from tests.redeal import redealt_as_revealed
 from tests.workers.test_e2e import spec_of, stream_count, wait_done
 from tests.workers.test_faults import SteadyBot, enqueue_rotated, run_reference, wait_running
-from workers import queue
-from workers.replay import verify_record
-from workers.spec import MatchSpec
 
 pytestmark = pytest.mark.slow
 

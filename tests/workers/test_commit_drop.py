@@ -13,9 +13,8 @@ from typing import Any, cast
 
 import redis
 
-from referee import keys
+from referee import keys, queue
 from tests.workers.test_runner import make_spec
-from workers import queue
 from workers.runner import commit, start_attempt
 
 

@@ -20,17 +20,16 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.cli.main import main as arena_main
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.replay import verify_record
+from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import ActionOutcome, Bot, Turn
 from tests.platform_fixtures import Platform, bots_in_threads, running_platform
-from workers import queue
 from workers.host import run_match
-from workers.replay import verify_record
-from workers.spec import MatchSpec, TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -31,17 +31,16 @@ from typing import Any
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import bots, keys, queue, records
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.match.replay import verify_record
+from referee.match.spec import MatchSpec, TimeControl
+from referee.queue import RunningMatches
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import Platform, running_platform
 from tests.redeal import redealt_as_revealed, wait_revealed
 from tests.workers.test_e2e import spec_of, stream_count, wait_done
-from workers import queue, records
-from workers.queue import RunningMatches
-from workers.replay import verify_record
-from workers.spec import MatchSpec, TimeControl
 
 pytestmark = pytest.mark.slow
 

@@ -21,16 +21,15 @@ from rq import Queue
 from rq.executions import Execution
 from rq.intermediate_queue import IntermediateQueue
 
-from referee import keys
+from referee import keys, queue, records
 from referee.errors import RecordStoreError
-from referee.messages import now_ms
-from tests.metrics.test_host_totals import host  # noqa: F401  (the fixture)
+from referee.match.messages import now_ms
+from referee.queue import RunningMatches
+from tests.metrics.test_host_totals import host  # noqa: F401  (the fixture)  # noqa: F401  (the fixture)
 from tests.workers.test_runner import make_spec
 from workers import host as host_module
-from workers import queue, records
 from workers.host import MatchHost, Running
 from workers.metrics import HostMetrics
-from workers.queue import RunningMatches
 from workers.runner import REVEALED, Started, Superseded, commit, start_attempt
 
 

@@ -21,13 +21,13 @@ from google.protobuf.json_format import MessageToDict
 from arena.v1 import bot_pb2, internal_pb2
 from referee.games import registry
 from referee.games.base import DealSpec
-from referee.messages import now_ms
+from referee.match.messages import now_ms
+from referee.match.spec import MatchSpec, TimeControl, redeal_seed
 from tests.workers import fakegame
 from workers import metrics as wmetrics
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
 from workers.runner import MatchRun
-from workers.spec import MatchSpec, TimeControl, redeal_seed
 
 TC = TimeControl(move_ms=300, bank_ms=400, grace_ms=50, queue_ms=300, absent_ms=200)
 Kind = internal_pb2.Reply

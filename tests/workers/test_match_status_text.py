@@ -1,4 +1,4 @@
-"""``arena match status`` speaks to people (issue 27 item 6): the state and attempt, the
+"""``arena match status`` speaks to people: the state and attempt, the
 season or "a one-off match", the seats by name, times as local time and durations; not
 the runner's ``start:<token>`` bookkeeping or epoch milliseconds."""
 
@@ -10,11 +10,11 @@ import time
 import pytest
 import redis
 
+from referee import queue
 from referee.cli.main import main
 from referee.cli.workers_cmd import local_time
-from workers import queue
+from referee.match.spec import MatchSpec
 from workers.runner import start_attempt
-from workers.spec import MatchSpec
 
 EPOCH_MS = re.compile(r"\b1\d{12}\b")
 

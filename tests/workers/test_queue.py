@@ -1,4 +1,4 @@
-"""workers.queue against real Redis: enqueue once, statuses, listing, abandoned retries."""
+"""referee.queue against real Redis: enqueue once, statuses, listing, abandoned retries."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import threading
 
 import redis
 
-from referee import keys
-from referee.messages import now_ms
+from referee import keys, queue
+from referee.match.messages import now_ms
+from referee.match.spec import MatchSpec, TimeControl
 from referee.metrics_store import read_counters
-from workers import queue
-from workers.spec import MatchSpec, TimeControl
 
 
 def spec(match_id: str = "q1", season: str = "s1", **kw: object) -> MatchSpec:

@@ -1,4 +1,4 @@
-"""The record store (``workers.records``, docs/workers.md "Match records and the record
+"""The record store (``referee.records``, docs/workers.md "Match records and the record
 store"): records compacted and compressed, written atomically before the commit that
 names them, read back whole through one interface, wherever they live: a folder, or an
 S3-compatible server (moto's standalone server on loopback, a real HTTP server)."""
@@ -23,13 +23,13 @@ import redis
 import zstandard
 
 from arena.v1 import internal_pb2
-from referee import keys
+from referee import keys, records
 from referee.errors import RecordCorrupt, RecordMissing, RecordStoreError
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from workers import metrics, records
+from referee.match.spec import MatchSpec, TimeControl
+from workers import metrics
 from workers.runner import MatchRun, commit
-from workers.spec import MatchSpec, TimeControl
 
 
 class _Link:

@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from referee import bots, keys
+from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.match.replay import verify_record
+from referee.match.spec import MatchSpec
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
-from workers import queue
-from workers.replay import verify_record
-from workers.spec import MatchSpec
 
 pytestmark = pytest.mark.slow
 

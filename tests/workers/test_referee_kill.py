@@ -21,16 +21,15 @@ from dataclasses import dataclass, field
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
+from referee.match.replay import verify_record
+from referee.match.spec import TimeControl
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
 from tests.platform_fixtures import bots_on
 from tests.workers.test_e2e import spec_of, wait_done
-from workers import queue
-from workers.replay import verify_record
-from workers.spec import TimeControl
 
 pytestmark = pytest.mark.slow
 

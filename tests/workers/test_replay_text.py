@@ -1,5 +1,5 @@
 """The text replay (``arena match replay``, exports, the League API's ``GetReplay``) reads
-as sentences for people (issue 27 item 6): cards as people write them (``10♥``), names
+as sentences for people: cards as people write them (``10♥``), names
 rather than seat numbers, no Python dicts or lists."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 from referee.games.base import Source
 from referee.games.registry import get_game
+from referee.match.replay import render_replay
 from tests.web.test_replay_frames import played_record
-from workers.replay import render_replay
 
 RAW = re.compile(r"[{}]|'\w+':|\[[-\d., ]*\]|\['")
 """A Python dict, or a list of numbers or strings, printed as it is."""

@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 import redis
 
-from referee import keys
+from referee import keys, queue
 from referee.games import registry
-from referee.metrics_store import read_counters, read_histogram
+from referee.match.spec import MatchSpec, TimeControl
+from referee.metrics_store import read_counters, read_stored
 from tests.workers import fakegame
 from tests.workers.policy_bot import PolicyBot, first_legal, policy_bots
-from workers import queue
 from workers.host import run_match
-from workers.spec import MatchSpec, TimeControl
 
 TurnMessage = dict[str, Any]
 
@@ -82,7 +81,8 @@ def test_plays_commits_once_and_notifies(redis_client: redis.Redis, server: str)
     counters = read_counters(redis_client)
     assert counters["arena_matches_total"] == {"game=fake,kind=committed": 1.0}
     assert counters["arena_decisions_total"]["bot=a,game=fake,season=s1"] == 3
-    think = read_histogram(redis_client, "arena_bot_think_seconds")
+    name = "arena_bot_think_seconds"
+    think = read_stored(redis_client, (name,)).histograms[name]
     assert think["game=fake"]["count"] == 5
     record = queue.get_record(redis_client, "m1")
     assert record is not None
@@ -243,7 +243,7 @@ def test_engine_failure_is_kept_in_the_state(redis_client: redis.Redis) -> None:
 
 
 def test_record_replays_to_the_recorded_result(redis_client: redis.Redis, server: str) -> None:
-    from workers.replay import ReplayMismatch, render_replay, verify_record
+    from referee.match.replay import ReplayMismatch, render_replay, verify_record
 
     spec = make_spec(bots=("a", "b"), strikes=2)
     with policy_bots(redis_client, server, PolicyBot("a", garbage), PolicyBot("b")):

@@ -1,4 +1,4 @@
-"""Pins for the match runner's fencing, commit and clock (issue 19's survivors), on the
+"""Pins for the match runner's fencing, commit and clock (mutants that once survived), on the
 direct decision path of ``workers/runner.py``: each test names the mutation it kills.
 
 Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
@@ -22,14 +22,15 @@ import pytest
 import redis
 
 from arena.v1 import bot_pb2, internal_pb2
-from referee import keys
+from referee import keys, queue
 from referee.games import registry
 from referee.games.base import DealSpec, Event, EventKind, Source
-from referee.messages import ClockInfo
+from referee.match.messages import ClockInfo
+from referee.match.spec import FallbackMode, MatchSpec, TimeControl, redeal_seed
 from referee.metrics_store import read_counters
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
-from workers import queue, runner
+from workers import runner
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
 from workers.runner import (
@@ -43,7 +44,6 @@ from workers.runner import (
     worker_name,
 )
 from workers.runner import mark_failed as _mark_failed
-from workers.spec import FallbackMode, MatchSpec, TimeControl, redeal_seed
 
 
 class _Router:
@@ -375,7 +375,7 @@ def test_the_worker_name_comes_from_arena_worker_name(monkeypatch: pytest.Monkey
 
 def test_a_step_the_platform_plays_is_recorded_with_its_source(redis_client: redis.Redis) -> None:
     """Pins ``auto_step``'s record: the step keeps its deal, seat, source and events, and
-    the engine is told the source (``forced``), so a replay (workers/replay.py applies
+    the engine is told the source (``forced``), so a replay (referee/match/replay.py applies
     each step with its recorded source) reproduces the same events."""
     run = MatchRun(_host(), make_spec(), 1)
     seat = run.match.to_act()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from referee.cli import workers_cmd
+from referee.defaults import DEFAULT_MATCHES
 from referee.errors import ConfigError
 from workers import sizing
-from workers.host import DEFAULT_MATCHES
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Replays of committed match records: re-simulate through the engine, and render as text.
 
-A record (``workers.queue.get_record``) holds the spec (rules, seeds, deal specs), the
+A record (``referee.queue.get_record``) holds the spec (rules, seeds, deal specs), the
 initial hands and every step: what the platform applied, in order. Re-simulating those
 steps through a fresh engine must give the recorded result; :func:`verify_record` checks
 it and :func:`render_replay` prints the match: the layout after each card (Sevens), the
@@ -15,7 +15,7 @@ from typing import Any
 from referee.games.base import Event, EventKind, Match, Source
 from referee.games.cards import SUIT_SYMBOLS, action_symbols, card_symbol
 from referee.games.registry import get_game
-from workers.spec import MatchSpec
+from referee.match.spec import MatchSpec
 
 
 class ReplayMismatch(Exception):

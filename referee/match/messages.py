@@ -1,7 +1,7 @@
 """The messages a match host sends a bot, as dicts (docs/workers.md "The decision path").
 
 A host builds each notification as one of these ``TypedDict``s and turns it into its
-``arena.v1.RefereeMessage`` with ``referee.gateway.convert``; the bytes travel to the bot
+``arena.v1.RefereeMessage`` with ``referee.protocol.convert``; the bytes travel to the bot
 through the bot's referee on the internal stream (proto/arena/v1/internal.proto), which
 forwards them without decoding. The record of a match keeps the dict form. Times are Unix
 epoch milliseconds (``now_ms``); durations are milliseconds as floats.

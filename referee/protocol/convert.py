@@ -1,4 +1,4 @@
-"""Message dicts (referee.messages, docs/OBSERVATIONS.md) -> proto messages (arena.v1).
+"""Message dicts (referee.match.messages, docs/OBSERVATIONS.md) -> proto messages (arena.v1).
 
 Only the fields the documents name are copied, so nothing a worker might add by mistake
 reaches a bot. Every function raises ``ValueError`` (or ``KeyError``/``TypeError``) on a
@@ -15,7 +15,7 @@ from google.protobuf import descriptor
 
 from arena.v1 import bot_pb2, game_pb2
 from referee.games.action_info import action_info
-from referee.messages import (
+from referee.match.messages import (
     ActionResultMessage,
     DealEndMessage,
     MatchEndMessage,

@@ -3,7 +3,8 @@
 Per decision a seat may think ``move_ms``; what it thinks beyond that is taken from its
 per-match ``bank``; ``grace_ms`` absorbs the network between referee and bot. Think time
 is measured by the referee only (its send stamp to its receive stamp), so time spent
-waiting in an inbox, in Redis or in this worker is never charged.
+queued at the referee for a busy bot's free slot (up to ``queue_ms``), on the internal
+stream or in the match host is never charged.
 
 * limit of a decision = ``move_ms + bank_left + grace_ms``
 * answer in time  ⇔  ``think_ms <= limit``; then the bank pays
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.messages import ClockInfo
-from workers.spec import TimeControl
+from referee.match.messages import ClockInfo
+from referee.match.spec import TimeControl
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +46,6 @@ class MatchClock:
     def limit_ms(self, seat: int) -> float:
         """The most think time (referee stamps) this seat's next answer may take."""
         return self.tc.move_ms + self.bank_left_ms[seat] + self.tc.grace_ms
-
-    def queue_deadline_ms(self, seat: int, enqueued_ms: float) -> float:
-        """Until when a request may wait unsent in the bot's inbox (``expires_ms``)."""
-        return enqueued_ms + self.limit_ms(seat) + self.tc.queue_ms
 
     def judge(self, seat: int, think_ms: float) -> Verdict:
         """Judge one answer by its measured think time, and charge the bank."""

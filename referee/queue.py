@@ -23,19 +23,16 @@ from rq import Queue
 from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
-from referee import keys
-from referee.messages import now_ms
-from workers import metrics
-from workers.spec import CommittedResult, MatchSpec
-from workers.spec import MatchState as MatchState  # its home; re-exported for the queue's users
+from referee import keys, metrics_store
+from referee.defaults import CASUAL_QUEUE_NAME, QUEUE_NAME
+from referee.match.messages import now_ms
+from referee.match.spec import CommittedResult, MatchSpec
+from referee.match.spec import (
+    MatchState as MatchState,  # its home; re-exported for the queue's users
+)
 
 log = logging.getLogger(__name__)
 
-QUEUE_NAME: Final = "arena"
-CASUAL_QUEUE_NAME: Final = "arena-casual"
-"""The queue of casual matches (a person against bots, from ``/play`` or ``arena play``):
-hosts run them on slots of their own (``--casual-matches``), never on the slots of
-seasons' matches, so strangers' games cannot hold the seasons' slots."""
 CASUAL_PREFIX: Final = "casual-"
 """Match ids of casual matches start so; their jobs go to :data:`CASUAL_QUEUE_NAME`."""
 JOB_FUNC: Final = "workers.host.match_job"
@@ -285,7 +282,7 @@ def requeue_abandoned(
             )
             RunningMatches(pipe).remove(match_id)
             season_state(pipe, spec.season, match_id, new_state)
-            metrics.match_counter(pipe, spec.game, "failed" if give_up else "retried")
+            metrics_store.match_counter(pipe, spec.game, "failed" if give_up else "retried")
             pipe.execute()
         except redis.WatchError:
             return False
@@ -316,8 +313,8 @@ def get_result(conn: redis.Redis, match_id: str) -> CommittedResult | None:
 
 def get_record(conn: redis.Redis, match_id: str) -> dict[str, Any] | None:
     """The committed match record (see docs/workers.md, "Match record"), or None: read
-    through ``workers.records.load_record`` wherever it lives."""
-    from workers.records import load_record
+    through ``referee.records.load_record`` wherever it lives."""
+    from referee.records import load_record
 
     return load_record(conn, match_id)
 

@@ -2,7 +2,7 @@
 
 A season (or a one-off command) stores a :class:`MatchSpec` under
 ``keys.match_spec(match_id)`` and enqueues a ``run_match`` job for it
-(``workers.queue.enqueue_match``). The worker commits exactly one
+(``referee.queue.enqueue_match``). The match host commits exactly one
 :class:`CommittedResult` per match id under ``keys.match_result(match_id)`` and appends
 ``{"match_id", "season"}`` to ``keys.RESULTS_STREAM`` in the same transaction.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Final, Literal, TypedDict
 
@@ -20,7 +20,7 @@ from referee.games.base import DealSpec, derive_seed
 
 class MatchState(StrEnum):
     """The ``state`` field of ``keys.match_state`` and of ``keys.season_matches``: the one
-    list of a match's states (``workers.queue`` and ``referee.seasons.store`` write them)."""
+    list of a match's states (``referee.queue`` and ``referee.seasons.store`` write them)."""
 
     SCHEDULED = "scheduled"  # a season's match not handed to the queue yet (season_matches)
     QUEUED = "queued"
@@ -29,6 +29,16 @@ class MatchState(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
     UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
+
+
+class SeasonState(StrEnum):
+    """The ``state`` field of ``keys.season``."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    FINISHED = "finished"
 
 
 class FallbackMode(StrEnum):
@@ -92,14 +102,11 @@ class TimeControl:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TimeControl:
-        return cls(
-            move_ms=int(data.get("move_ms", 1000)),
-            bank_ms=int(data.get("bank_ms", 5000)),
-            grace_ms=int(data.get("grace_ms", 50)),
-            queue_ms=int(data.get("queue_ms", 30_000)),
-            absent_ms=int(data.get("absent_ms", 3000)),
-            clock="cpu" if data.get("clock") == "cpu" else "wall",
-        )
+        """The fields ``data`` has; the class's defaults for the others."""
+        given = {
+            f.name: int(data[f.name]) for f in fields(cls) if f.name in data and f.name != "clock"
+        }
+        return cls(**given, clock="cpu" if data.get("clock") == "cpu" else "wall")
 
 
 @dataclass(frozen=True, slots=True)

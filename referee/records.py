@@ -351,7 +351,7 @@ def expand(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _deals(spec: Mapping[str, Any]) -> Any:
-    from workers.spec import MatchSpec
+    from referee.match.spec import MatchSpec
 
     return MatchSpec.from_dict(dict(spec)).deals
 
