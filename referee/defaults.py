@@ -7,6 +7,8 @@ apply, a host's sizes that ``arena worker`` and ``arena referee`` both offer) li
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Final
 
 QUEUE_NAME: Final = "arena"
@@ -30,3 +32,17 @@ LINK_WRITE_TIMEOUT_S: Final = 10.0
 """Longest wait for one write on the internal stream between a referee and a host, at
 either end; past it the link is given up (its open requests are sent again; an unbounded
 write waits on HTTP/2 flow control forever)."""
+
+
+DATA_DIR_ENV: Final = "ARENA_DATA_DIR"
+
+
+def default_data_dir() -> Path:
+    """Where the platform keeps its embedded Redis and state, the same from any folder:
+    ``$ARENA_DATA_DIR``, else ``$XDG_STATE_HOME/arena``, else ``~/.local/state/arena``."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME")
+    base = Path(state).expanduser() if state else Path.home() / ".local" / "state"
+    return (base / "arena").resolve()

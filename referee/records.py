@@ -282,7 +282,7 @@ def store_url(data_dir: Path | str | None = None) -> str:
     if env:
         return env
     if data_dir is None:
-        from referee.cli.common import default_data_dir
+        from referee.defaults import default_data_dir
 
         data_dir = default_data_dir()
     return f"file:{Path(data_dir).expanduser().resolve() / 'records'}"

@@ -40,35 +40,63 @@ NODES: dict[str, tuple[str, ...]] = {
         "referee.metrics_store",
         "referee.procs",
         "referee.queue",
+        "referee.records",  # the record store, read through by the queue of record
     ),
     "workers": ("workers",),  # the match hosts
-    "seasons": ("referee.seasons",),
+    "seasons": ("referee.seasons", "referee.ladder"),  # the continuous ladder plays seasons
+    "hosting": (  # hosted bots: archives, versions, builds, the sandbox, cgroups, the meter
+        "referee.hosting",
+        "referee.hosting.archive",
+        "referee.hosting.cgroups",
+        "referee.hosting.errors",
+        "referee.hosting.languages",
+        "referee.hosting.meter",
+        "referee.hosting.sandbox",
+        "referee.hosting.versions",
+    ),
+    "supervisor": ("referee.hosting.supervisor",),  # keeps hosted bots running, sandboxed
     "metrics": ("referee.metrics",),  # the Prometheus exposition
     "web": ("referee.web",),
     "gateway": ("referee.gateway",),  # the gRPC referee (bot streams, League API)
     "botcheck": ("referee.botcheck",),
     "cli": ("referee.cli",),  # the composition root: the only node that sees every other
-    "sdk": ("arena_sdk",),  # the bot SDK
+    "observation": ("arena_sdk.observation",),  # the declared observation (typing only)
+    "sdk": ("arena_sdk", "arena_sdk.sdk", "arena_sdk.bridge"),  # the bot SDK
     "samples": ("sample_bots",),
 }
 
 GRAPH: dict[str, frozenset[str]] = {
     # node: the nodes it may import (directly); docs/ARCHITECTURE.md draws this
     "arena": frozenset(),
-    "games": frozenset(),
+    "observation": frozenset(),
+    "games": frozenset({"observation"}),
     "match": frozenset({"games"}),
     "protocol": frozenset({"arena", "games", "match"}),
     "platform": frozenset({"games", "match"}),
     "workers": frozenset({"arena", "games", "match", "protocol", "platform"}),
     "seasons": frozenset({"games", "match", "platform"}),
     "metrics": frozenset({"platform"}),
-    "web": frozenset({"games", "match", "platform", "seasons", "metrics", "sdk"}),
-    "gateway": frozenset({"arena", "games", "match", "platform", "seasons", "web"}),
+    "hosting": frozenset({"platform"}),
+    "web": frozenset({"games", "match", "platform", "seasons", "metrics", "hosting", "sdk"}),
+    "gateway": frozenset({"arena", "games", "match", "platform", "seasons", "web", "hosting"}),
+    "supervisor": frozenset({"platform", "seasons", "hosting", "gateway"}),
     "botcheck": frozenset({"arena", "games", "match", "protocol", "platform", "workers"}),
     "cli": frozenset(
-        {"games", "match", "platform", "workers", "seasons", "web", "gateway", "botcheck", "sdk"}
+        {
+            "games",
+            "match",
+            "platform",
+            "workers",
+            "seasons",
+            "web",
+            "gateway",
+            "botcheck",
+            "hosting",
+            "supervisor",
+            "sdk",
+        }
     ),
-    "sdk": frozenset({"arena"}),
+    "sdk": frozenset({"arena", "observation"}),
     "samples": frozenset({"sdk"}),
 }
 
@@ -192,8 +220,10 @@ def test_no_module_imports_outside_the_graph(node: str) -> None:
 def test_loading_a_node_loads_nothing_outside_its_reach(node: str) -> None:
     modules = [name for name, _ in _modules() if node_of(name) == node]
     allowed = sorted(_reach(node) | {node})
-    # a module's parent packages load with it (``referee`` with ``referee.games``)
-    parents = sorted({m.rsplit(".", 1)[0] for m in modules if "." in m} - set(modules))
+    # a module's parent packages load with it (``referee`` with ``referee.games``,
+    # ``arena_sdk`` with ``arena_sdk.observation``): its own and those of nodes it reaches
+    reached = [name for name, _ in _modules() if node_of(name) in allowed]
+    parents = sorted({m.rsplit(".", 1)[0] for m in reached if "." in m} - set(reached))
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"

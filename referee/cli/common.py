@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import redis
 from rich.text import Text
 
+from referee.defaults import DATA_DIR_ENV, default_data_dir
 from referee.embedded_redis import EmbeddedRedis, write_private
 from referee.embedded_redis import redacted_url as redacted_url  # re-exported
 from referee.errors import ArenaError, ConfigError
@@ -30,23 +31,11 @@ from referee.games.errors import RulesError
 REDIS_URL_FILE = "redis.url"
 """``arena up`` (and other commands that start the embedded Redis) write its URL here (0600:
 the URL carries the embedded Redis's password)."""
-DATA_DIR_ENV = "ARENA_DATA_DIR"
 REDIS_URL_ENV = "ARENA_REDIS_URL"
 ADMIN_TOKEN_ENV = "ARENA_ADMIN_TOKEN"
 BOT_TOKEN_ENV = "ARENA_TOKEN"
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-def default_data_dir() -> Path:
-    """Where the platform keeps its embedded Redis and state, the same from any folder:
-    ``$ARENA_DATA_DIR``, else ``$XDG_STATE_HOME/arena``, else ``~/.local/state/arena``."""
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    state = os.environ.get("XDG_STATE_HOME")
-    base = Path(state).expanduser() if state else Path.home() / ".local" / "state"
-    return (base / "arena").resolve()
 
 
 class Commands:

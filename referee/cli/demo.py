@@ -28,12 +28,12 @@ from referee.cli.common import (
     REDIS_URL_FILE,
     Commands,
     cell,
-    default_data_dir,
     redacted_url,
     write_redis_url,
 )
 from referee.cli.hosted_run_cmd import hosted_socket, make_supervisor
 from referee.cli.seasons import console, standings_table, watch_season
+from referee.defaults import default_data_dir
 from referee.embedded_redis import write_private
 from referee.errors import ArenaError
 from referee.hosting.sandbox import require_sandbox
