@@ -463,7 +463,9 @@ class RefereeServer:
         bots authenticate with their tokens as on the TCP port), and the meter that
         freezes them between turns and reads their CPU time (referee.hosting.meter)."""
         path = Path(self.config.hosted_socket)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Its folder is the data dir's (0700 like every folder there): the sandboxes reach
+        # the socket through a bind mount of the file itself, never through this path.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         if server.add_insecure_port(f"unix:{path}") == 0:
