@@ -530,16 +530,16 @@ class Bot:
     than :attr:`keepalive_timeout_ms`: a vanished referee is noticed within about the sum
     of the two, and the bot reconnects (to the next referee given)."""
     keepalive_timeout_ms: int = _env_ms("ARENA_KEEPALIVE_TIMEOUT_MS", KEEPALIVE_TIMEOUT_MS)
-    choose_inline: bool | None = None
-    """Where ``choose`` runs. None (the default): on the stream's own thread while it stays
-    fast, which saves two thread hops per decision. The first :data:`PROBE_DECISIONS`
+    choose_inline: bool | None = False
+    """Where ``choose`` runs. False (the default): in the thread pool, so that a ``choose``
+    that blocks (a person's seat, a search, I/O) never holds the stream and the bot's other
+    matches. None: on the stream's own thread while it stays fast, which saves two thread
+    hops per decision. The first :data:`PROBE_DECISIONS`
     decisions run in the thread pool and are timed; when each took under
     :attr:`inline_limit_ms`, later ones run on the stream's thread, still timed; the first
     that takes longer moves ``choose`` back to the pool for good (while ``choose`` runs on
     the stream's thread nothing else is read or answered). True: always on the stream's
-    thread. False: always in the pool; set it on a bot whose ``choose`` may block or search
-    for long only now and then (an endgame solver, I/O), so that not even one call holds the
-    stream."""
+    thread. A bot whose ``choose`` is always fast opts in with None or True."""
     inline_limit_ms: float = INLINE_LIMIT_MS
     """A ``choose`` slower than this (wall time) moves to the thread pool for good
     (:attr:`choose_inline` None)."""
