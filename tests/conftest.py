@@ -25,6 +25,13 @@ os.environ.pop("ARENA_REDIS_URL", None)
 os.environ.pop("ARENA_ADMIN_TOKEN", None)
 os.environ.pop("ARENA_TOKEN", None)
 
+# Children (referees, hosts, bots, CLI runs) import this tree's code whatever their working
+# folder, even where the venv's editable install points at another checkout of the project.
+_ROOT = str(Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p
+)
+
 # The secret of the referee <-> match host stream, for every referee and worker a test
 # starts (children inherit it): never a file in the working tree, never argv.
 os.environ["ARENA_CLUSTER_SECRET"] = secrets.token_urlsafe(32)
