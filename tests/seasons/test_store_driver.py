@@ -1,6 +1,7 @@
 """The season store and driver against a real Redis; matches are played by the workers'
-real ``run_match`` in this process (no bot connects, so every seat times out once and the
-autopilot plays it, strikes = 1), then results flow through the results stream."""
+real ``run_match`` in this process (no bot connects, so every seat is judged disconnected
+once and the autopilot plays it, strikes = 1), then results flow through the results
+stream."""
 
 from __future__ import annotations
 
@@ -42,7 +43,15 @@ def _spec(name: str = "s1", seed: int = 99, window: int = 2) -> SeasonSpec:
             "table_size": 4,
             "deals_per_match": 2,
             "seed": seed,
-            "time_control": {"move_ms": 5, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1},
+            # absent_ms 0: no bot connects, so each seat's first decision is judged at
+            # once rather than 3 s (the default) past its 5 ms clock
+            "time_control": {
+                "move_ms": 5,
+                "bank_ms": 0,
+                "grace_ms": 0,
+                "queue_ms": 1,
+                "absent_ms": 0,
+            },
             "options": {"strikes": 1, "window": window},
         }
     )
