@@ -8,7 +8,13 @@ played once per seat of the bot under test, the other three seats ``random``; th
 of deals won and the chips per deal with 95% intervals over sets (normal: the sets are
 independent, and there are thousands).
 
+``oracle`` is a bound, not a bot: Perfect Information Monte Carlo shown the true hands
+(``--playouts`` playouts per legal move, the same seeds for every move, the heuristic for
+itself and random play for the others, as the others really play; the win as utility).
+What it wins is roughly what a search could win if the belief were exact.
+
     .venv/bin/python bench/sevens_heuristic.py --sets 5000    # ~1 min a preset on one core
+    .venv/bin/python bench/sevens_heuristic.py --policies oracle --sets 300 --playouts 60
 """
 
 from __future__ import annotations
@@ -32,7 +38,31 @@ from referee.seasons.ratings import Z95
 
 Move = Callable[[FastDeal, random.Random], int]
 
-POLICIES: dict[str, Move] = {"heuristic": heuristic_move, "random": random_move}
+
+def oracle(playouts: int) -> Move:
+    """The perfect-information bound of the module docstring, ``playouts`` per move."""
+
+    def move(deal: FastDeal, rng: random.Random) -> int:
+        moves = deal.legal_moves()
+        if len(moves) == 1:
+            return moves[0]
+        seat = deal.to_act
+        seeds = [rng.getrandbits(32) for _ in range(playouts)]
+        best, best_wins = moves[0], -1
+        for m in moves:
+            wins = 0
+            for seed in seeds:
+                sim = deal.clone()
+                sim.play(m)
+                r = random.Random(seed)
+                while sim.winner < 0:
+                    sim.play((heuristic_move if sim.to_act == seat else random_move)(sim, r))
+                wins += sim.winner == seat
+            if wins > best_wins:
+                best, best_wins = m, wins
+        return best
+
+    return move
 
 
 def play_sets(policy: Move, preset_name: str, sets: int, seed: int) -> dict[str, float]:
@@ -69,14 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", type=int, default=5000, help="duplicate sets (5000)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--presets", default="sevens,fan-tan")
-    parser.add_argument("--policies", default="heuristic,random")
+    parser.add_argument("--policies", default="heuristic,random", help="and oracle")
+    parser.add_argument("--playouts", type=int, default=60, help="oracle's per move (60)")
     args = parser.parse_args(argv)
+    policies = {"heuristic": heuristic_move, "random": random_move, "oracle": oracle(args.playouts)}
     print(f"fast engine, seed {args.seed}, {args.sets} sets of 4 deals, vs 3 random")
     print(f"{'preset':<8} {'bot':<10} {'won':>6} {'95%':>7} {'score/deal':>10} {'95%':>6} {'s':>5}")
     for preset_name in args.presets.split(","):
         for name in args.policies.split(","):
             started = time.perf_counter()
-            r = play_sets(POLICIES[name], preset_name, args.sets, args.seed)
+            r = play_sets(policies[name], preset_name, args.sets, args.seed)
             print(
                 f"{preset_name:<8} {name:<10} {r['won']:>6.3f} {r['won_half']:>7.3f} "
                 f"{r['score']:>10.2f} {r['score_half']:>6.2f} "
