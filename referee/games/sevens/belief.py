@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from referee.games.base import EventKind
+from referee.games.sevens import heuristic
 from referee.games.sevens.fast import FastDeal, FastRules, fast_rules
 from referee.games.sevens.search import SevensPosition, _cards_of, playable_mask
 from referee.games.sevens.tables import bits
@@ -200,9 +201,8 @@ class SevensBelief:
         opponent model (up to a constant: compare worlds of one position only)."""
         if not self.plays:
             return 1.0
-        fr = self.fr
-        beyond, nxt, suit_mask = fr.beyond, fr.nxt, fr.suit_mask
-        deck = fr.t.deck_mask
+        lanes = self.fr.lanes
+        card_score = heuristic.card_score
         held = list(hands)
         log_w = 0.0
         for seat, card, table, playable in reversed(self.plays):
@@ -213,21 +213,12 @@ class SevensBelief:
             count = able.bit_count()
             if count <= 1:
                 continue
-            others = deck & ~table & ~hand
-            total = 0.0
-            mine = 0.0
-            for i in bits(able):
-                rest = hand & ~_BIT[i]
-                region = beyond[i]
-                score = 2.0 * (region & rest).bit_count() - (region & others).bit_count()
-                if nxt[i] & rest:
-                    score += 1.0
-                score -= 0.1 * (suit_mask[i] & rest).bit_count()
-                e = math.exp(score / TEMPERATURE)
-                total += e
-                if i == card:
-                    mine = e
-            p = HEURISTIC_SHARE * mine / total + (1.0 - HEURISTIC_SHARE) / count
+            moves = bits(able)
+            scores = [card_score(lanes[i], hand & ~_BIT[i], table) for i in moves]
+            top = max(scores)
+            exps = [math.exp((x - top) / TEMPERATURE) for x in scores]
+            mine = exps[moves.index(card)]
+            p = HEURISTIC_SHARE * mine / sum(exps) + (1.0 - HEURISTIC_SHARE) / count
             log_w += math.log(p)
         return math.exp(log_w)
 
