@@ -17,6 +17,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import redis
 
 from referee import bots
 from referee.embedded_redis import EmbeddedRedis
+from referee.hosting.archive import pack_folder
 from referee.hosting.cgroups import CgroupUnavailable, Hierarchy, open_hierarchy
 from referee.hosting.meter import group_name
 from referee.hosting.supervisor import RunLimits, Supervisor, read_events
@@ -35,6 +37,7 @@ from referee.match.spec import TimeControl
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 from tests.platform_fixtures import running_platform
+from tests.polyglot.helpers import node_ready
 
 pytestmark = pytest.mark.slow
 
@@ -129,14 +132,16 @@ def play_season(
     *,
     deals: int = 1,
     on_ready: Callable[[], None] | None = None,
+    game: str = "sevens",
+    preset: str = "fan-tan",
 ) -> list[dict[str, Any]]:
     """Create a season of ``names`` (the supervisor starts its hosted bots), start it once
     each has a stream (``on_ready`` first), wait for its end; return its seat stats (every
-    seat of every committed match)."""
+    seat of every committed match, each match committed)."""
     spec = SeasonSpec(
         name=name,
-        game="sevens",
-        preset="fan-tan",
+        game=game,
+        preset=preset,
         bots=tuple(names),
         table_size=len(names) if len(names) <= 4 else 3,
         deals_per_match=deals,
@@ -156,7 +161,8 @@ def play_season(
         assert time.monotonic() < deadline, store.match_states(hosting.conn, name)
         time.sleep(0.2)
     results = store.committed_results(hosting.conn, name)
-    assert results
+    total = int(store.get_season(hosting.conn, name)["matches_total"])
+    assert results and len(results) == total, (len(results), total)
     return [dict(s) for r in results for s in r["stats"]]
 
 
@@ -169,6 +175,64 @@ def probes(hosting: Hosting, bot: str) -> dict[str, dict[str, object]]:
             if isinstance(data, dict) and "probe" in data:
                 found[str(data["probe"])] = data
     return found
+
+
+def archive_of(folder: Path, out: Path) -> Path:
+    """``folder`` as the archive an author uploads: a .zip or a .tar.gz by ``out``'s name."""
+    if out.suffix == ".zip":
+        with zipfile.ZipFile(out, "w") as zipped:
+            for path in sorted(folder.rglob("*")):
+                zipped.write(path, path.relative_to(folder).as_posix())
+        return out
+    with open(out, "wb") as stream:
+        pack_folder(folder, stream)
+    return out
+
+
+@pytest.mark.parametrize(("game", "preset"), [("sevens", "fan-tan"), ("sedma", "sedma")])
+def test_python_node_c_and_shell_archives_play_a_season_of_each_game_family(
+    hosting: Hosting, tmp_path: Path, game: str, preset: str
+) -> None:
+    examples = REPO / "examples" / "hosted"
+    uploads = {
+        "python": archive_of(examples / "python", tmp_path / "python.zip"),
+        "node": archive_of(examples / "node", tmp_path / "node.tar.gz"),
+        "c": archive_of(examples / "c", tmp_path / "c.tar.gz"),
+        "shell": archive_of(examples / "shell", tmp_path / "shell.tar.gz"),
+    }
+    names = []
+    for language, archive in uploads.items():
+        name = f"{game}-{language}"
+        bots.register(hosting.conn, name)
+        info = hosting.store.submit_and_build(name, archive)
+        assert info.build == "ok", hosting.store.build_log(name, info.version)
+        names.append(name)
+    stats = play_season(hosting, f"family-{game}", names, game=game, preset=preset)
+    for name in names:
+        mine = [s for s in stats if s["bot"] == name]
+        assert sum(int(s["decisions"]) for s in mine) > 0, (name, stats)
+        assert all(s["timeouts"] == 0 and not s["autopilot"] for s in mine), (name, stats)
+        assert {e["event"] for e in read_events(hosting.conn, name)} == {"started"}
+
+
+def test_the_repository_grpc_node_bot_plays_a_season_over_the_unix_socket(
+    hosting: Hosting, tmp_path: Path
+) -> None:
+    folder = tmp_path / "node-grpc"
+    folder.mkdir()
+    for name in ("bot.js", "package.json"):
+        (folder / name).write_text((node_ready() / name).read_text())
+    bots.register(hosting.conn, "ngrpc")
+    info = hosting.store.submit_and_build("ngrpc", archive_of(folder, tmp_path / "n.tar.gz"))
+    assert (info.protocol, info.build) == ("grpc", "ok"), hosting.store.build_log("ngrpc", 1)
+    submit(hosting, "ngrpc-py", REPO / "examples" / "hosted" / "python")
+    submit(hosting, "ngrpc-sh", REPO / "examples" / "hosted" / "shell")
+    names = ["ngrpc", "ngrpc-py", "ngrpc-sh"]
+    stats = play_season(hosting, "node-grpc", names, deals=2)
+    mine = [s for s in stats if s["bot"] == "ngrpc"]
+    assert sum(int(s["decisions"]) for s in mine) > 0, stats
+    assert all(s["timeouts"] == 0 and not s["autopilot"] for s in stats), stats
+    assert {e["event"] for e in read_events(hosting.conn, "ngrpc")} == {"started"}
 
 
 def test_python_shell_and_c_bots_play_a_season_and_every_escape_fails(
