@@ -60,7 +60,7 @@ from referee.seasons import store, tallies
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.standings import standings_rows_equal
-from workers.runner import commit
+from workers.attempts import commit
 
 SEASON = "scale"
 CHECK_UP_TO = 20_000

@@ -10,12 +10,12 @@ A season (or a one-off command) stores a :class:`MatchSpec` under
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Final, Literal, TypedDict
 
-from referee.games.base import DealSpec, derive_seed
+from referee.games.base import DealSpec, Event, EventKind, derive_seed
 
 
 class MatchState(StrEnum):
@@ -222,6 +222,33 @@ def seat_stats(bot: str) -> SeatStats:
         "autopilot": False,
         "think_ms_total": 0.0,
     }
+
+
+FAILURE_KINDS: Final = frozenset(
+    {EventKind.TIMEOUT, EventKind.INVALID_ACTION, EventKind.ILLEGAL_PASS}
+)
+"""A seat's events that make its decision a failure (a strike towards the autopilot)."""
+
+
+def tally_decision(
+    stats: SeatStats,
+    mine: Sequence[Event],
+    *,
+    no_answer: bool = False,
+    fallback: bool = False,
+    think_ms: float = 0.0,
+) -> bool:
+    """Count one decision of a seat in its ``stats`` (the one tally of seat statistics:
+    match hosts and in-process seasons): ``mine``, the seat's events of the decision;
+    ``no_answer``, nothing came in time. True if the seat failed the decision."""
+    kinds = [e.kind for e in mine]
+    stats["decisions"] += 1
+    stats["timeouts"] += int(no_answer)
+    stats["invalid_actions"] += kinds.count(EventKind.INVALID_ACTION)
+    stats["illegal_passes"] += kinds.count(EventKind.ILLEGAL_PASS)
+    stats["fallbacks"] += int(fallback and not no_answer)
+    stats["think_ms_total"] += think_ms
+    return no_answer or not FAILURE_KINDS.isdisjoint(kinds)
 
 
 class CommittedResult(TypedDict):
