@@ -5,14 +5,16 @@ requests (the observations of a 4-seat deal played through the engine, history a
 ``window`` at a time, and, unless the bot declined them (``Hello.skip_accepted_results``),
 an ACCEPTED ``ActionResult`` after each answer, as the referee does. The bot is the SDK in
 a process of its own (``first legal action``); its CPU per decision comes from /proc over
-the measured decisions. Each variant runs ``--rounds`` times, interleaved, and is printed
-beside the first one (the SDK's defaults) measured in the same run:
+the measured decisions. A bot that asks for batches (``Hello.batches``, the SDK's
+default) gets the turns its one message released together in one ``TurnBatch``, as the
+referee writes turns that wait together. Each variant runs ``--rounds`` times, interleaved,
+and is printed beside the first one (the SDK's defaults) measured in the same run:
 
-* ``default``: the SDK's defaults (``choose_inline`` left as it is: with an SDK that
-  times ``choose``, a fast one runs on the stream's own thread after a few decisions in the
-  pool; an older SDK always uses the pool); accepted results declined, since the bot does
-  not override ``on_result``;
-* ``pool``: ``choose_inline = False`` (``choose`` always in the SDK's threads);
+* ``default``: the SDK's defaults (``choose`` in the SDK's thread pool, batches asked
+  for where the SDK knows them); accepted results declined, since the bot does not
+  override ``on_result``;
+* ``single``: the same without batches (``batches = False``: one message per turn and
+  per answer);
 * ``pool+results``: the same bot taking every result (``accepted_results = True``, what
   every bot got before ``skip_accepted_results``);
 * ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
@@ -46,6 +48,7 @@ import grpc.aio  # type: ignore[import-untyped]
 from arena.v1 import bot_pb2
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.gateway.relay import turn_batch
 from referee.protocol import convert
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -59,6 +62,8 @@ class B(Bot):
     if sys.argv[2] != "default":
         choose_inline = sys.argv[2] == "inline"
     accepted_results = sys.argv[3] == "results"
+    if sys.argv[5] == "single":
+        batches = False
     def choose(self, turn):
         return turn.legal_actions[0]
 B().run(sys.argv[1], "token")
@@ -79,11 +84,11 @@ for line in sys.stdin:
 """
 
 VARIANTS = {
-    "default": ("default", "skip"),
-    "pool": ("pool", "skip"),
-    "pool+results": ("pool", "results"),
-    "inline": ("inline", "skip"),
-    "bridge": ("bridge", "skip"),
+    "default": ("default", "skip", "batches"),
+    "single": ("default", "skip", "single"),
+    "pool+results": ("pool", "results", "batches"),
+    "inline": ("inline", "skip", "batches"),
+    "bridge": ("bridge", "skip", "batches"),
 }
 
 
@@ -140,29 +145,44 @@ class Referee:
         stream = requests.__aiter__()
         hello = (await stream.__anext__()).hello
         skip = getattr(hello, "skip_accepted_results", False)  # an SDK from before it: no
-        await context.write(
-            bot_pb2.RefereeMessage(
-                welcome=bot_pb2.Welcome(bot="bench", protocol_version=1, max_concurrent_matches=64)
-            ).SerializeToString()
-        )
+        batches = getattr(hello, "batches", False)
+        welcome = bot_pb2.Welcome(bot="bench", protocol_version=1, max_concurrent_matches=64)
+        if batches:
+            welcome.batches = True
+        await context.write(bot_pb2.RefereeMessage(welcome=welcome).SerializeToString())
         sent = 0
-        for _ in range(self.window):
-            await context.write(self.requests[sent % len(self.requests)])
-            sent += 1
+
+        async def send(count: int) -> None:
+            # as the referee does: turns released together go in one TurnBatch when asked
+            nonlocal sent
+            turns = [self.requests[(sent + i) % len(self.requests)] for i in range(count)]
+            sent += count
+            if batches and count > 1:
+                await context.write(turn_batch(turns))
+            else:
+                for turn in turns:
+                    await context.write(turn)
+
+        await send(self.window)
         answered = 0
         async for message in stream:
-            if message.WhichOneof("msg") != "action":
+            kind = message.WhichOneof("msg")
+            if kind == "action":
+                count = 1
+            elif kind == "actions":
+                count = len(message.actions.actions)
+            else:
                 continue
-            answered += 1
-            if answered == self.warm:
+            answered += count
+            if answered >= self.warm and not self.warmed.is_set():
                 self.warmed.set()
             if not skip:
-                await context.write(self.result)
+                for _ in range(count):
+                    await context.write(self.result)
             if answered >= self.decisions + self.warm:
                 self.done.set()
                 return
-            await context.write(self.requests[sent % len(self.requests)])
-            sent += 1
+            await send(count)
 
     def handler(self) -> Any:
         return grpc.method_handlers_generic_handler(
@@ -195,10 +215,10 @@ async def measure(
     if tree and base_tree:
         cwd = base_tree
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [base_tree, env.get("PYTHONPATH")]))
-    mode, results = VARIANTS[name]
+    mode, results, batching = VARIANTS[name]
     code = BRIDGE if mode == "bridge" else BOT
     bot = subprocess.Popen(
-        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM],
+        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM, batching],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
