@@ -51,6 +51,7 @@ from referee.match.messages import (
     TurnMessage,
     now_ms,
 )
+from referee.match.row import row_text
 from referee.match.spec import CommittedResult, FallbackMode, MatchSpec, SeatStats, seat_stats
 from referee.protocol import convert
 from referee.queue import MatchState, RunningMatches, season_state
@@ -263,7 +264,7 @@ def _commit_once(
         if latest is not None and int(latest) != attempt:
             return False
         pipe.multi()
-        pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
+        pipe.set(keys.match_result(mid), row_text(result))
         pipe.set(
             keys.match_record(mid),
             record.to_json()

@@ -216,16 +216,15 @@ def _elo_chart_follows_the_ratings(browser: Any, platform: Platform) -> None:
 
     from referee.web import history, league
 
-    async def results() -> list[dict[str, Any]]:
+    async def checkpoints() -> list[dict[str, Any]]:
         client = aredis.Redis.from_url(platform.redis_url)
         try:
-            return await league.season_results(client, "live")
+            return await league.season_checkpoints(client, "live")
         finally:
             await client.aclose()
 
-    estimates = [
-        y for s in history.elo_over_time(list(BOTS), asyncio.run(results())) for _x, y in s.points
-    ]
+    elo, _score = history.from_checkpoints(list(BOTS), asyncio.run(checkpoints()))
+    estimates = [y for s in elo for _x, y in s.points]
     spread = max(estimates) - min(estimates)
 
     def read_chart() -> dict[str, Any] | None:
