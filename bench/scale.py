@@ -474,7 +474,8 @@ def run(args: argparse.Namespace) -> tuple[list[Row], bool | None]:
                 f"{args.matches} matches of {args.deals} deals, {args.bots} bots; records "
                 f"{records.kind}; template record {len(json.dumps(templates[0].record))} B "
                 f"as JSON, stored {len(templates[0].data) or '-'} B; result row "
-                f"{len(json.dumps(templates[0].result))} B",
+                f"{len(json.dumps(templates[0].result))} B as JSON, stored "
+                f"{len(row_text(templates[0].result))} B",
                 flush=True,
             )
             driver = SeasonDriver(conn)
