@@ -76,6 +76,8 @@ def lean_result(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def lean(committed: Mapping[str, Any]) -> CommittedResult:
     """A committed result as :func:`parse_row` gives it back after :func:`row_text`."""
+    if not isinstance(committed.get("result"), dict):
+        return cast(CommittedResult, dict(committed))
     return cast(CommittedResult, {**committed, "result": lean_result(committed["result"])})
 
 
@@ -116,7 +118,10 @@ def _stats_of(seat: int, seats: list[Any], row: Any) -> dict[str, Any]:
 
 
 def row_text(committed: Mapping[str, Any]) -> str:
-    """The compact row of a committed result (JSON text)."""
+    """The compact row of a committed result (JSON text); one without a ``result`` object
+    (no match result to compact) as its JSON, as rows were written before."""
+    if not isinstance(committed.get("result"), dict):
+        return json.dumps(committed, separators=(",", ":"))
     data: dict[str, Any] = {"v": ROW_VERSION}
     extra: dict[str, Any] = {}
     for name, value in committed.items():

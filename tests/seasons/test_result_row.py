@@ -99,3 +99,9 @@ def test_a_row_written_before_reads_as_it_is_and_the_record_completes_a_row() ->
     record = {"result": result["result"], "stats": result["stats"]}
     assert full_result(row, record) == result
     assert full_result(row, None) == row
+
+
+def test_a_result_without_a_match_result_is_kept_as_its_json() -> None:
+    odd = {"match_id": "m1", "season": "s1", "finished_ms": 1.0, "stats": []}
+    assert row_text(odd) == json.dumps(odd, separators=(",", ":"))
+    assert parse_row(row_text(odd)) == odd == lean(odd)
