@@ -13,10 +13,9 @@ Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import redis
 from rq import Queue
@@ -26,6 +25,7 @@ from rq.job import Job, JobStatus
 from referee import keys, metrics_store
 from referee.defaults import CASUAL_QUEUE_NAME, QUEUE_NAME
 from referee.match.messages import now_ms
+from referee.match.row import parse_row
 from referee.match.spec import CommittedResult, MatchSpec
 from referee.match.spec import (
     MatchState as MatchState,  # its home; re-exported for the queue's users
@@ -308,7 +308,7 @@ def get_spec(conn: redis.Redis, match_id: str) -> MatchSpec | None:
 def get_result(conn: redis.Redis, match_id: str) -> CommittedResult | None:
     """The committed result, or None while the match is not done."""
     raw = conn.get(keys.match_result(match_id))
-    return None if raw is None else cast(CommittedResult, json.loads(raw))
+    return None if raw is None else parse_row(raw)
 
 
 def get_record(conn: redis.Redis, match_id: str) -> dict[str, Any] | None:

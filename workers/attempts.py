@@ -35,6 +35,7 @@ import redis
 
 from referee import keys, lua
 from referee.match.messages import now_ms
+from referee.match.row import row_text
 from referee.match.spec import CommittedResult, MatchSpec
 from referee.queue import MatchState, RunningMatches, season_state
 from referee.records import RecordRef
@@ -231,7 +232,7 @@ def _commit_once(
         if latest is not None and int(latest) != attempt:
             return False
         pipe.multi()
-        pipe.set(keys.match_result(mid), json.dumps(result, separators=(",", ":")))
+        pipe.set(keys.match_result(mid), row_text(result))
         pipe.set(
             keys.match_record(mid),
             record.to_json()
