@@ -7,9 +7,12 @@ when the rules play one card a turn.
   plays; every legal move is played in it and the deal played out, the same world and
   playout seed for every move (common random numbers). The move with the best weighted
   mean utility wins.
-* :func:`ismcts`: single-observer Information Set MCTS over the same worlds: one tree of
-  the seat's moves and the others' replies, UCB1 with availability counts, each seat's
-  utility backed up where it chose.
+* :func:`ismcts`: single-observer Information Set MCTS over the same worlds, with an
+  opponent model: one tree of the seat's own decisions (UCB1 with availability counts),
+  the other seats' moves in it drawn from their model as in the playouts (not chosen by
+  their own UCB: the bots it meets are not minimax players), the seat's utility backed
+  up. Unlike :func:`determinized` it plans its own later moves rather than leaving them
+  to the heuristic, and spends its playouts on the moves that look best.
 
 The playouts model each other seat as a mixture: each of its moves is the heuristic's
 with the seat's share of heuristic play and a uniformly random legal move otherwise. The
@@ -59,10 +62,18 @@ def playout(deal: FastDeal, seat: int, rng: random.Random, shares: Sequence[floa
     heuristic with its probability in ``shares``, else at random."""
     while deal.winner < 0:
         to_act = deal.to_act
-        if to_act == seat or rng.random() < shares[to_act]:
+        if to_act == seat:
             deal.play(heuristic_move(deal, rng))
         else:
-            deal.play(random_move(deal, rng))
+            deal.play(_model_move(deal, rng, shares[to_act]))
+
+
+def _model_move(deal: FastDeal, rng: random.Random, share: float) -> int:
+    """The move of the seat to act under the opponent model: the heuristic's with
+    probability ``share``, else a uniformly random legal move."""
+    if rng.random() < share:
+        return heuristic_move(deal, rng)
+    return random_move(deal, rng)
 
 
 def determinized(
@@ -139,8 +150,14 @@ def ismcts(
         node = root
         path: list[_Node] = []
         while deal.winner < 0:
-            moves = deal.legal_moves()
             player = deal.to_act
+            if player != seat:  # the others move by their model, as in the playouts
+                deal.play(_model_move(deal, rng, shares[player]))
+                continue
+            moves = deal.legal_moves()
+            if len(moves) == 1:
+                deal.play(moves[0])
+                continue
             children = node.children
             untried = [m for m in moves if m not in children]
             for m in moves:
@@ -168,8 +185,8 @@ def ismcts(
             deal.play(move)
             path.append(node)
         playout(deal, seat, rng, shares)
+        u = utility(deal, seat)
         for n in path:
-            u = utility(deal, n.player)
             n.visits += 1
             n.total += u
             n.sq += u * u
