@@ -20,7 +20,7 @@ import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 
-from referee.match.spec import MatchState, SeasonState
+from referee.match.spec import MatchState, SeasonState, moving_to
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ return 0
 """Release a lock only if ``token`` holds it."""
 
 _CANCELLABLE_SEASON = (SeasonState.CREATED, SeasonState.RUNNING, SeasonState.PAUSED)
-_STOPPED_MATCH = (MatchState.SCHEDULED, MatchState.QUEUED, MatchState.FAILED)
+_STOPPED_MATCH = moving_to(MatchState.CANCELLED)  # scheduled, queued, failed
 
 
 def _any_of(var: str, states: Sequence[str]) -> str:

@@ -3,7 +3,8 @@
 A match moves through ``keys.match_state(match_id)["state"]`` (:class:`MatchState`):
 
 ``queued`` → ``running`` → ``done`` (result committed exactly once) or ``failed`` (the
-error is kept in the ``error`` field). A match whose host stopped heartbeating (it was
+error is kept in the ``error`` field); every move is one of
+``referee.match.spec.MATCH_MOVES``, written through :func:`write_state`. A match whose host stopped heartbeating (it was
 killed) goes back to ``queued`` with a new RQ job (:func:`janitor_pass`, run by every
 match host). :class:`RunningMatches` owns the set of running matches and their heartbeats.
 
@@ -49,8 +50,18 @@ FAILED: Final = MatchState.FAILED
 ACTIVE_STATES: Final = frozenset({QUEUED, RUNNING, DONE})
 
 
-def season_state(pipe: Any, season: str, match_id: str, state: MatchState) -> None:
-    """Mirror a match's state into its season's match hash (a one-off match has none)."""
+def write_state(
+    pipe: Any,
+    match_id: str,
+    season: str,
+    state: MatchState,
+    fields: dict[str, str | int | float] | None = None,
+) -> None:
+    """The one Python writer of a match's state (``MatchState``, moves allowed by
+    ``referee.match.spec.MATCH_MOVES``): ``state`` and ``fields`` into
+    ``keys.match_state``, and the state mirrored into its season's match hash (a one-off
+    match has none). ``pipe``: a client or a pipeline (inside the caller's transaction)."""
+    pipe.hset(keys.match_state(match_id), mapping={"state": str(state), **(fields or {})})
     if season:
         pipe.hset(keys.season_matches(season), match_id, str(state))
 
@@ -208,21 +219,17 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
                 now = now_ms()
                 pipe.multi()
                 pipe.set(keys.match_spec(spec.match_id), spec.to_json())
-                pipe.hset(
-                    state_key,
-                    mapping={
-                        "state": QUEUED,
-                        "match_id": spec.match_id,
-                        "season": spec.season,
-                        "game": spec.game,
-                        "seats": ",".join(spec.seats),
-                        "queued_ms": f"{now:.0f}",
-                        "error": "",
-                        "retries": 0,
-                    },
-                )
+                fields: dict[str, str | int | float] = {
+                    "match_id": spec.match_id,
+                    "season": spec.season,
+                    "game": spec.game,
+                    "seats": ",".join(spec.seats),
+                    "queued_ms": f"{now:.0f}",
+                    "error": "",
+                    "retries": 0,
+                }
+                write_state(pipe, spec.match_id, spec.season, QUEUED, fields)
                 pipe.zadd(keys.MATCHES_INDEX, {spec.match_id: now}, nx=True)
-                season_state(pipe, spec.season, spec.match_id, QUEUED)
                 pipe.execute()
                 break
             except redis.WatchError:
@@ -232,8 +239,7 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
         # before its work horse exited): put the state back so nothing waits for a job.
         error = f"not enqueued: job {job_id(spec.match_id)} of an earlier run is still running"
         with conn.pipeline() as pipe:
-            pipe.hset(state_key, mapping={"state": FAILED, "error": error})
-            season_state(pipe, spec.season, spec.match_id, FAILED)
+            write_state(pipe, spec.match_id, spec.season, FAILED, {"error": error})
             pipe.execute()
         log.warning("match %s: %s; try again when it has ended", spec.match_id, error)
         return False
@@ -271,17 +277,13 @@ def requeue_abandoned(
             give_up = retries > MAX_RETRIES
             new_state = FAILED if give_up else QUEUED
             pipe.multi()
-            pipe.hset(
-                state_key,
-                mapping={
-                    "state": new_state,
-                    "retries": retries,
-                    "error": f"attempt {attempt} abandoned (its host's heartbeat lapsed); "
-                    + (f"gave up after {MAX_RETRIES} retries" if give_up else "retried"),
-                },
+            error = f"attempt {attempt} abandoned (its host's heartbeat lapsed); " + (
+                f"gave up after {MAX_RETRIES} retries" if give_up else "retried"
+            )
+            write_state(
+                pipe, match_id, spec.season, new_state, {"retries": retries, "error": error}
             )
             RunningMatches(pipe).remove(match_id)
-            season_state(pipe, spec.season, match_id, new_state)
             metrics_store.match_counter(pipe, spec.game, "failed" if give_up else "retried")
             pipe.execute()
         except redis.WatchError:

@@ -102,6 +102,7 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_begin_retry.py",  # start_attempt through an outage
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
+            "tests/workers/test_match_states.py",  # the state machine and the seat tally
             "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
         ),
         fork=False,

@@ -17,7 +17,7 @@ from arena.v1 import internal_pb2
 from referee.match.messages import ClockInfo, TurnMessage, now_ms
 from referee.match.spec import MatchSpec
 from referee.protocol import convert
-from workers.link import LinkLost, Router, cpu_ms_of
+from workers.link import LinkLost, Router, TurnReply, cpu_ms_of
 
 log = logging.getLogger("workers.ask")
 
@@ -65,7 +65,7 @@ class Asker:
         self.reached: set[str] = set()  # bots this match found a stream of
         # The reply awaited and the loop time after which it is given up (REPLY_SLACK_MS),
         # checked by one timer per match (see watch).
-        self.waiting: tuple[asyncio.Future[internal_pb2.Reply | None], float] | None = None
+        self.waiting: tuple[asyncio.Future[TurnReply], float] | None = None
         self.guard: asyncio.TimerHandle | None = None
         self.guard_at = 0.0
 
@@ -156,7 +156,7 @@ class Asker:
                 payload = encoder.encode(turn, clock_left)
             await asyncio.sleep(0)
 
-    def watch(self, future: asyncio.Future[internal_pb2.Reply | None], within_s: float) -> None:
+    def watch(self, future: asyncio.Future[TurnReply], within_s: float) -> None:
         """Fail ``future`` with ``TimeoutError`` if it is still awaited ``within_s`` from
         now. Not a timer per decision (nor ``asyncio.wait_for``, a task per decision: see
         referee/aio.py): one timer per match, armed when none is, that re-arms itself for

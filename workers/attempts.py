@@ -37,7 +37,7 @@ from referee import keys, lua
 from referee.match.messages import now_ms
 from referee.match.row import row_text
 from referee.match.spec import CommittedResult, MatchSpec
-from referee.queue import MatchState, RunningMatches, season_state
+from referee.queue import MatchState, RunningMatches, write_state
 from referee.records import RecordRef
 from workers import metrics
 
@@ -172,12 +172,9 @@ def _mark_failed_once(
         if pipe.exists(keys.match_result(spec.match_id)) or int(current or 0) != attempt:
             return
         pipe.multi()
-        pipe.hset(
-            key,
-            mapping={"state": MatchState.FAILED, "error": error, "failed_ms": int(now_ms())},
-        )
+        fields: dict[str, str | int | float] = {"error": error, "failed_ms": int(now_ms())}
+        write_state(pipe, spec.match_id, spec.season, MatchState.FAILED, fields)
         RunningMatches(pipe).remove(spec.match_id)
-        season_state(pipe, spec.season, spec.match_id, MatchState.FAILED)
         metrics.match_counter(pipe, spec.game, "failed")
         pipe.execute()
     log.error("match %s attempt %d failed: %s", spec.match_id, attempt, error)
@@ -240,20 +237,16 @@ def _commit_once(
             else json.dumps(record, separators=(",", ":")),
         )
         pipe.xadd(keys.RESULTS_STREAM, {"match_id": mid, "season": spec.season})
-        pipe.hset(
-            keys.match_state(mid),
-            mapping={
-                "state": MatchState.DONE,
-                "attempt": attempt,
-                "error": "",
-                "finished_ms": f"{result['finished_ms']:.0f}",
-                COMMITTED_BY: token,
-            },
-        )
+        fields: dict[str, str | int | float] = {
+            "attempt": attempt,
+            "error": "",
+            "finished_ms": f"{result['finished_ms']:.0f}",
+            COMMITTED_BY: token,
+        }
+        write_state(pipe, mid, spec.season, MatchState.DONE, fields)  # the one place
         pipe.delete(keys.match_spec(mid))  # the record keeps it: nothing per match but pointers
         RunningMatches(pipe).remove(mid)
         pipe.zadd(keys.MATCHES_RECENT, {mid: result["finished_ms"]})
-        season_state(pipe, spec.season, mid, MatchState.DONE)
         metrics.commit_counters(pipe, spec.season, spec.game, result["stats"])
         pipe.execute()
     return True

@@ -1,8 +1,9 @@
 """One match attempt on a match host, from its stored spec to its result (workers/host.py;
 docs/workers.md "The life of a match").
 
-:class:`MatchRun` plays the match; read :meth:`MatchRun.play` top to bottom. Each step
-is an action the platform applies (a forced move, the autopilot's) or a decision asked of
+:class:`MatchRun` plays the match; read :meth:`MatchRun.play` top to bottom. It walks
+the one match loop (``referee.games.loop.Walk``): each step is an action the platform
+applies (a forced move, the autopilot's: :meth:`MatchRun.unasked`) or a decision asked of
 the seat's bot (:mod:`workers.ask`), judged by the clock, applied, tallied
 (``referee.match.spec.tally_decision``), told to the bot (:mod:`workers.notices`) and
 recorded (:mod:`workers.record`). Before and after, the attempt ledger
@@ -15,6 +16,7 @@ import time
 from typing import Any, Final, Protocol
 
 from referee.games.base import Event, Match, Source
+from referee.games.loop import Walk
 from referee.games.registry import get_game
 from referee.match.clock import MatchClock
 from referee.match.messages import TurnMessage, now_ms
@@ -82,27 +84,27 @@ class MatchRun:
     # --- the match loop ---------------------------------------------------------------
 
     async def play(self) -> None:
+        walk = Walk(
+            self.match,
+            autoplay_forced=self.spec.autoplay_forced,
+            autopilot=self.autopilot,
+            unasked=self.unasked,
+        )
         try:
             await self.notify_match_start()
-            while not self.match.is_over():
-                if self.superseded:
+            while True:
+                if self.superseded and not self.match.is_over():
                     raise Superseded("a newer attempt has started")
-                seat = self.match.to_act()
-                legal = self.match.legal_actions()
-                if self.autopilot[seat]:
-                    self.auto_step(seat, self.match.fallback_action(), Source.AUTOPILOT)
-                elif self.spec.autoplay_forced and len(legal) == 1:
-                    self.auto_step(seat, legal[0], Source.FORCED)
-                else:
-                    await self.ask_step(seat, legal)
+                turn = walk.next_turn()  # applies forced and autopilot moves: unasked
+                if turn is None:
+                    break
+                await self.ask_step(turn.seat, turn.legal)
             self.finished_ms = now_ms()
         finally:
             self.asker.close()
 
-    def auto_step(self, seat: int, action: str, source: str) -> None:
-        """Apply an action the platform chose, without asking the bot."""
-        deal = self.match.deal_index()
-        events = self.match.apply(action, source)
+    def unasked(self, deal: int, seat: int, source: str, action: str, events: list[Event]) -> None:
+        """An action the platform applied without asking the bot: recorded, deals told."""
         self.steps.append(record.auto_step(deal, seat, source, action, events))
         self.notices.deal_ends(events)
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypedDict
 
 from referee.games.base import DealSpec, Event, EventKind, derive_seed
@@ -29,6 +30,52 @@ class MatchState(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
     UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
+
+
+_S = MatchState
+MATCH_MOVES: Final[Mapping[MatchState, frozenset[MatchState]]] = MappingProxyType(
+    {
+        # a season hands it to the queue (referee.queue.enqueue_match); its season is
+        # cancelled (referee.lua.CANCEL)
+        _S.SCHEDULED: frozenset({_S.QUEUED, _S.CANCELLED}),
+        # a host starts an attempt (referee.lua.START); the job cannot be enqueued
+        # (enqueue_match); its season is cancelled; an older attempt still the latest
+        # commits after the janitor queued the match again (workers.attempts.commit)
+        _S.QUEUED: frozenset({_S.RUNNING, _S.FAILED, _S.CANCELLED, _S.DONE}),
+        # the commit; the attempt's error (workers.attempts.mark_failed) or the janitor
+        # giving up (referee.queue.requeue_abandoned); the janitor queueing it again; a
+        # newer attempt starting
+        _S.RUNNING: frozenset({_S.DONE, _S.FAILED, _S.QUEUED, _S.RUNNING}),
+        # enqueued again (enqueue_match); scheduled again when its season resumes
+        # (referee.lua.UNFAIL); cancelled; a retry job queued before it failed starts; the
+        # latest attempt commits after the janitor gave up on it
+        _S.FAILED: frozenset({_S.QUEUED, _S.SCHEDULED, _S.CANCELLED, _S.RUNNING, _S.DONE}),
+        _S.DONE: frozenset(),  # the result is committed exactly once
+        _S.CANCELLED: frozenset(),  # it never plays
+    }
+)
+"""The one state machine of a match: each state and the states it may move to, in
+``keys.match_state`` and its season's mirror ``keys.season_matches`` alike (``scheduled``
+and ``cancelled`` exist in the mirror only). Python writes a state only through
+``referee.queue.write_state``; the Lua scripts of ``referee.lua`` take their guards from
+this table. ``tests/workers/test_match_states.py`` plays every writer on real Redis and
+checks each move it makes is here."""
+
+FIRST_STATES: Final = frozenset({MatchState.SCHEDULED, MatchState.QUEUED})
+"""The states a match is born in: scheduled by a season, queued by a one-off enqueue."""
+
+SETTLED_STATES: Final = frozenset(s for s, moves in MATCH_MOVES.items() if not moves)
+"""The final states: a match in one never plays again (``done``, ``cancelled``)."""
+
+
+def may_move(old: MatchState | None, new: MatchState) -> bool:
+    """Whether a match in ``old`` (None: no state yet) may move to ``new``."""
+    return new in FIRST_STATES if old is None else new in MATCH_MOVES.get(old, frozenset())
+
+
+def moving_to(new: MatchState) -> tuple[MatchState, ...]:
+    """The states from which a match may move to ``new`` (in the table's order)."""
+    return tuple(s for s, moves in MATCH_MOVES.items() if new in moves)
 
 
 class SeasonState(StrEnum):

@@ -598,7 +598,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     """
     from rq.job import Job
 
-    from referee.queue import enqueue_match, job_id
+    from referee.queue import enqueue_match, job_id, write_state
 
     rescued: list[str] = []
     info = get_season(conn, season_id)
@@ -607,7 +607,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     schedule = {d["match_id"]: d for d in get_schedule(conn, season_id)}
     cutoff = now_ms() - older_than_ms
     for match_id, state in match_states(conn, season_id).items():
-        if state != "queued" or match_id not in schedule:
+        if state != MatchState.QUEUED or match_id not in schedule:
             continue
         key = keys.match_state(match_id)
         with conn.pipeline() as pipe:
@@ -617,14 +617,17 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
                 retries = int(status.get("retries") or 0)
                 jid = job_id(match_id, int(status.get("attempt") or 0) if retries else 0)
                 if (
-                    status.get("state") != "queued"
+                    status.get("state") != MatchState.QUEUED
                     or float(status.get("queued_ms") or now_ms()) > cutoff
                     or pipe.exists(keys.match_result(match_id))
                     or pipe.exists(Job.key_for(jid))
                 ):
                     continue
                 pipe.multi()
-                pipe.hset(key, mapping={"state": "failed", "error": "job lost; enqueued again"})
+                # the season's entry stays queued: enqueue_match below queues it again
+                write_state(
+                    pipe, match_id, "", MatchState.FAILED, {"error": "job lost; enqueued again"}
+                )
                 pipe.execute()
             except redis.WatchError:
                 continue

@@ -24,7 +24,8 @@ import redis
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys, queue
 from referee.games import registry
-from referee.games.base import DealSpec, Event, EventKind, Source
+from referee.games.base import DealSpec, Event, EventKind
+from referee.games.loop import Walk
 from referee.match.messages import ClockInfo
 from referee.match.spec import FallbackMode, MatchSpec, TimeControl, redeal_seed
 from referee.metrics_store import read_counters
@@ -367,22 +368,25 @@ def test_the_worker_name_comes_from_arena_worker_name(monkeypatch: pytest.Monkey
 
 
 def test_a_step_the_platform_plays_is_recorded_with_its_source(redis_client: redis.Redis) -> None:
-    """Pins ``auto_step``'s record: the step keeps its deal, seat, source and events, and
-    the engine is told the source (``forced``), so a replay (referee/match/replay.py applies
-    each step with its recorded source) reproduces the same events."""
+    """Pins ``unasked``'s record: the step keeps its deal, seat, source and action and
+    events, and the engine is told the source (``autopilot``), so a replay
+    (referee/match/replay.py applies each step with its recorded source) reproduces the
+    same events."""
     run = MatchRun(_host(), make_spec(), 1)
     seat = run.match.to_act()
-    action = run.match.legal_actions()[0]
-    run.auto_step(seat, action, Source.FORCED)
-    step = run.steps[-1]
+    action = run.match.fallback_action()
+    run.autopilot[seat] = True
+    turn = Walk(run.match, autopilot=run.autopilot, unasked=run.unasked).next_turn()
+    assert turn is None or turn.seat != seat
+    step = run.steps[0]
     assert step == {
         "deal": 0,
         "seat": seat,
-        "source": "forced",
+        "source": "autopilot",
         "action": action,
         "events": step["events"],
     }
-    assert step["events"] and all(e["source"] == "forced" for e in step["events"])
+    assert step["events"] and all(e["source"] == "autopilot" for e in step["events"])
 
 
 def test_redeal_seeds_are_the_documented_derivation() -> None:
