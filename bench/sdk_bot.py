@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -198,7 +199,12 @@ class Referee:
 
 
 async def measure(
-    variant: str, requests: list[bytes], decisions: int, window: int, base_tree: str | None
+    variant: str,
+    requests: list[bytes],
+    decisions: int,
+    window: int,
+    base_tree: str | None,
+    profile: str | None = None,
 ) -> float:
     """CPU ms per decision of one bot process playing ``decisions`` turns."""
     warm = 200
@@ -224,12 +230,26 @@ async def measure(
         env=env,
         cwd=cwd,
     )
+    spy = None
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
         start = cpu_s(bot.pid)
+        if profile:
+            spy = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "py-spy"),
+                    *("record", "--pid", str(bot.pid), "--nonblocking", "--threads"),
+                    *("--format", "raw", "--rate", "500", "-o", profile),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         await asyncio.wait_for(referee.done.wait(), 300)
         used = cpu_s(bot.pid) - start
     finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         bot.kill()
         bot.wait()
         await server.stop(None)
@@ -245,6 +265,9 @@ def main() -> int:
         "--variants", default=",".join(VARIANTS), help="comma-separated; the first is the base"
     )
     parser.add_argument("--base-tree", help="also run each variant with arena_sdk from here")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="record each run's bot with py-spy into DIR"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     if args.base_tree:
@@ -253,8 +276,14 @@ def main() -> int:
     runs: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
+            profile = None
+            if args.profile:
+                os.makedirs(args.profile, exist_ok=True)
+                profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
             runs[variant].append(
-                asyncio.run(measure(variant, requests, args.decisions, args.window, args.base_tree))
+                asyncio.run(
+                    measure(variant, requests, args.decisions, args.window, args.base_tree, profile)
+                )
             )
             print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
     base = statistics.median(runs[variants[0]])
