@@ -20,7 +20,10 @@ and is printed beside the first one (the SDK's defaults) measured in the same ru
 * ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
 * ``bridge``: the stdio bridge (``arena bridge``, defaults) in front of a small Python
   program that answers the first legal action: the bridge's process only (the program's
-  CPU is its own).
+  CPU is its own);
+* ``default-delta``, ``inline-delta``: those bots fed requests without the rules and with
+  only the last two history entries, the most an observation carrying only what changed
+  could spare the bot (measured here, not built: docs/PROTOCOL.md section 4).
 
     .venv/bin/python bench/sdk_bot.py [--decisions N] [--window W] [--rounds R]
 
@@ -90,6 +93,8 @@ VARIANTS = {
     "pool+results": ("pool", "results", "batches"),
     "inline": ("inline", "skip", "batches"),
     "bridge": ("bridge", "skip", "batches"),
+    "default-delta": ("default", "skip", "batches"),
+    "inline-delta": ("inline", "skip", "batches"),
 }
 
 
@@ -99,8 +104,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
-def turn_requests(seed: int = 3) -> list[bytes]:
-    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played."""
+def turn_requests(seed: int = 3, delta: bool = False) -> list[bytes]:
+    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played;
+    with ``delta``, without the rules and with only the last two history entries (the most
+    a delta observation could spare the bot: measured, not built)."""
     game = get_game("sevens")
     match = game.new_match(game.preset("sevens"), 4, seed, [DealSpec(seed + 1)])
     out = []
@@ -121,7 +128,12 @@ def turn_requests(seed: int = 3) -> list[bytes]:
             "legal_actions": legal,
             "clock": {"move_ms": 1000, "bank_ms": 5000, "grace_ms": 50},
         }
-        out.append(convert.turn_to_proto(turn).SerializeToString())
+        message = convert.turn_to_proto(turn)
+        if delta:  # what a request carrying only the changes would leave to parse
+            observation = message.turn.observation
+            observation.rules_json = ""
+            del observation.history[: max(0, len(observation.history) - 2)]
+        out.append(message.SerializeToString())
         match.apply(legal[0])
     return out
 
@@ -272,7 +284,7 @@ def main() -> int:
     variants = args.variants.split(",")
     if args.base_tree:
         variants += [f"{v}@base" for v in variants]
-    requests = turn_requests()
+    requests = {False: turn_requests(), True: turn_requests(delta=True)}
     runs: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
@@ -282,7 +294,14 @@ def main() -> int:
                 profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
             runs[variant].append(
                 asyncio.run(
-                    measure(variant, requests, args.decisions, args.window, args.base_tree, profile)
+                    measure(
+                        variant,
+                        requests[variant.split("@")[0].endswith("-delta")],
+                        args.decisions,
+                        args.window,
+                        args.base_tree,
+                        profile,
+                    )
                 )
             )
             print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
@@ -295,7 +314,7 @@ def main() -> int:
         print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
-        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')}, load average "
+        f"{len(requests[False])} distinct requests, {time.strftime('%H:%M:%S')}, load average "
         f"{os.getloadavg()[0]:.1f})"
     )
     return 0
