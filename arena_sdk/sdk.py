@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ import random
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -790,11 +792,39 @@ class Bot:
             finally:
                 writing = False
 
-        async def answer_in_pool(turn: Turn) -> None:
-            outcome = await loop.run_in_executor(executor, self._call_choose, turn)
-            placement.timed(self, outcome[1])
-            queue(turn, self._answer_of(turn, outcome))
-            await flush()
+        # choose in the pool: each thread puts what it chose in ``chosen``, and the loop is
+        # woken once for all that finish while it is busy (not once per answer)
+        chosen: deque[tuple[Turn, tuple[object, float, Exception | None]]] = deque()
+        chosen_lock = threading.Lock()
+        woken = False
+        ended = False
+
+        def choose_in_pool(turn: Turn) -> None:
+            nonlocal woken
+            outcome = self._call_choose(turn)
+            with chosen_lock:
+                chosen.append((turn, outcome))
+                if woken:
+                    return
+                woken = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is gone
+                loop.call_soon_threadsafe(deliver)
+
+        def deliver() -> None:
+            nonlocal woken
+            with chosen_lock:
+                ready = list(chosen)
+                chosen.clear()
+                woken = False
+            if ended:
+                return
+            for turn, outcome in ready:
+                placement.timed(self, outcome[1])
+                queue(turn, self._answer_of(turn, outcome))
+            if not writing:
+                task = asyncio.ensure_future(flush())
+                pending.add(task)
+                task.add_done_callback(pending.discard)
 
         try:
             while True:
@@ -816,9 +846,7 @@ class Bot:
                             placement.timed(self, outcome[1])
                             queue(turn, self._answer_of(turn, outcome))
                             continue
-                        task = asyncio.ensure_future(answer_in_pool(turn))
-                        pending.add(task)
-                        task.add_done_callback(pending.discard)
+                        executor.submit(choose_in_pool, turn)
                     await flush()
                 elif kind == "result":
                     self._hook(self.on_result, outcome_from_proto(message.result))
@@ -840,6 +868,7 @@ class Bot:
                             call.cancel()
                             return
         finally:
+            ended = True
             for task in pending:
                 task.cancel()
 

@@ -20,7 +20,10 @@ and is printed beside the first one (the SDK's defaults) measured in the same ru
 * ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
 * ``bridge``: the stdio bridge (``arena bridge``, defaults) in front of a small Python
   program that answers the first legal action: the bridge's process only (the program's
-  CPU is its own).
+  CPU is its own);
+* ``default-delta``, ``inline-delta``: those bots fed requests without the rules and with
+  only the last two history entries, the most an observation carrying only what changed
+  could spare the bot (measured here, not built: docs/PROTOCOL.md section 4).
 
     .venv/bin/python bench/sdk_bot.py [--decisions N] [--window W] [--rounds R]
 
@@ -35,6 +38,7 @@ import argparse
 import asyncio
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -89,6 +93,8 @@ VARIANTS = {
     "pool+results": ("pool", "results", "batches"),
     "inline": ("inline", "skip", "batches"),
     "bridge": ("bridge", "skip", "batches"),
+    "default-delta": ("default", "skip", "batches"),
+    "inline-delta": ("inline", "skip", "batches"),
 }
 
 
@@ -98,8 +104,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
-def turn_requests(seed: int = 3) -> list[bytes]:
-    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played."""
+def turn_requests(seed: int = 3, delta: bool = False) -> list[bytes]:
+    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played;
+    with ``delta``, without the rules and with only the last two history entries (the most
+    a delta observation could spare the bot: measured, not built)."""
     game = get_game("sevens")
     match = game.new_match(game.preset("sevens"), 4, seed, [DealSpec(seed + 1)])
     out = []
@@ -120,7 +128,12 @@ def turn_requests(seed: int = 3) -> list[bytes]:
             "legal_actions": legal,
             "clock": {"move_ms": 1000, "bank_ms": 5000, "grace_ms": 50},
         }
-        out.append(convert.turn_to_proto(turn).SerializeToString())
+        message = convert.turn_to_proto(turn)
+        if delta:  # what a request carrying only the changes would leave to parse
+            observation = message.turn.observation
+            observation.rules_json = ""
+            del observation.history[: max(0, len(observation.history) - 2)]
+        out.append(message.SerializeToString())
         match.apply(legal[0])
     return out
 
@@ -198,7 +211,12 @@ class Referee:
 
 
 async def measure(
-    variant: str, requests: list[bytes], decisions: int, window: int, base_tree: str | None
+    variant: str,
+    requests: list[bytes],
+    decisions: int,
+    window: int,
+    base_tree: str | None,
+    profile: str | None = None,
 ) -> float:
     """CPU ms per decision of one bot process playing ``decisions`` turns."""
     warm = 200
@@ -224,12 +242,26 @@ async def measure(
         env=env,
         cwd=cwd,
     )
+    spy = None
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
         start = cpu_s(bot.pid)
+        if profile:
+            spy = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "py-spy"),
+                    *("record", "--pid", str(bot.pid), "--nonblocking", "--threads"),
+                    *("--format", "raw", "--rate", "500", "-o", profile),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         await asyncio.wait_for(referee.done.wait(), 300)
         used = cpu_s(bot.pid) - start
     finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         bot.kill()
         bot.wait()
         await server.stop(None)
@@ -245,16 +277,32 @@ def main() -> int:
         "--variants", default=",".join(VARIANTS), help="comma-separated; the first is the base"
     )
     parser.add_argument("--base-tree", help="also run each variant with arena_sdk from here")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="record each run's bot with py-spy into DIR"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     if args.base_tree:
         variants += [f"{v}@base" for v in variants]
-    requests = turn_requests()
+    requests = {False: turn_requests(), True: turn_requests(delta=True)}
     runs: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
+            profile = None
+            if args.profile:
+                os.makedirs(args.profile, exist_ok=True)
+                profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
             runs[variant].append(
-                asyncio.run(measure(variant, requests, args.decisions, args.window, args.base_tree))
+                asyncio.run(
+                    measure(
+                        variant,
+                        requests[variant.split("@")[0].endswith("-delta")],
+                        args.decisions,
+                        args.window,
+                        args.base_tree,
+                        profile,
+                    )
+                )
             )
             print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
     base = statistics.median(runs[variants[0]])
@@ -266,7 +314,7 @@ def main() -> int:
         print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
-        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')}, load average "
+        f"{len(requests[False])} distinct requests, {time.strftime('%H:%M:%S')}, load average "
         f"{os.getloadavg()[0]:.1f})"
     )
     return 0
