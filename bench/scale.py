@@ -388,9 +388,7 @@ def instrument() -> None:
     driver_mod.fold_of = timed_fold  # type: ignore[attr-defined]
 
 
-def count_only(
-    conn: redis.Redis, result: CommittedResult, bots: list[str], window: Window
-) -> None:
+def count_only(conn: redis.Redis, result: CommittedResult, bots: list[str], window: Window) -> None:
     """``--standings-only``: what the driver does with a result, without its commit: the
     result row stored, then counted and folded (the records, stream and match keys left
     out)."""
