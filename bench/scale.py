@@ -16,8 +16,12 @@ timer. Printed per ``--every`` matches:
 * record store bytes (and per match);
 * commit latency p50 / p99 over the window;
 * driver cost per counted result (count + fold + standings, timed refits included);
-* a refit of the ratings as the timer runs it, and one from scratch (every result again,
-  the live Elo and OpenSkill included: what a rebuild or ``season verify`` costs);
+* a refit of the ratings as the timer runs it, twice: the first also carries the live Elo
+  and OpenSkill over the results counted since the driver's last refit ("catch-up"); the
+  second is the refit proper (the whole tally log read and parsed, Bradley-Terry and
+  ``dup_score`` over every match), in wall and this process's CPU time (the machine is
+  shared, so the CPU time is the steadier figure); and with ``--scratch`` one from scratch
+  (every result again, the live Elo and OpenSkill included: what a rebuild costs);
 * ``arena standings ID`` (in-process, the CLI's own function, table to a pipe) and the
   web league page ``/`` and ``/api/standings/ID`` latency over loopback HTTP.
 
@@ -445,7 +449,9 @@ class Row:
     fold_us_per_result: float
     rebuild_ms: float
     timer_refits: int
+    catchup_ms: float
     refit_ms: float
+    refit_cpu_ms: float
     scratch_ms: float
     cli_ms: float
     json_ms: float
@@ -545,7 +551,13 @@ def measure(
             conn.hgetall(keys.season_tallies(SEASON))  # type: ignore[arg-type]
         ),
     )
+    # the first refit carries the live ratings over what came since the driver's last one;
+    # the second is the refit proper: the whole tally log read and parsed, Bradley-Terry
+    # and dup_score over every match (the live ratings have nothing new to fold)
+    catchup_ms = timed_ms(lambda: store.refit_ratings(conn, SEASON, names), 1)
+    cpu = time.process_time()
     refit_ms = timed_ms(lambda: store.refit_ratings(conn, SEASON, names), 1)
+    refit_cpu_ms = (time.process_time() - cpu) * 1000
     scratch_ms = 0.0
     if args.scratch:
         texts = conn.lrange(keys.season_tally_log(SEASON), 0, -1)
@@ -561,7 +573,9 @@ def measure(
         fold_us_per_result=window.fold_s / max(1, window.counted) * 1e6,
         rebuild_ms=window.rebuild_s / max(1, window.rebuilds) * 1000,
         timer_refits=window.refits,
+        catchup_ms=catchup_ms,
         refit_ms=refit_ms,
+        refit_cpu_ms=refit_cpu_ms,
         scratch_ms=scratch_ms,
         cli_ms=timed_ms(lambda: cli_standings(server_url(conn))),
         json_ms=timed_ms(lambda: cli_standings(server_url(conn), "--json")),
@@ -603,14 +617,16 @@ def print_row(row: Row, header: bool) -> None:
         print(
             f"{'matches':>8} {'Redis B/match':>13} {'store B':>11} {'commit p50':>10} "
             f"{'p99 ms':>7} {'driver us/res':>13} {'fold us/res':>11} {'rebuild ms':>10} "
-            f"{'refits':>6} {'refit ms':>9} {'scratch ms':>10} "
+            f"{'refits':>6} {'catch-up ms':>11} {'refit ms':>9} {'CPU ms':>7} {'scratch ms':>10} "
             f"{'standings ms':>12} {'--json ms':>9} {'page ms':>8} {'api ms':>7}"
         )
     print(
         f"{row.matches:>8} {row.redis_per_match:>13.0f} {row.store_bytes:>11} "
         f"{row.commit_p50_ms:>10.2f} {row.commit_p99_ms:>7.2f} "
         f"{row.driver_us_per_result:>13.0f} {row.fold_us_per_result:>11.0f} "
-        f"{row.rebuild_ms:>10.1f} {row.timer_refits:>6} {row.refit_ms:>9.0f} "
+        f"{row.rebuild_ms:>10.1f} {row.timer_refits:>6} {row.catchup_ms:>11.0f} "
+        f"{row.refit_ms:>9.0f} "
+        f"{row.refit_cpu_ms:>7.0f} "
         f"{row.scratch_ms:>10.0f} "
         f"{row.cli_ms:>12.1f} {row.json_ms:>9.1f} {row.page_ms:>8.1f} {row.api_ms:>7.1f}",
         flush=True,

@@ -276,6 +276,24 @@ return 1
 )
 """Store refitted ratings unless a refit over more folded results is stored already."""
 
+IN_FLIGHT = Lua(
+    "IN_FLIGHT",
+    keys=("season_matches",),
+    argv=(),
+    text=f"""
+local all = redis.call('HGETALL', KEYS[1])
+local running, queued = {{}}, 0
+for i = 1, #all, 2 do
+  local st = all[i + 1]
+  if st == '{MatchState.RUNNING}' then running[#running + 1] = all[i]
+  elseif st == '{MatchState.QUEUED}' then queued = queued + 1 end
+end
+return {{queued, running}}
+""",
+)
+"""A season's matches in flight, counted in Redis: ``{queued, running ids}`` (the reply is
+the few in flight, not one field per scheduled match)."""
+
 STORE_CHECKPOINT = Lua(
     "STORE_CHECKPOINT",
     keys=("season_checkpoints",),
@@ -354,6 +372,7 @@ ALL: tuple[Lua, ...] = (
     STORE_STANDINGS,
     STORE_RATINGS,
     STORE_CHECKPOINT,
+    IN_FLIGHT,
     UNLOCK,
     CANCEL,
 )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, RenderResult
 from rich.live import Live
 from rich.measure import Measurement
@@ -487,16 +488,24 @@ class StandingsTable:
     def table(self, console: Console, options: ConsoleOptions) -> Table:
         """The widest layout that fits ``options.max_width``."""
         columns = _columns(self.standings)
+        rows = list(self.standings.get("rows", []))
+        rows = rows[: self.top] if self.top else rows
+        # each column's widest cell, in one row: the table's natural width, measured once
+        # per layout without measuring every row
+        widest = [max((c.cell(r) for r in rows), key=cell_len, default="") for c in columns]
         shown = columns
         for level in [0, *sorted({c.drop for c in columns if c.drop})]:
             shown = [c for c in columns if not c.drop or c.drop > level]
-            table = self._build(shown, wrap=False)
-            natural = Measurement.get(console, options.update_width(10_000), table).maximum
+            kept = [w for c, w in zip(columns, widest, strict=True) if not c.drop or c.drop > level]
+            probe = self._build(shown, wrap=False, cells=[kept])
+            natural = Measurement.get(console, options.update_width(10_000), probe).maximum
             if natural <= options.max_width:
-                return table
+                return self._build(shown, wrap=False)
         return self._build(shown, wrap=True)
 
-    def _build(self, columns: list[_Column], wrap: bool) -> Table:
+    def _build(
+        self, columns: list[_Column], wrap: bool, cells: list[list[str]] | None = None
+    ) -> Table:
         s = self.standings
         ranking = ranking_words(s, score_label(str(s.get("unit", ""))))
         title = (
@@ -513,6 +522,10 @@ class StandingsTable:
                 no_wrap=not folds,
                 overflow="fold" if folds else "ellipsis",
             )
+        if cells is not None:
+            for row in cells:
+                table.add_row(*row)
+            return table
         rows = list(s.get("rows", []))
         for r in rows[: self.top] if self.top else rows:
             table.add_row(*(c.cell(r) for c in columns))

@@ -243,16 +243,26 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
 def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) -> EloFit:
     """:func:`bradley_terry` from each cluster's :func:`pair_counts`."""
     index = {b: i for i, b in enumerate(bots)}
-    everyone = range(len(index))
-    tables: list[Table] = []
-    for counts in clusters:
-        cells: list[Any] = []
-        for a, b, g, w in counts:
-            i, j = index.get(a), index.get(b)
-            if i is not None and j is not None:
-                cells += [i, j, g, 2 * w]
-        tables.append((everyone, cells))
-    return bradley_terry_cells(bots, tables)
+    return bradley_terry_cells(bots, [table_of(index, counts) for counts in clusters])
+
+
+def table_of(index: Mapping[str, int], counts: Sequence[Sequence[Any]]) -> Table:
+    """The :data:`Table` of one cluster's ``(a, b, games, a's score)`` by bot name (pairs
+    with a bot not in ``index`` left out)."""
+    table: list[int] = []
+    place: dict[int, int] = {}
+    cells: list[Any] = []
+    for a, b, g, w in counts:
+        i, j = index.get(a), index.get(b)
+        if i is not None and j is not None:
+            p = place.setdefault(i, len(table))
+            if p == len(table):
+                table.append(i)
+            q = place.setdefault(j, len(table))
+            if q == len(table):
+                table.append(j)
+            cells += [p, q, float(g), 2 * float(w)]
+    return table, cells
 
 
 Table = tuple[Sequence[int], Sequence[Any]]
@@ -277,14 +287,16 @@ def bradley_terry_cells(bots: Sequence[str], clusters: Sequence[Table]) -> EloFi
     for table, cells in clusters:
         if not cells:
             continue
-        ps = cells[0::4]
-        qs = cells[1::4]
-        for p, q, g, s2 in zip(ps, qs, cells[2::4], cells[3::4], strict=True):
+        seen: set[int] = set()
+        it = iter(cells)
+        for p, q, g, s2 in zip(it, it, it, it, strict=True):
             ij = table[p] * n + table[q]
             games_flat[ij] += g
             score2_flat[ij] += s2
+            seen.add(p)
+            seen.add(q)
         compact.append((table, cells))
-        for p in {*ps, *qs}:
+        for p in seen:
             played[table[p]] += 1
     # games[i][j]: pairwise games between i and j; wins[i][j]: i's score against j.
     games = [[0.0] * n for _ in range(n)]
@@ -327,14 +339,13 @@ def bradley_terry_cells(bots: Sequence[str], clusters: Sequence[Table]) -> EloFi
     meat = [[0.0] * n for _ in range(n)]
     prob = [_sigmoid(theta[i] - theta[j]) for i in range(n) for j in range(n)]
     for table, cells in compact:
-        score: dict[int, float] = {}
-        for p, q, g, s2 in zip(cells[0::4], cells[1::4], cells[2::4], cells[3::4], strict=True):
-            i = table[p]
-            j = table[q]
-            d = s2 / 2 - g * prob[i * n + j]
-            score[i] = score.get(i, 0.0) + d
-            score[j] = score.get(j, 0.0) - d
-        nonzero = [(i, v) for i, v in score.items() if v]
+        score = [0.0] * len(table)  # by the cluster's own positions
+        it = iter(cells)
+        for p, q, g, s2 in zip(it, it, it, it, strict=True):
+            d = s2 / 2 - g * prob[table[p] * n + table[q]]
+            score[p] += d
+            score[q] -= d
+        nonzero = [(table[p], v) for p, v in enumerate(score) if v]
         for i, si in nonzero:
             row = meat[i]
             for j, sj in nonzero:

@@ -39,6 +39,7 @@ from referee.seasons.ratings import (
     live_elo,
     openskill_ratings,
     pair_counts,
+    table_of,
 )
 
 COUNTERS = (
@@ -299,12 +300,7 @@ def entry_cells(entry: Entry, index: Mapping[str, int]) -> Table:
             if named[cells[k]] is not None and named[cells[k + 1]] is not None:
                 kept += cells[k : k + 4]
         return [-1 if b is None else b for b in named], kept
-    flat: list[Any] = []
-    for a, b, g, w in entry["p"]:
-        i, j = index.get(a), index.get(b)
-        if i is not None and j is not None:
-            flat += [i, j, float(g), 2 * float(w)]
-    return range(len(index)), flat
+    return table_of(index, entry["p"])
 
 
 @dataclass(slots=True)

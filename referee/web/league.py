@@ -27,9 +27,8 @@ from typing import Any
 
 import redis.asyncio as aredis
 
-from referee import keys, metrics_store
+from referee import keys, lua, metrics_store
 from referee.match.row import parse_row
-from referee.match.spec import MatchState
 from referee.metrics import WORKER_STALE_S
 from referee.seasons.standings import ranking_words
 
@@ -249,11 +248,10 @@ async def load_platform(conn: aredis.Redis) -> dict[str, int]:
 
 
 async def load_in_flight(conn: aredis.Redis, season_id: str) -> dict[str, Any]:
-    """The season's matches that are queued or running, with their seats."""
-    raw_states = await conn.hgetall(keys.season_matches(season_id))
-    states = {text(k): text(v) for k, v in raw_states.items()}
-    running = sorted(m for m, s in states.items() if s == MatchState.RUNNING)
-    queued = sum(1 for s in states.values() if s == MatchState.QUEUED)
+    """The season's matches that are queued or running, with their seats (counted in Redis:
+    a season's match hash has a field per scheduled match)."""
+    queued, ids = await lua.IN_FLIGHT.run(conn, [keys.season_matches(season_id)], [])
+    running = sorted(text(m) for m in ids)
     shown = running[:MAX_IN_FLIGHT_LISTED]
     async with conn.pipeline(transaction=False) as pipe:
         for match_id in shown:

@@ -91,3 +91,23 @@ def test_cancel_stops_the_matches_that_have_not_started(redis_client: redis.Redi
     }
     with pytest.raises(redis.ResponseError, match="state is cancelled"):
         lua.CANCEL(redis_client, ["season", "matches", "cancelled"], [124])
+
+
+def test_in_flight_counts_in_redis_and_returns_only_the_running(
+    redis_client: redis.Redis,
+) -> None:
+    key = "arena:season:t:matches"
+    redis_client.hset(
+        key,
+        mapping={
+            "t-m1": MatchState.RUNNING,
+            "t-m2": MatchState.QUEUED,
+            "t-m3": MatchState.QUEUED,
+            "t-m4": MatchState.DONE,
+            "t-m5": MatchState.SCHEDULED,
+            "t-m6": MatchState.RUNNING,
+        },
+    )
+    queued, running = lua.IN_FLIGHT(redis_client, [key], [])
+    assert queued == 2 and sorted(running) == ["t-m1", "t-m6"]
+    assert lua.IN_FLIGHT(redis_client, ["arena:season:none:matches"], []) == [0, []]

@@ -73,7 +73,9 @@ def test_an_archived_season_keeps_nothing_per_match_in_redis_and_verifies_from_i
     assert main(["season", "verify", "s1", "--redis-url", redis_url]) == 0
     out_dir = tmp_path / "export"  # the export reads results and records from the archive
     assert main(["season", "export", "s1", str(out_dir), "--redis-url", redis_url]) == 0
-    assert len((out_dir / "results.jsonl").read_text().splitlines()) == 3
+    exported = [json.loads(line) for line in (out_dir / "results.jsonl").read_text().splitlines()]
+    assert len(exported) == 3  # each the full result: the row completed from its record
+    assert all("penalties" in d and "detail" in d for r in exported for d in r["result"]["deals"])
     assert sorted(p.name for p in (out_dir / "matches").iterdir()) == [
         f"{m}.json.gz" for m in sorted(ids)
     ]
