@@ -103,9 +103,12 @@ class RunLimits:
         return GroupLimits(memory_mb=self.memory_mb, pids=self.pids, cpus=self.cpus)
 
     def sandbox(self) -> SandboxLimits:
+        """The rlimits under the group: ``RLIMIT_NPROC`` counts every process of the bot's
+        user id on the host, so it is a floor at twice ``pids``, and the group's
+        ``pids.max`` (per sandbox, and counted as an event) is the limit a bot meets."""
         return SandboxLimits(
             memory_mb=self.memory_mb,
-            pids=self.pids,
+            pids=2 * self.pids,
             open_files=self.open_files,
             disk_mb=self.disk_mb,
         )
