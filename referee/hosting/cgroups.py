@@ -473,6 +473,8 @@ class Hierarchy:
             if not top.is_dir():
                 continue
             for d in sorted(p for p in top.iterdir() if p.is_dir()):
+                with contextlib.suppress(ValueError, OSError):
+                    self.handle(d.name).kill()  # thawed first: a frozen process never dies
                 _kill_all([d])
                 _rmdir(d)
                 removed += 1

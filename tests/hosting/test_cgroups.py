@@ -4,6 +4,7 @@ host has it). Skipped, with the reason, where no writable hierarchy exists."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from referee.hosting.cgroups import (
     cpu_ns_of,
     open_hierarchy,
 )
+from referee.hosting.supervisor import terminate_bot
 
 BURN = "import time\nwhile True: pass\n"
 
@@ -131,6 +133,25 @@ def test_the_signal_fallback_stops_every_process_of_a_forking_group(
     assert proc.returncode == -9
 
 
+@pytest.mark.parametrize("freezer", ["cgroup", "signals"])
+def test_a_frozen_bot_is_stopped_by_sigterm_at_once(
+    hierarchy: Hierarchy, signal_hierarchy: Hierarchy, freezer: str
+) -> None:
+    """The supervisor stops a bot the referee froze between its turns: thawed first, it
+    ends on SIGTERM, not on the SIGKILL 5 s later."""
+    if freezer == "signals":
+        hierarchy = signal_hierarchy
+    group = hierarchy.group("frozen-stop", GroupLimits())
+    proc = start_in(group, BURN)
+    try:
+        used_by(group, 10_000_000)
+        group.freeze()
+        terminate_bot(proc, group)
+        assert proc.returncode == -signal.SIGTERM
+    finally:
+        group.remove()
+
+
 def test_memory_past_the_limit_is_an_oom_kill_counted(hierarchy: Hierarchy) -> None:
     group = hierarchy.group("hog", GroupLimits(memory_mb=64))
     proc = start_in(group, "b = []\nwhile True: b.append(bytearray(8 << 20))\n")
@@ -160,10 +181,12 @@ def test_forks_past_pids_max_are_refused_and_counted(hierarchy: Hierarchy) -> No
             time.sleep(0.05)
         assert group.events().pids_refused >= 1
         assert len(group.pids()) <= 8
+        assert proc.stderr is not None
+        forked = os.read(proc.stderr.fileno(), 16)  # written once its fork was refused
     finally:
         group.remove()
         proc.wait(5)
-    assert proc.stderr is not None and int(proc.stderr.read() or b"99") < 8
+    assert int(forked or b"99") < 8
 
 
 def test_the_cpu_quota_holds_a_burner_to_its_share(hierarchy: Hierarchy) -> None:
