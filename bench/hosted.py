@@ -18,6 +18,17 @@ run's wall time: what a bot thinking on others' time takes from its neighbours. 
 measured on a shared, loaded machine are noisy: compare the rows of one run.
 
     .venv/bin/python bench/hosted.py [--deals 2]
+
+``--per-core 4,8,12,16`` measures instead how many hosted bots this machine serves at a
+clock: for each N, N hosted bots (sevens ``fan-tan`` at tables of 4, a balanced schedule
+of about 4 matches per bot, N/4 matches in flight, so every bot is in about one match at
+a time) each spend ``--think-ms`` of CPU per decision on a wall clock of ``--move-ms``
+per move and no bank; half of them also **ponder**: a child process that burns CPU all
+the time. Freezing on and off. For each: decisions/s, and per bot, as ratios against the
+run's first row (the smallest N, freezing on); timeouts; the mean wall time of a decision
+against its CPU time; the referee's CPU per decision.
+
+    .venv/bin/python bench/hosted.py --per-core 4,8,12,16 [--think-ms 10 --move-ms 60]
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -69,17 +81,31 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def season(conn: redis.Redis, name: str, names: list[str], deals: int) -> tuple[int, float]:
-    """Play it to the end; (decisions, wall seconds from start to finish)."""
+def season(
+    conn: redis.Redis,
+    name: str,
+    names: list[str],
+    deals: int,
+    *,
+    table_size: int = 3,
+    tc: TimeControl | None = None,
+    rounds: int = 1,
+    window: int = 8,
+    stats: list[dict[str, Any]] | None = None,
+) -> tuple[int, float]:
+    """Play it to the end; (decisions, wall seconds from start to finish). ``stats``
+    receives every seat's counters."""
     spec = SeasonSpec(
         name=name,
         game="sevens",
         preset="fan-tan",
         bots=tuple(names),
-        table_size=3,
+        table_size=table_size,
         deals_per_match=deals,
-        time_control=TimeControl(move_ms=2000, bank_ms=5000),
-        options=SeasonOptions(duplicate=False, rounds=1),
+        time_control=tc or TimeControl(move_ms=2000, bank_ms=5000),
+        options=SeasonOptions(
+            duplicate=False, rounds=rounds, max_subsets=1, window=window, separate_owners=False
+        ),
     )
     store.create_season(conn, spec)
     deadline = time.monotonic() + 120
@@ -92,19 +118,21 @@ def season(conn: redis.Redis, name: str, names: list[str], deals: int) -> tuple[
     while store.get_season(conn, name)["state"] != store.FINISHED:
         time.sleep(0.05)
     wall = time.monotonic() - started
-    decisions = sum(
-        int(s["decisions"]) for r in store.committed_results(conn, name) for s in r["stats"]
-    )
-    return decisions, wall
+    seats = [s for r in store.committed_results(conn, name) for s in r["stats"]]
+    if stats is not None:
+        stats.extend(dict(s) for s in seats)
+    return sum(s["decisions"] for s in seats), wall
 
 
 @contextlib.contextmanager
-def platform(root: Path, freeze: bool) -> Iterator[tuple[redis.Redis, int, Path, str]]:
-    server = EmbeddedRedis(root / f"redis-{freeze}")
+def platform(
+    root: Path, freeze: bool, matches: int = 4, tag: str = ""
+) -> Iterator[tuple[redis.Redis, int, Path, str]]:
+    server = EmbeddedRedis(root / f"redis-{freeze}{tag}")
     server.start()
     conn = redis.Redis.from_url(server.url, decode_responses=True)
-    socket = root / f"s{int(freeze)}" / "referee.sock"
-    args = ["--matches", "4", "--hosted-socket", str(socket), "--http-port", "0"]
+    socket = root / f"s{int(freeze)}{tag}" / "referee.sock"
+    args = ["--matches", str(matches), "--hosted-socket", str(socket), "--http-port", "0"]
     args += ["--hosted-cgroup-parent", PARENT] + ([] if freeze else ["--no-hosted-freeze"])
     referee, address = start_referee(server.url, *args)
     try:
@@ -184,12 +212,133 @@ def run_hosted(root: Path, deals: int, freeze: bool, hierarchy: Hierarchy) -> st
     return row(label, decisions, wall, ref, sum(used[1:]), burn)
 
 
+THINKER = """
+import os, time
+from arena_sdk.sdk import Bot, Turn, main
+
+THINK_S = {think_s!r}
+if {ponder!r} and os.fork() == 0:  # pondering: a child burning CPU all the time
+    while True:
+        pass
+
+
+class Thinker(Bot):
+    def choose(self, turn: Turn) -> str:
+        start = time.process_time()
+        while time.process_time() - start < THINK_S:
+            pass
+        for info in turn.action_info:
+            if info.cost == 0:
+                return info.action
+        return turn.legal_actions[0]
+
+
+main(Thinker())
+"""
+
+
+def run_scale(
+    root: Path, n: int, freeze: bool, hierarchy: Hierarchy, think_ms: float, move_ms: int
+) -> dict[str, float]:
+    """N hosted thinkers (every second one pondering) in one season; its measures."""
+    tag = f"-{n}"
+    tables = max(1, n // 4)
+    with platform(root, freeze, matches=tables, tag=tag) as (conn, pid, socket, _server):
+        versions = VersionStore(conn, root / f"data{int(freeze)}{tag}")
+        names = [f"t{i}" for i in range(n)]
+        for i, name in enumerate(names):
+            folder = root / f"thinker{i % 2}{tag}"
+            if not folder.exists():
+                folder.mkdir()
+                code = THINKER.format(think_s=think_ms / 1000, ponder=i % 2 == 1)
+                (folder / "bot.py").write_text(code)
+            bots.register(conn, name)
+            info = versions.submit_and_build(name, folder)
+            assert info.build == "ok", versions.build_log(name, info.version)
+        supervisor = Supervisor(
+            conn,
+            versions,
+            socket,
+            root / f"run{int(freeze)}{tag}",
+            limits=RunLimits(),
+            hierarchy=hierarchy,
+            bots_to_run=lambda: names,
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            cpu = proc_cpu_s(pid)
+            stats: list[dict[str, Any]] = []
+            rounds = 4 if n == 4 else 1  # 4 bots have one table: play it 4 times
+            tc = TimeControl(move_ms=move_ms, bank_ms=0, grace_ms=0)
+            decisions, wall = season(
+                conn, f"scale{n}", names, 1, table_size=4, tc=tc, rounds=rounds,
+                window=tables, stats=stats,
+            )  # fmt: skip
+            ref = proc_cpu_s(pid) - cpu
+        finally:
+            stop.set()
+            thread.join(60)
+    return {
+        "decisions": decisions,
+        "wall": wall,
+        "timeouts": sum(int(s["timeouts"]) for s in stats),
+        "think_ms": sum(float(s["think_ms_total"]) for s in stats) / max(1, decisions),
+        "referee_ms": ref / max(1, decisions) * 1000,
+    }
+
+
+def per_core(root: Path, sizes: list[int], think_ms: float, move_ms: int) -> None:
+    hierarchy = open_hierarchy(PARENT)
+    print(
+        f"# bench/hosted.py --per-core, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; think {think_ms:g} ms CPU "
+        f"per decision, clock {move_ms} ms per move, no bank; half the bots ponder"
+    )
+    print(
+        "| hosted bots | freezing | decisions | decisions/s | x first row | per bot x first row "
+        "| timeouts | wall ms per decision (CPU {think_ms:g}) | referee CPU ms/decision |".replace(
+            "{think_ms:g}", f"{think_ms:g}"
+        )
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    base: tuple[float, float] | None = None
+    try:
+        for n in sizes:
+            for freeze in (True, False):
+                m = run_scale(root, n, freeze, hierarchy, think_ms, move_ms)
+                rate = m["decisions"] / m["wall"]
+                if base is None:
+                    base = (rate, rate / n)
+                print(
+                    f"| {n} | {'on' if freeze else 'off'} | {m['decisions']:.0f} | {rate:.0f} | "
+                    f"{rate / base[0]:.2f} | {rate / n / base[1]:.2f} | "
+                    f"{m['timeouts']:.0f} ({m['timeouts'] / max(1, m['decisions']):.1%}) | "
+                    f"{m['think_ms']:.1f} | {m['referee_ms']:.2f} |",
+                    flush=True,
+                )
+        print(f"# load at the end {os.getloadavg()[0]:.1f}")
+    finally:
+        hierarchy.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--deals", type=int, default=2)
+    parser.add_argument(
+        "--per-core", metavar="N,N,...", help="hosted bots per core: these numbers of bots"
+    )
+    parser.add_argument("--think-ms", type=float, default=10.0)
+    parser.add_argument("--move-ms", type=int, default=60)
     args = parser.parse_args()
     os.environ.setdefault("ARENA_CLUSTER_SECRET", "bench-" + "x" * 32)
     root = Path(tempfile.mkdtemp(prefix="arena-bench-hosted-"))
+    if args.per_core:
+        sizes = [int(n) for n in args.per_core.split(",")]
+        per_core(root, sizes, args.think_ms, args.move_ms)
+        return
     hierarchy = open_hierarchy(PARENT)
     print(
         f"# bench/hosted.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "

@@ -12,9 +12,10 @@ import argparse
 import sys
 import time
 
-from referee.cli.common import Commands, add_redis_options, connect, fail
+from referee.cli.common import Commands, add_redis_options, connect, data_dir_of, fail
 from referee.cli.ladder_cmd import PREFIX
 from referee.errors import ArenaError
+from referee.hosting.versions import VersionStore
 from referee.seasons.paired import H0, H1, Sprt
 from referee.seasons.versusrun import VersusOutcome, describe, run_versus, start_versus
 
@@ -34,8 +35,10 @@ def register(commands: Commands) -> None:
         group="bot",
         help="is NEW better than OLD? both play the same duplicate deals against one field",
     )
-    p.add_argument("new", metavar="NEW", help="the bot (entry) under test")
-    p.add_argument("--against", required=True, metavar="OLD", help="the bot to beat")
+    p.add_argument(
+        "new", metavar="NEW", help="the bot under test, or version N of a hosted bot: NAME@vN"
+    )
+    p.add_argument("--against", required=True, metavar="OLD", help="the bot to beat (or NAME@vN)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--games", type=int, help="play this many duplicate sets (deals) (200)")
     how.add_argument(
@@ -83,6 +86,7 @@ def _test(args: argparse.Namespace) -> int:
                 name=args.name
                 or f"test-{args.new}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"[:64],
                 seed=args.seed,
+                versions=VersionStore(conn, data_dir_of(args)).version_entry,
             )
         except ArenaError as exc:
             text = str(exc)

@@ -64,7 +64,7 @@ GAMES: dict[str, dict[str, Any]] = {
 
 HOSTED_BOTS = (
     ("py-1", "python"),
-    ("py-2", "python"),
+    ("node-1", "node"),
     ("sh-1", "shell"),
     ("sh-2", "shell"),
     ("perl-1", "perl"),

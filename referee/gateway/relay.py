@@ -192,6 +192,11 @@ class TurnMeter(Protocol):
         since (None when not metered)."""
         ...
 
+    def connected(self, bot: str) -> None:
+        """A stream of ``bot`` opened (its Welcome is queued): idle from now on until its
+        first turn is held."""
+        ...
+
 
 @dataclass(eq=False)
 class Request:
@@ -605,6 +610,8 @@ class BotSession:
             if other.open:
                 other.hand_over(self)
         self.hub.add_session(self)
+        if self.hub.meter is not None:
+            self.hub.meter.connected(self.bot)
         log.info(
             "bot %s connected (session %s, concurrency %d, %s%s)",
             self.bot,

@@ -27,7 +27,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +36,9 @@ from referee.errors import ArenaError
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "freezer")
+V1_REQUIRED = ("memory", "pids", "cpu", "cpuacct")
+"""Without the v1 ``freezer`` tree (or v2's ``cgroup.freeze``, kernels before 5.2) groups
+freeze by signals (:class:`SignalFreezer`)."""
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -199,13 +202,63 @@ def _wait_frozen(state: Path, expect: str) -> None:
     raise CgroupUnavailable(f"{state} did not reach {expect} within 1 s")
 
 
+def _stopped(pid: int) -> bool | None:
+    """Whether ``pid`` runs nothing: stopped by a signal (state ``T``) or a zombie; None
+    once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+class SignalFreezer:
+    """Freezing by SIGSTOP/SIGCONT of every process of a group: the fallback where the
+    cgroup freezer is missing. Weaker than the freezer: the stop goes process by process
+    (a fork during it is caught by sweeping until no new process appears), and a process
+    can observe being stopped and continued (its parent may get ``SIGCHLD``)."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+
+    def freeze(self, wait: bool = True) -> None:
+        stopped: set[int] = set()
+        for _ in range(100):
+            fresh = set(self.pids()) - stopped
+            if not fresh:
+                break
+            for pid in fresh:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= fresh
+        if wait:
+            for _ in range(1000):
+                if self.frozen():
+                    return
+                time.sleep(0.001)
+            raise CgroupUnavailable("the group's processes did not stop within 1 s")
+
+    def thaw(self) -> None:
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def frozen(self) -> bool:
+        """Every process of the group is stopped (and there is one)."""
+        states = [_stopped(pid) for pid in self.pids()]
+        live = [s for s in states if s is not None]
+        return bool(live) and all(live)
+
+
 class V1Group:
     """A bot's group in each v1 controller tree: ``<root>/<controller>/<parent>/<name>``."""
 
-    def __init__(self, root: Path, parent: str, name: str) -> None:
+    def __init__(self, root: Path, parent: str, name: str, freezer: bool = True) -> None:
         self.name = name
-        self.dirs = {c: root / c / parent / name for c in V1_CONTROLLERS}
+        controllers = V1_CONTROLLERS if freezer else V1_REQUIRED
+        self.dirs = {c: root / c / parent / name for c in controllers}
         self.files = _Files()
+        self.signals = None if freezer else SignalFreezer(self.pids)
 
     def exists(self) -> bool:
         return all(d.is_dir() for d in self.dirs.values())
@@ -239,15 +292,23 @@ class V1Group:
         self.files.close()
 
     def freeze(self, wait: bool = True) -> None:
+        if self.signals is not None:
+            self.signals.freeze(wait)
+            return
         state = self.dirs["freezer"] / "freezer.state"
         self.files.pwrite(state, "FROZEN")
         if wait:
             _wait_frozen(state, "FROZEN")
 
     def thaw(self) -> None:
+        if self.signals is not None:
+            self.signals.thaw()
+            return
         self.files.pwrite(self.dirs["freezer"] / "freezer.state", "THAWED")
 
     def frozen(self) -> bool:
+        if self.signals is not None:
+            return self.signals.frozen()
         return _read(self.dirs["freezer"] / "freezer.state").strip() != "THAWED"
 
     def cpu_ns(self) -> int:
@@ -278,10 +339,11 @@ class V1Group:
 class V2Group:
     """A bot's group in the unified tree: ``<root>/<parent>/<name>``."""
 
-    def __init__(self, root: Path, parent: str, name: str) -> None:
+    def __init__(self, root: Path, parent: str, name: str, freezer: bool = True) -> None:
         self.name = name
         self.dir = root / parent / name
         self.files = _Files()
+        self.signals = None if freezer else SignalFreezer(self.pids)
 
     def exists(self) -> bool:
         return self.dir.is_dir()
@@ -311,6 +373,9 @@ class V2Group:
         self.files.close()
 
     def freeze(self, wait: bool = True) -> None:
+        if self.signals is not None:
+            self.signals.freeze(wait)
+            return
         self.files.pwrite(self.dir / "cgroup.freeze", "1")
         if not wait:
             return
@@ -322,9 +387,14 @@ class V2Group:
         raise CgroupUnavailable(f"{self.dir} did not freeze within 1 s")
 
     def thaw(self) -> None:
+        if self.signals is not None:
+            self.signals.thaw()
+            return
         self.files.pwrite(self.dir / "cgroup.freeze", "0")
 
     def frozen(self) -> bool:
+        if self.signals is not None:
+            return self.signals.frozen()
         return _read(self.dir / "cgroup.freeze").strip() == "1"
 
     def cpu_ns(self) -> int:
@@ -364,6 +434,8 @@ class Hierarchy:
     version: int
     root: Path
     parent: str
+    freezer: bool = True
+    """False: the cgroup freezer is missing, groups freeze by signals (:class:`SignalFreezer`)."""
 
     def group(self, name: str, limits: GroupLimits) -> BotGroup:
         """Make (or reuse) the group of ``name`` with ``limits``."""
@@ -379,8 +451,8 @@ class Hierarchy:
                 "(up to 100, not starting with a symbol)"
             )
         if self.version == 2:
-            return V2Group(self.root, self.parent, name)
-        return V1Group(self.root, self.parent, name)
+            return V2Group(self.root, self.parent, name, self.freezer)
+        return V1Group(self.root, self.parent, name, self.freezer)
 
     def path_of(self, name: str) -> Path:
         """The directory whose CPU counter :func:`cpu_ns_of` reads for ``name``."""
@@ -395,12 +467,14 @@ class Hierarchy:
         tops = (
             [self.root / self.parent]
             if self.version == 2
-            else [self.root / c / self.parent for c in V1_CONTROLLERS]
+            else [self.root / c / self.parent for c in V1_CONTROLLERS if (self.root / c).is_dir()]
         )
         for top in tops:
             if not top.is_dir():
                 continue
             for d in sorted(p for p in top.iterdir() if p.is_dir()):
+                with contextlib.suppress(ValueError, OSError):
+                    self.handle(d.name).kill()  # thawed first: a frozen process never dies
                 _kill_all([d])
                 _rmdir(d)
                 removed += 1
@@ -427,20 +501,23 @@ def detect(root: Path = ROOT) -> int | None:
     if controllers.exists():
         have = set(_read(controllers).split())
         return 2 if set(V2_CONTROLLERS) <= have else None
-    if all((root / c).is_dir() for c in V1_CONTROLLERS):
+    if all((root / c).is_dir() for c in V1_REQUIRED):
         return 1
     return None
 
 
-def open_hierarchy(parent: str = "arena", root: Path = ROOT) -> Hierarchy:
+def open_hierarchy(
+    parent: str = "arena", root: Path = ROOT, *, signal_freeze: bool = False
+) -> Hierarchy:
     """The hierarchy bot groups go in, checked writable; raises :class:`CgroupUnavailable`
-    saying what is missing."""
+    saying what is missing. Groups freeze by the cgroup freezer where it exists, else (or
+    with ``signal_freeze``) by SIGSTOP/SIGCONT of their processes."""
     version = detect(root)
     if version is None:
         raise CgroupUnavailable(
-            f"no cgroup hierarchy with the {'/'.join(V1_CONTROLLERS)} controllers at {root}: "
+            f"no cgroup hierarchy with the {'/'.join(V1_REQUIRED)} controllers at {root}: "
             "hosted bots need cgroup v2 (memory, pids, cpu delegated) or v1 "
-            "(memory, pids, cpu, cpuacct, freezer mounted)"
+            "(memory, pids, cpu, cpuacct mounted; freezer too, else freezing uses signals)"
         )
     try:
         if version == 2:
@@ -449,12 +526,14 @@ def open_hierarchy(parent: str = "arena", root: Path = ROOT) -> Hierarchy:
             wanted = " ".join(f"+{c}" for c in V2_CONTROLLERS)
             _write(root / "cgroup.subtree_control", wanted)
             _write(top / "cgroup.subtree_control", wanted)
+            freezer = (top / "cgroup.freeze").exists()
         else:
-            for c in V1_CONTROLLERS:
+            freezer = (root / "freezer").is_dir()
+            for c in V1_CONTROLLERS if freezer else V1_REQUIRED:
                 (root / c / parent).mkdir(exist_ok=True)
     except OSError as exc:
         raise CgroupUnavailable(
             f"cgroup v{version} at {root} is not writable ({exc.strerror}): run the bot "
             "supervisor as root, or delegate a cgroup subtree to its user"
         ) from exc
-    return Hierarchy(version, root, parent)
+    return Hierarchy(version, root, parent, freezer and not signal_freeze)

@@ -9,6 +9,8 @@ a second at most.
 * Freezing: a hosted bot's group is thawed when its first outstanding turn is written and
   frozen (without waiting for the kernel to finish) when its last one closes, so it never
   thinks on its opponents' time and its background work never slows anyone.
+* A bot is also frozen ``settle_s`` after its stream opens if no turn of it is outstanding
+  by then: it does not compute on its opponents' time before its first turn either.
 * Breathing: a frozen bot is thawed for ``breath_s`` every ``breathe_every_s`` so that its
   gRPC transport answers the referee's keepalive pings (KEEPALIVE_TIMEOUT_MS is 10 s);
   a CPU burner gains ``breath_s / breathe_every_s`` of a core from it (0.4 % by default).
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 
 BREATHE_EVERY_S = 5.0
 BREATH_S = 0.02
+SETTLE_S = 0.5
+"""How long after its stream opens a bot with no turn may run before it is frozen (to read
+its Welcome and settle)."""
 MISSING_RECHECK_S = 1.0
 """How long a bot found without a group is taken as unmetered before looking again."""
 
@@ -48,9 +53,11 @@ class CgroupMeter:
         freeze: bool = True,
         breathe_every_s: float = BREATHE_EVERY_S,
         breath_s: float = BREATH_S,
+        settle_s: float = SETTLE_S,
     ) -> None:
         self.hierarchy = hierarchy
         self.freezing = freeze
+        self.settle_s = settle_s
         self.breathe_every_s = breathe_every_s
         self.breath_s = breath_s
         self.outstanding: dict[str, int] = {}
@@ -115,6 +122,25 @@ class CgroupMeter:
             self._forget(bot)
             return None
         return max(0.0, used)
+
+    def connected(self, bot: str) -> None:
+        if self.freezing:
+            asyncio.get_running_loop().call_later(self.settle_s, self.freeze_idle, bot)
+
+    def freeze_idle(self, bot: str) -> None:
+        """Freeze ``bot`` if it has a group, no turn outstanding and is not frozen yet."""
+        if self.outstanding.get(bot, 0) or bot in self.frozen:
+            return
+        group = self.group(bot)
+        if group is None:
+            return
+        try:
+            group.freeze(wait=False)
+        except OSError as exc:
+            log.warning("cannot freeze hosted bot %s: %s", bot, exc)
+            self._forget(bot)
+            return
+        self.frozen.add(bot)
 
     def _forget(self, bot: str) -> None:
         """Drop a group that went away (its kept files with it); looked up again next turn."""

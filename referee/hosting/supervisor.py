@@ -103,9 +103,12 @@ class RunLimits:
         return GroupLimits(memory_mb=self.memory_mb, pids=self.pids, cpus=self.cpus)
 
     def sandbox(self) -> SandboxLimits:
+        """The rlimits under the group: ``RLIMIT_NPROC`` counts every process of the bot's
+        user id on the host, so it is a floor at twice ``pids``, and the group's
+        ``pids.max`` (per sandbox, and counted as an event) is the limit a bot meets."""
         return SandboxLimits(
             memory_mb=self.memory_mb,
-            pids=self.pids,
+            pids=2 * self.pids,
             open_files=self.open_files,
             disk_mb=self.disk_mb,
         )
@@ -169,13 +172,19 @@ def wanted_bots(conn: redis.Redis, store: VersionStore) -> list[str]:
     return sorted(b for b in names if store.active_version(b) is not None)
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL 5 s later; reaped either way (the sandbox dies with it)."""
+def terminate_bot(proc: subprocess.Popen[bytes], group: BotGroup) -> None:
+    """SIGTERM, then SIGKILL to the whole group 5 s later; reaped either way (the sandbox
+    dies with it). The group is thawed first: a frozen process acts on no signal, and the
+    referee's meter freezes a bot between its turns."""
     if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            group.thaw()
         proc.terminate()
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                group.kill()  # thaws again (the meter may have frozen it meanwhile)
             proc.kill()
             proc.wait(5)
 
@@ -260,7 +269,7 @@ class Supervisor:
             RunEvent.EXITED,
             f"stopping version {entry.manifest.version} for the new active version {active}",
         )
-        _terminate(proc)
+        terminate_bot(proc, entry.group)
         entry.proc = None
         entry.quick_exits = 0
         entry.next_start = now
@@ -342,6 +351,8 @@ class Supervisor:
             return
         entry.manifest = manifest
         try:
+            # the meter may have frozen the group when the last turn of the exited bot closed
+            entry.group.thaw()
             entry.proc = self._spawn(manifest, entry.group)
         except (OSError, ValueError) as exc:
             record_event(self.conn, entry.bot, RunEvent.START_FAILED, str(exc))
@@ -414,7 +425,7 @@ class Supervisor:
 
     def _stop(self, entry: Running) -> None:
         if entry.proc is not None:
-            _terminate(entry.proc)
+            terminate_bot(entry.proc, entry.group)
         entry.proc = None
         entry.group.remove()
 
@@ -438,6 +449,8 @@ class Supervisor:
             self.running.clear()
             for entry in entries:
                 if entry.proc is not None and entry.proc.poll() is None:
+                    with contextlib.suppress(OSError):
+                        entry.group.thaw()  # a frozen process acts on no signal
                     entry.proc.terminate()
             deadline = time.monotonic() + 5.0
             for entry in entries:

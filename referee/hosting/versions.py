@@ -44,7 +44,7 @@ from pathlib import Path
 import redis
 
 from referee import bots, keys
-from referee.errors import NotFoundError, StateConflict
+from referee.errors import ConflictError, NotFoundError, StateConflict
 from referee.hosting.archive import ArchiveLimits, archive_kind, pack_folder, unpack
 from referee.hosting.errors import ArchiveRefused, BuildFailed
 from referee.hosting.languages import Recipe, detect, runtime_mounts
@@ -81,6 +81,10 @@ BUILDS_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
 """Builds one process runs at a time (the CLI, a referee's API and upload form): more wait,
 so a burst of submissions cannot take every core from the matches."""
 _build_slots = threading.BoundedSemaphore(BUILDS_AT_ONCE)
+
+
+ENTRY_OF = "entry_of"
+"""Field of a version entry's bot hash (:meth:`VersionStore.version_entry`): ``NAME@vN``."""
 
 
 class BuildState:
@@ -216,6 +220,38 @@ class VersionStore:
         offset = int(self.client.incr(keys.HOSTED_UIDS))
         self.client.hsetnx(keys.bot(bot), "hosted_uid", str(UID_BASE + offset))
         return int(_text(self.client.hget(keys.bot(bot), "hosted_uid") or "0"))
+
+    def version_entry(self, bot: str, version: int) -> str:
+        """A bot that plays version ``version`` of ``bot`` and nothing else, for a season
+        that seats two versions of one bot (``arena bot test NAME@v2 --against NAME@v1``):
+        ``NAME.vN``, registered to ``bot``'s owner, whose one version is ``bot``'s archive
+        of that version built anew in the sandbox. Made once, then reused."""
+        info = self.version(bot, version)
+        if info.build != BuildState.OK:
+            raise BuildFailed(
+                f"version {version} of {bot!r} is not built ({info.build}): "
+                f"`arena bot builds {bot}` shows why"
+            )
+        entry = bots.validate_name(f"{bot}.v{version}")
+        pinned = f"{bot}@v{version}"
+        if self.client.exists(keys.bot(entry)):
+            if _text(self.client.hget(keys.bot(entry), ENTRY_OF) or "") != pinned:
+                raise ConflictError(
+                    f"{pinned}: the bot {entry!r} exists and plays something else; rename it "
+                    "to test this version"
+                )
+            if self.active_version(entry) is not None:
+                return entry
+        else:
+            owner = _text(self.client.hget(keys.bot(bot), "owner") or "")
+            bots.register(self.client, entry, owner=owner, description=f"{pinned}, pinned")
+            self.client.hset(keys.bot(entry), ENTRY_OF, pinned)
+        folder = self.version_dir(bot, version)
+        archive = next(folder.glob("archive.*"))
+        built = self.submit_and_build(entry, archive, language=info.language)
+        if built.build != BuildState.OK:
+            raise BuildFailed(f"{pinned} did not build again as {entry!r}: {built.summary}")
+        return entry
 
     # --- submitting -------------------------------------------------------------------
 

@@ -24,20 +24,33 @@ from referee.seasons.paired import PairedSummary, Sprt, paired_interval
 from referee.seasons.versiontest import done_prefix, set_differences, versus_spec
 
 ENTRY_VERSION_SEP = "@"
+VERSION_START_S = 60.0
+"""How long a version test waits for the hosted versions it seats to connect."""
 
 
-def resolve_entry(conn: redis.Redis, text: str) -> str:
-    """The playable entry (a registered bot name) that a NEW/OLD/field argument names.
+VersionEntry = Callable[[str, int], str]
+"""(bot, version) -> the registered bot that plays that hosted version
+(``referee.hosting.versions.VersionStore.version_entry``)."""
 
-    One place for it, so that hosted versions (``NAME@v2``) can resolve to their entry here
-    once they exist; today an argument is a registered bot's name."""
+
+def resolve_entry(conn: redis.Redis, text: str, versions: VersionEntry | None = None) -> str:
+    """The playable entry (a registered bot name) that a NEW/OLD/field argument names: a
+    bot's name, or ``NAME@vN`` (``NAME@N``), version N of hosted bot NAME, resolved by
+    ``versions``."""
     name = text.strip()
     if ENTRY_VERSION_SEP in name:
         bot, _, version = name.partition(ENTRY_VERSION_SEP)
-        raise ConfigError(
-            f"{text!r}: versions ({bot}@{version}) are not playable entries yet: name a "
-            "registered bot (`arena bot list`)"
-        )
+        number = version[1:] if version[:1] in ("v", "V") else version
+        if not number.isdigit() or int(number) < 1:
+            raise ConfigError(f"{text!r}: name a version as {bot}@v2 (`arena bot versions {bot}`)")
+        if versions is None:
+            raise ConfigError(
+                f"{text!r}: hosted versions are resolved where the data dir is at hand "
+                "(`arena bot test`); name a registered bot here"
+            )
+        if not conn.sismember(keys.BOTS, bot):
+            raise ConfigError(f"{text!r}: {bot!r} is not a registered bot (`arena bot list`)")
+        return versions(bot, int(number))
     if not name or not conn.sismember(keys.BOTS, name):
         raise ConfigError(
             f"{text!r} is not a registered bot: register it (`arena bot register NAME`) or "
@@ -101,14 +114,34 @@ def start_versus(
     deals: int = 4,
     name: str = "",
     seed: int | None = None,
+    versions: VersionEntry | None = None,
 ) -> dict[str, str]:
-    """Create and start the season of a version test of up to ``sets`` duplicate sets."""
-    entries = [resolve_entry(conn, b) for b in (new, old, *field)]
+    """Create and start the season of a version test of up to ``sets`` duplicate sets
+    (``versions``: see :func:`resolve_entry`)."""
+    named = (new, old, *field)
+    entries = [resolve_entry(conn, b, versions) for b in named]
     spec = versus_spec(
         entries[0], entries[1], entries[2:], game, preset=preset, deals=deals, name=name, seed=seed
     )
     info = store.create_season(conn, spec, versus_pairs=pairs_for(sets, deals))
+    pinned = [e for text, e in zip(named, entries, strict=True) if ENTRY_VERSION_SEP in text]
+    if pinned:  # the bot supervisor starts them now that a season wants them
+        _await_streams(conn, info["season"], pinned, VERSION_START_S)
     return store.start_season(conn, info["season"])
+
+
+def _await_streams(conn: redis.Redis, season: str, names: list[str], within_s: float) -> None:
+    """Wait until each of ``names`` holds a stream; else cancel the season and say why."""
+    deadline = time.monotonic() + within_s
+    while missing := store.bots_without_stream(conn, names):
+        if time.monotonic() > deadline:
+            store.cancel_season(conn, season)
+            raise ConfigError(
+                f"{', '.join(missing)} did not connect within {within_s:g} s: hosted versions "
+                "play where the bot supervisor runs (`arena up`, `arena bots run`); "
+                f"season {season} is cancelled"
+            )
+        time.sleep(0.2)
 
 
 def read_versus(conn: redis.Redis, season_id: str, sprt: Sprt | None = None) -> VersusOutcome:

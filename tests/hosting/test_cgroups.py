@@ -4,6 +4,7 @@ host has it). Skipped, with the reason, where no writable hierarchy exists."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from referee.hosting.cgroups import (
     cpu_ns_of,
     open_hierarchy,
 )
+from referee.hosting.supervisor import terminate_bot
 
 BURN = "import time\nwhile True: pass\n"
 
@@ -29,6 +31,18 @@ def hierarchy() -> Iterator[Hierarchy]:
         h = open_hierarchy(parent=f"arena-test-{os.getpid()}")
     except CgroupUnavailable as exc:
         pytest.skip(str(exc))
+    yield h
+    h.cleanup()
+
+
+@pytest.fixture(scope="module")
+def signal_hierarchy() -> Iterator[Hierarchy]:
+    """Groups that freeze by SIGSTOP/SIGCONT, as where the cgroup freezer is missing."""
+    try:
+        h = open_hierarchy(parent=f"arena-test-sig-{os.getpid()}", signal_freeze=True)
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    assert not h.freezer
     yield h
     h.cleanup()
 
@@ -48,26 +62,94 @@ def start_in(group: BotGroup, code: str) -> subprocess.Popen[bytes]:
     return proc
 
 
-def test_a_frozen_group_uses_no_cpu_and_thaws(hierarchy: Hierarchy) -> None:
+def used_by(group: BotGroup, ns: int, within_s: float = 10.0) -> None:
+    """Wait until the group's CPU counter reaches ``ns`` (slowly on a loaded machine)."""
+    deadline = time.monotonic() + within_s
+    while group.cpu_ns() < ns:
+        assert time.monotonic() < deadline, (group.cpu_ns(), ns)
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("freezer", ["cgroup", "signals"])
+def test_a_frozen_group_uses_no_cpu_and_thaws(
+    hierarchy: Hierarchy, signal_hierarchy: Hierarchy, freezer: str
+) -> None:
+    if freezer == "signals":
+        hierarchy = signal_hierarchy
     group = hierarchy.group("burner", GroupLimits(cpus=1.0))
     proc = start_in(group, BURN)
     try:
-        time.sleep(0.3)
-        assert group.cpu_ns() > 50_000_000  # it burned while thawed
+        used_by(group, 50_000_000)  # it burns while thawed
         group.freeze()
         assert group.frozen()
         frozen_at = group.cpu_ns()
         time.sleep(0.3)
         assert group.cpu_ns() - frozen_at < 5_000_000
         group.thaw()
-        time.sleep(0.2)
-        assert group.cpu_ns() - frozen_at > 30_000_000
+        used_by(group, frozen_at + 30_000_000)
         assert cpu_ns_of(hierarchy.path_of("burner")) == pytest.approx(group.cpu_ns(), rel=0.5)
     finally:
         group.remove()
         proc.wait(5)
     assert proc.returncode == -9
     assert not hierarchy.path_of("burner").exists()
+
+
+def test_the_signal_fallback_stops_every_process_of_a_forking_group(
+    signal_hierarchy: Hierarchy,
+) -> None:
+    """Children forked before and while it stops them are stopped too, and all continue."""
+    group = signal_hierarchy.group("forker", GroupLimits(cpus=1.0, pids=32))
+    forker = (
+        "import os, time\n"
+        "for _ in range(3):\n"
+        "    if os.fork() == 0:\n"
+        "        while True: pass\n"
+        "while True:\n"  # and a child every 10 ms, each burning 50 ms
+        "    if os.fork() == 0:\n"
+        "        t = time.monotonic()\n"
+        "        while time.monotonic() - t < 0.05: pass\n"
+        "        os._exit(0)\n"
+        "    time.sleep(0.01)\n"
+        "    while os.waitpid(-1, os.WNOHANG)[0] > 0: pass\n"
+    )
+    proc = start_in(group, forker)
+    try:
+        deadline = time.monotonic() + 10
+        while len(group.pids()) < 6:
+            assert time.monotonic() < deadline, group.pids()
+            time.sleep(0.01)
+        group.freeze()
+        assert group.frozen()
+        frozen_at = group.cpu_ns()
+        time.sleep(0.3)
+        assert group.cpu_ns() - frozen_at < 5_000_000
+        group.thaw()
+        assert not group.frozen()
+        used_by(group, frozen_at + 30_000_000)
+    finally:
+        group.remove()
+        proc.wait(5)
+    assert proc.returncode == -9
+
+
+@pytest.mark.parametrize("freezer", ["cgroup", "signals"])
+def test_a_frozen_bot_is_stopped_by_sigterm_at_once(
+    hierarchy: Hierarchy, signal_hierarchy: Hierarchy, freezer: str
+) -> None:
+    """The supervisor stops a bot the referee froze between its turns: thawed first, it
+    ends on SIGTERM, not on the SIGKILL 5 s later."""
+    if freezer == "signals":
+        hierarchy = signal_hierarchy
+    group = hierarchy.group("frozen-stop", GroupLimits())
+    proc = start_in(group, BURN)
+    try:
+        used_by(group, 10_000_000)
+        group.freeze()
+        terminate_bot(proc, group)
+        assert proc.returncode == -signal.SIGTERM
+    finally:
+        group.remove()
 
 
 def test_memory_past_the_limit_is_an_oom_kill_counted(hierarchy: Hierarchy) -> None:
@@ -99,10 +181,12 @@ def test_forks_past_pids_max_are_refused_and_counted(hierarchy: Hierarchy) -> No
             time.sleep(0.05)
         assert group.events().pids_refused >= 1
         assert len(group.pids()) <= 8
+        assert proc.stderr is not None
+        forked = os.read(proc.stderr.fileno(), 16)  # written once its fork was refused
     finally:
         group.remove()
         proc.wait(5)
-    assert proc.stderr is not None and int(proc.stderr.read() or b"99") < 8
+    assert int(forked or b"99") < 8
 
 
 def test_the_cpu_quota_holds_a_burner_to_its_share(hierarchy: Hierarchy) -> None:

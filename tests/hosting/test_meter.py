@@ -21,12 +21,18 @@ from referee.seasons.model import time_control_from_dict
 from workers.link import LocalReply, cpu_ms_of
 
 
-@pytest.fixture(scope="module")
-def hierarchy() -> Iterator[Hierarchy]:
+@pytest.fixture(scope="module", params=["cgroup", "signals"])
+def hierarchy(request: pytest.FixtureRequest) -> Iterator[Hierarchy]:
+    """The host's cgroups, freezing by the cgroup freezer or (forced, as where the freezer
+    is missing) by SIGSTOP/SIGCONT."""
+    signals = request.param == "signals"
     try:
-        h = open_hierarchy(parent=f"arena-meter-test-{os.getpid()}")
+        h = open_hierarchy(
+            parent=f"arena-meter-test-{request.param}-{os.getpid()}", signal_freeze=signals
+        )
     except CgroupUnavailable as exc:
         pytest.skip(str(exc))
+    assert h.freezer is not signals
     yield h
     h.cleanup()
 
@@ -85,7 +91,7 @@ def test_breathing_thaws_a_frozen_bot_briefly_and_freezes_it_again(hierarchy: Hi
     import asyncio
 
     proc = burner(hierarchy, "breath")
-    meter = CgroupMeter(hierarchy, breath_s=0.1)
+    meter = CgroupMeter(hierarchy, breath_s=0.25)  # long enough to run at load 20+
     group = meter.group("breath")
     assert group is not None
     try:
@@ -100,6 +106,49 @@ def test_breathing_thaws_a_frozen_bot_briefly_and_freezes_it_again(hierarchy: Hi
         meter.thaw_all()
         group.remove()
         proc.wait(5)
+
+
+def test_a_bot_is_frozen_once_settled_after_it_connects_unless_a_turn_is_outstanding(
+    hierarchy: Hierarchy,
+) -> None:
+    import asyncio
+
+    idle, busy = burner(hierarchy, "idle"), burner(hierarchy, "busy")
+    meter = CgroupMeter(hierarchy, settle_s=0.1)
+    found = [meter.group("idle"), meter.group("busy")]
+    groups = [g for g in found if g is not None]
+    assert len(groups) == 2
+
+    async def connect() -> None:
+        meter.connected("idle")
+        meter.connected("busy")
+        meter.held("busy")  # its first turn came before it settled
+        await asyncio.sleep(0.05)
+        assert not groups[0].frozen() and not groups[1].frozen()
+        await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(connect())
+        time.sleep(0.05)  # the freeze completes on its own
+        assert groups[0].frozen() and not groups[1].frozen()
+        before = groups[0].cpu_ns()
+        time.sleep(0.2)
+        assert groups[0].cpu_ns() - before < 5_000_000
+        off = CgroupMeter(hierarchy, freeze=False, settle_s=0.01)
+        groups[0].thaw()
+
+        async def connect_unfrozen() -> None:
+            off.connected("idle")
+            await asyncio.sleep(0.1)
+
+        asyncio.run(connect_unfrozen())
+        assert not groups[0].frozen()
+    finally:
+        meter.thaw_all()
+        for group in groups:
+            group.remove()
+        idle.wait(5)
+        busy.wait(5)
 
 
 def test_freezing_costs_well_under_a_millisecond_per_decision(hierarchy: Hierarchy) -> None:
@@ -125,7 +174,8 @@ def test_freezing_costs_well_under_a_millisecond_per_decision(hierarchy: Hierarc
 
         with_freeze = per_decision(frozen)
         without = per_decision(metered)
-        print(f"\nper decision: meter {without:.3f} ms, meter + freeze {with_freeze:.3f} ms")
+        how = "cgroup freezer" if hierarchy.freezer else "SIGSTOP/SIGCONT"
+        print(f"\nper decision: meter {without:.3f} ms, with freezing ({how}) {with_freeze:.3f} ms")
         assert with_freeze < 1.0
     finally:
         frozen.thaw_all()

@@ -15,6 +15,7 @@ import pytest
 from referee.cli.main import main as arena_main
 from referee.cli.policy_bot import PolicyBot
 from referee.embedded_redis import EmbeddedRedis
+from referee.errors import ConfigError
 from referee.seasons import store
 from referee.seasons.versusrun import resolve_entry
 from sample_bots.sdk import Bot
@@ -93,5 +94,12 @@ def test_bad_arguments_get_one_line(platform: Platform) -> None:
         "--field", "vt-field", "--redis-url", platform.url,
     )  # fmt: skip
     assert code == 1 and "NEW and OLD are both" in err
-    with pytest.raises(Exception, match="not playable entries yet"):
+    code, _, err = _arena(
+        "bot", "test", "vt-random@v2", "--against", "vt-random", "--game", "sedma",
+        "--field", "vt-field", "--redis-url", platform.url,
+    )  # fmt: skip
+    assert code == 1 and "'vt-random' has no version 2" in err and err.count("\n") == 1, err
+    with pytest.raises(ConfigError, match="name a version as vt-random@v2"):
+        resolve_entry(platform.conn, "vt-random@latest")
+    with pytest.raises(ConfigError, match="hosted versions are resolved where"):
         resolve_entry(platform.conn, "vt-random@v2")
