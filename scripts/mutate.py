@@ -92,6 +92,7 @@ AREAS: dict[str, Area] = {
             "workers/notices.py",
             "workers/record.py",
             "referee/match/spec.py",
+            "referee/games/loop.py",  # Walk: the one match loop the host walks
         ),
         # test_runner.py is left out: it starts a real referee process per module, i.e.
         # per mutant (about 20 s each here); test_match_loop.py plays the same loop with
@@ -104,6 +105,7 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_queue.py",
             "tests/workers/test_match_states.py",  # the state machine and the seat tally
             "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
+            "tests/games/test_loop.py",
         ),
         fork=False,
     ),
