@@ -50,6 +50,7 @@ def test_the_table_names_every_state_and_ends_in_done_or_cancelled() -> None:
     assert not may_move(S.DONE, S.QUEUED) and not may_move(S.CANCELLED, S.RUNNING)
     assert may_move(None, S.QUEUED) and may_move(None, S.SCHEDULED)
     assert not may_move(None, S.RUNNING)
+    assert not may_move(S.UNKNOWN, S.QUEUED)  # only ever reported: no moves
     # every state is reachable from a first one
     seen, todo = set(FIRST_STATES), list(FIRST_STATES)
     while todo:
