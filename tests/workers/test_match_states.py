@@ -161,6 +161,7 @@ def test_seat_statistics_are_tallied_in_one_place() -> None:
     invalid = Event(EventKind.INVALID_ACTION, 0)
     assert not tally_decision(stats, [Event(EventKind.PLAY, 0, action="7H")], think_ms=2.5)
     assert tally_decision(stats, [invalid, Event(EventKind.PENALTY, 0)], fallback=True)
+    assert stats["fallbacks"] == 1  # an answer that came, from the bot's SDK or bridge
     assert tally_decision(stats, [Event(EventKind.ILLEGAL_PASS, 0)])
     assert tally_decision(stats, [Event(EventKind.TIMEOUT, 0)], no_answer=True, fallback=True)
     assert tally_decision(stats, [Event(EventKind.TIMEOUT, 0)])  # judged late
