@@ -5,8 +5,9 @@ A match moves through ``keys.match_state(match_id)["state"]`` (:class:`MatchStat
 ``queued`` → ``running`` → ``done`` (result committed exactly once) or ``failed`` (the
 error is kept in the ``error`` field); every move is one of
 ``referee.match.spec.MATCH_MOVES``, written through :func:`write_state`. A match whose
-host stopped heartbeating (it was killed) goes back to ``queued`` with a new RQ job (:func:`janitor_pass`, run by every
-match host). :class:`RunningMatches` owns the set of running matches and their heartbeats.
+host stopped heartbeating (it was killed) goes back to ``queued`` with a new RQ job
+(:func:`janitor_pass`, run by every match host). :class:`RunningMatches` owns the set of
+running matches and their heartbeats.
 
 Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True`` and
 ``False`` connections work.
