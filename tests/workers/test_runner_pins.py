@@ -1,5 +1,6 @@
 """Pins for the match runner's fencing, commit and clock (mutants that once survived), on the
-direct decision path of ``workers/runner.py``: each test names the mutation it kills.
+direct decision path of ``workers/runner.py`` and the attempt ledger ``workers/attempts.py``:
+each test names the mutation it kills.
 
 Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
 and, where a bot is needed, a scripted ``ask`` or a referee link played by the test itself.
