@@ -104,10 +104,17 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
             "tests/workers/test_match_states.py",  # the state machine and the seat tally
+            "tests/workers/test_commit_drop.py",  # a commit whose reply was lost
+            "tests/workers/test_records.py",  # the commit of a record store's pointer
             "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
             "tests/games/test_loop.py",
         ),
         fork=False,
+        # a real S3 server (moto) per mutant: the record store's, not the runner's
+        deselect=(
+            "tests/workers/test_records.py::"
+            "test_the_s3_store_keeps_records_on_a_real_server_and_says_when_it_is_away",
+        ),
     ),
     # The six slowest cases (about 32 s of the file's 53 s, the largest tables of the same
     # property tests) are left out: a surviving mutant runs every case reaching it.

@@ -113,7 +113,7 @@ def test_a_one_off_match_moves_only_as_the_table_says(redis_client: redis.Redis)
     w.step(lambda: queue.enqueue_match(redis_client, spec), S.QUEUED)
     w.step(lambda: _attempt(redis_client, "st-1"), S.RUNNING)
     done = w.step(lambda: commit(redis_client, spec, 4, _result("st-1", ""), {}), S.DONE)
-    assert done
+    assert done and not redis_client.exists(keys.match_spec("st-1"))  # the record keeps it
     # settled: nothing moves it again
     assert not w.step(lambda: queue.enqueue_match(redis_client, spec), S.DONE)
     assert w.step(lambda: start_attempt(redis_client, "st-1", "h"), S.DONE) is None
