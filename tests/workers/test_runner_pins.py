@@ -915,3 +915,26 @@ def test_a_fallback_answer_is_refused_only_where_the_season_says_so(
             "action": legal[0],
         }
         assert stats["invalid_actions"] == 0 and run.strikes[seat] == 0
+
+
+def test_marking_a_failure_checks_again_after_a_dropped_watch(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pins ``mark_failed``'s retry: a ``WatchError`` (which a dropped connection raises
+    too) is not taken for a newer attempt; the failure is checked and written again."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    once = attempts._mark_failed_once
+    calls: list[int] = []
+
+    def dropped_once(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise redis.WatchError("the connection dropped while watching")
+        once(*args)
+
+    monkeypatch.setattr(attempts, "_mark_failed_once", dropped_once)
+    _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed")
+    assert len(calls) == 2
+    assert redis_client.hget(keys.match_state(spec.match_id), "state") == "failed"
