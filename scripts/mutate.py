@@ -92,6 +92,7 @@ AREAS: dict[str, Area] = {
             "workers/notices.py",
             "workers/record.py",
             "referee/match/spec.py",
+            "referee/games/loop.py",  # Walk: the one match loop the host walks
         ),
         # test_runner.py is left out: it starts a real referee process per module, i.e.
         # per mutant (about 20 s each here); test_match_loop.py plays the same loop with
@@ -103,9 +104,17 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
             "tests/workers/test_match_states.py",  # the state machine and the seat tally
+            "tests/workers/test_commit_drop.py",  # a commit whose reply was lost
+            "tests/workers/test_records.py",  # the commit of a record store's pointer
             "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
+            "tests/games/test_loop.py",
         ),
         fork=False,
+        # a real S3 server (moto) per mutant: the record store's, not the runner's
+        deselect=(
+            "tests/workers/test_records.py::"
+            "test_the_s3_store_keeps_records_on_a_real_server_and_says_when_it_is_away",
+        ),
     ),
     # The six slowest cases (about 32 s of the file's 53 s, the largest tables of the same
     # property tests) are left out: a surviving mutant runs every case reaching it.

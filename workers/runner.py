@@ -196,7 +196,7 @@ class MatchRun:
     # --- the start, the end, the result -----------------------------------------------
 
     async def notify_match_start(self) -> None:
-        num_deals = int(self.match.observation(0).get("num_deals", 0))
+        num_deals = self.match.observation(0)["num_deals"]
         for bot, seats in self.notices.bots().items():
             if await self.router.route(bot, now_ms()) is not None:  # one directory read
                 self.asker.reached.add(bot)

@@ -40,6 +40,7 @@ from referee.seasons.model import (
     SeasonSpec,
     time_control_from_dict,
 )
+from referee.seasons.row import SeasonRow
 from referee.seasons.standings import ROW_FIELDS, ranking_words
 
 UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
@@ -715,7 +716,7 @@ def watch_season(
     """A live progress bar (matches, decisions/s, ETA) and the top of the table until the
     season ends (or ``timeout_s``); returns the season hash at the end."""
     info = store.get_season(conn, season_id)
-    total = int(info.get("matches_total", 0)) or 1
+    total = SeasonRow.parse(season_id, info).matches_total or 1
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -739,7 +740,8 @@ def watch_season(
     with Live(render(), console=console, refresh_per_second=4, transient=True) as live:
         while True:
             info = store.get_season(conn, season_id)
-            done = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
+            row = SeasonRow.parse(season_id, info)
+            done = row.settled
             decisions = store.live_decisions(conn, season_id)
             now = time.monotonic()
             samples.append((now, done, decisions))
@@ -756,7 +758,7 @@ def watch_season(
                 eta=eta if done < total else "0s",
             )
             live.update(render())
-            if info.get("state") in store.ENDED or (deadline is not None and now > deadline):
+            if row.state in store.ENDED or (deadline is not None and now > deadline):
                 break
             time.sleep(interval_s)
     console.print(progress.get_renderable())

@@ -57,7 +57,8 @@ MATCH_MOVES: Final[Mapping[MatchState, frozenset[MatchState]]] = MappingProxyTyp
 """The one state machine of a match: each state and the states it may move to, in
 ``keys.match_state`` and its season's mirror ``keys.season_matches`` alike (``scheduled``
 and ``cancelled`` exist in the mirror only). Python writes a state only through
-``referee.queue.write_state``; the Lua scripts of ``referee.lua`` take their guards from
+``referee.queue.write_state`` (but a season's creation, which writes its matches'
+``scheduled``); the Lua scripts of ``referee.lua`` take their guards from
 this table. ``tests/workers/test_match_states.py`` plays every writer on real Redis and
 checks each move it makes is here."""
 

@@ -49,6 +49,7 @@ from referee.seasons.model import (
     random_seed,
     seed_sha256,
 )
+from referee.seasons.row import SeasonRow
 from referee.seasons.schedule import (
     GIVEN_KIND,
     ScheduledMatch,
@@ -123,6 +124,11 @@ def get_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
         raise NotFoundError(f"no season {season_id!r}: `arena season list` shows them")
     info["season"] = season_id
     return info
+
+
+def season_row(conn: redis.Redis, season_id: str) -> SeasonRow:
+    """The season hash as a typed row; NotFoundError as :func:`get_season`."""
+    return SeasonRow.parse(season_id, get_season(conn, season_id))
 
 
 def get_spec(conn: redis.Redis, season_id: str) -> SeasonSpec:
@@ -325,24 +331,20 @@ def create_season(
         note = duplicate_plan(spec, owners).note
     season_id = spec.name
     created = now_ms()
-    info = {
-        "spec": spec.public().to_json(),
-        "state": CREATED,
-        "game": spec.game,
-        "preset": spec.preset or str(rules.get("name", spec.game)),
-        "rules": json.dumps(rules, sort_keys=True, separators=(",", ":")),
-        "owners": json.dumps(owners, sort_keys=True),
-        "seed_sha256": seed_sha256(seed),
-        "duplicate": note,  # what the duplicate option does here, in words
-        "schedule": kind,
-        "matches_total": str(len(schedule)),
-        "matches_done": "0",
-        "matches_failed": "0",
-        "decisions": "0",
-        "created_ms": str(created),
-        "started_ms": "",
-        "finished_ms": "",
-    }
+    row = SeasonRow(
+        season=season_id,
+        state=SeasonState.CREATED,
+        spec=spec.public().to_json(),
+        game=spec.game,
+        preset=spec.preset or str(rules.get("name", spec.game)),
+        rules=json.dumps(rules, sort_keys=True, separators=(",", ":")),
+        owners=json.dumps(owners, sort_keys=True),
+        seed_sha256=seed_sha256(seed),
+        duplicate=note,  # what the duplicate option does here, in words
+        schedule=kind,
+        matches_total=len(schedule),
+        created_ms=created,
+    )
     if not conn.hsetnx(keys.season(season_id), "state", CREATED):
         raise ConflictError(
             f"a season named {season_id!r} exists already: choose another name "
@@ -352,7 +354,7 @@ def create_season(
     pipe.set(secret_key(season_id), str(seed))
     pipe.set(schedule_key(season_id), json.dumps([m.to_dict() for m in schedule]))
     pipe.hset(keys.season_matches(season_id), mapping={m.match_id: SCHEDULED for m in schedule})
-    pipe.hset(keys.season(season_id), mapping=cast(Any, info))
+    pipe.hset(keys.season(season_id), mapping=cast(Any, row.to_hash()))
     pipe.zadd(keys.SEASONS, {season_id: created})
     pipe.execute()
     publish(conn, "season_created", season_id, data={"matches_total": len(schedule)})
@@ -492,10 +494,8 @@ def cancelled_unrevealed(conn: redis.Redis) -> list[str]:
 
 def finish_if_complete(conn: redis.Redis, season_id: str) -> bool:
     """running -> finished once every match is done or failed; reveals the seed."""
-    info = get_season(conn, season_id)
-    total = int(info.get("matches_total", 0))
-    settled = int(info.get("matches_done", 0)) + int(info.get("matches_failed", 0))
-    if info.get("state") != RUNNING or settled < total:
+    row = season_row(conn, season_id)
+    if row.state != RUNNING or row.settled < row.matches_total:
         return False
     standings = recompute_standings(conn, season_id)  # final, before anyone sees "finished"
     try:

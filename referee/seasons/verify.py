@@ -28,6 +28,7 @@ from referee.match.row import lean_result
 from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
+from referee.seasons.row import SeasonRow
 from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.standings import compute_standings, standings_rows_equal
 from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
@@ -176,24 +177,25 @@ def _verify(
     get_record: Callable[[str], dict[str, Any] | None],
 ) -> VerifyReport:
     report = VerifyReport(season_id)
-    if not info.get("seed"):
+    row = SeasonRow.parse(season_id, info)
+    if not row.seed:
         report.problems.append(
-            f"season {season_id} is {info.get('state')}: its seed is revealed only when it "
+            f"season {season_id} is {row.state}: its seed is revealed only when it "
             "has finished or been cancelled; verify it then"
         )
         return report
-    seed = int(info["seed"])
-    report.seed_ok = seed_sha256(seed) == info.get("seed_sha256")
+    seed = int(row.seed)
+    report.seed_ok = seed_sha256(seed) == row.seed_sha256
     if not report.seed_ok:
         report.problems.append(
-            f"the revealed seed {seed} does not hash to the published {info.get('seed_sha256')}"
+            f"the revealed seed {seed} does not hash to the published {row.seed_sha256}"
         )
-    spec = SeasonSpec.from_json(info["spec"])
-    owners = json.loads(info.get("owners") or "{}")
+    spec = SeasonSpec.from_json(row.spec)
+    owners = row.owners_map()
     played = schedule()
-    if info.get("schedule") == SCHEDULE_KIND:
-        rebuilt = versus_schedule(spec, seed, int(info["matches_total"]) // 2)
-    elif info.get("schedule") == GIVEN_KIND:  # the tables come from outside: the deals don't
+    if row.schedule == SCHEDULE_KIND:
+        rebuilt = versus_schedule(spec, seed, row.matches_total // 2)
+    elif row.schedule == GIVEN_KIND:  # the tables come from outside: the deals don't
         rebuilt = given_schedule(spec, seed, [m["seats"] for m in played])
     else:
         rebuilt = build_schedule(spec, seed, owners)
@@ -201,7 +203,7 @@ def _verify(
     if not report.schedule_ok:
         report.problems.append("the schedule rebuilt from the seed differs from the one played")
     game = get_game(spec.game)
-    rules = game.rules_from_dict(json.loads(info["rules"]))
+    rules = game.rules_from_dict(json.loads(row.rules))
     for m in rebuilt:
         result = get_result(m.match_id)
         if result is None:

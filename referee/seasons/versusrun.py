@@ -147,15 +147,15 @@ def _await_streams(conn: redis.Redis, season: str, names: list[str], within_s: f
 def read_versus(conn: redis.Redis, season_id: str, sprt: Sprt | None = None) -> VersusOutcome:
     """The test's state now: the sets of the committed prefix of pairs (fed to ``sprt``,
     a fresh one, in schedule order)."""
-    info = store.get_season(conn, season_id)
-    if info.get("schedule") != "versus":
+    row = store.season_row(conn, season_id)
+    if row.schedule != "versus":
         raise NotFoundError(f"season {season_id!r} is not a version test")
-    spec = SeasonSpec.from_json(info["spec"])
-    pairs = int(info["matches_total"]) // 2
+    spec = SeasonSpec.from_json(row.spec)
+    pairs = row.matches_total // 2
     results = {r["match_id"]: r for r in store.committed_results(conn, season_id)}
     done = done_prefix(spec, results, pairs)
     diffs = set_differences(spec, results, done)
-    out = VersusOutcome(season_id, [], done, info["state"])
+    out = VersusOutcome(season_id, [], done, str(row.state))
     for d in diffs:
         out.sets.append(d)
         if sprt is not None and sprt.add(d):

@@ -44,11 +44,19 @@ def test_after_sees_each_decisions_events_and_may_stop_the_loop() -> None:
     match = _match()
     seen: list[list[Event]] = []
 
+    chosen: list[Turn] = []
+
+    def choose(match: Match, turn: Turn) -> str:
+        chosen.append(turn)
+        return turn.legal[0]
+
     def after(turn: Turn, events: list[Event]) -> bool:
+        assert turn is chosen[-1] and events and events[0].seat == turn.seat
+        assert events[0].action == turn.legal[0]
         seen.append(events)
         return match.deal_index() > 0
 
-    asked = play_out(match, lambda m, t: t.legal[0], after=after)
+    asked = play_out(match, choose, after=after)
     assert not match.is_over() and match.deal_index() == 1 and len(seen) == asked
 
 

@@ -644,7 +644,8 @@ def test_a_reply_that_never_comes_is_judged_a_timeout_after_the_slack(
     """A referee that loses a turn (never expected): the host stops waiting at the turn's
     own bounds (slot wait + limit, twice the limit in all) plus ``REPLY_SLACK_MS``, judges
     a timeout, forgets the request and plays on; one timer per match watches every
-    decision's reply (``MatchRun.watch``), and none is left armed when the match ends."""
+    decision's reply (``Asker.watch``, workers/ask.py), and none is left armed when the
+    match ends."""
     from workers import ask
 
     monkeypatch.setattr(ask, "REPLY_SLACK_MS", 40.0)

@@ -50,6 +50,7 @@ def test_the_table_names_every_state_and_ends_in_done_or_cancelled() -> None:
     assert not may_move(S.DONE, S.QUEUED) and not may_move(S.CANCELLED, S.RUNNING)
     assert may_move(None, S.QUEUED) and may_move(None, S.SCHEDULED)
     assert not may_move(None, S.RUNNING)
+    assert not may_move(S.UNKNOWN, S.QUEUED)  # only ever reported: no moves
     # every state is reachable from a first one
     seen, todo = set(FIRST_STATES), list(FIRST_STATES)
     while todo:
@@ -112,7 +113,7 @@ def test_a_one_off_match_moves_only_as_the_table_says(redis_client: redis.Redis)
     w.step(lambda: queue.enqueue_match(redis_client, spec), S.QUEUED)
     w.step(lambda: _attempt(redis_client, "st-1"), S.RUNNING)
     done = w.step(lambda: commit(redis_client, spec, 4, _result("st-1", ""), {}), S.DONE)
-    assert done
+    assert done and not redis_client.exists(keys.match_spec("st-1"))  # the record keeps it
     # settled: nothing moves it again
     assert not w.step(lambda: queue.enqueue_match(redis_client, spec), S.DONE)
     assert w.step(lambda: start_attempt(redis_client, "st-1", "h"), S.DONE) is None
@@ -160,6 +161,7 @@ def test_seat_statistics_are_tallied_in_one_place() -> None:
     invalid = Event(EventKind.INVALID_ACTION, 0)
     assert not tally_decision(stats, [Event(EventKind.PLAY, 0, action="7H")], think_ms=2.5)
     assert tally_decision(stats, [invalid, Event(EventKind.PENALTY, 0)], fallback=True)
+    assert stats["fallbacks"] == 1  # an answer that came, from the bot's SDK or bridge
     assert tally_decision(stats, [Event(EventKind.ILLEGAL_PASS, 0)])
     assert tally_decision(stats, [Event(EventKind.TIMEOUT, 0)], no_answer=True, fallback=True)
     assert tally_decision(stats, [Event(EventKind.TIMEOUT, 0)])  # judged late

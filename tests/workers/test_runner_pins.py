@@ -1,5 +1,6 @@
 """Pins for the match runner's fencing, commit and clock (mutants that once survived), on the
-direct decision path of ``workers/runner.py``: each test names the mutation it kills.
+direct decision path of ``workers/runner.py`` and the attempt ledger ``workers/attempts.py``:
+each test names the mutation it kills.
 
 Unit tests of one module against real Redis: the fake game of ``tests/workers/fakegame.py``
 and, where a bot is needed, a scripted ``ask`` or a referee link played by the test itself.
@@ -33,7 +34,7 @@ from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
 from workers import attempts, notices
 from workers.ask import Reply, left_clock
-from workers.attempts import REVEALED, commit, reveal, start_attempt, worker_name
+from workers.attempts import REVEALED, Superseded, commit, reveal, start_attempt, worker_name
 from workers.attempts import mark_failed as _mark_failed
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
@@ -836,3 +837,104 @@ def test_the_outcome_told_for_a_refusal_or_an_illegal_pass_names_the_rule_broken
         "illegal_pass",
         "illegal pass (SV-18): 7D",
     )
+
+
+# --- found by `make mutate` (area runner, 2026-12-04: the split runner and the Walk) ------
+
+
+def test_a_superseded_attempt_stops_at_its_next_decision_not_after_its_last() -> None:
+    """Pins the superseded check of ``MatchRun.play``: a flag raised during a decision stops
+    the attempt before the next one (``Superseded``, nothing finished); raised during the
+    last decision, the match is over and ends (its commit is fenced by the attempt)."""
+
+    def scripted(run: MatchRun, stop_at: int) -> list[int]:
+        asked: list[int] = []
+
+        async def ask(turn: Any, limit: float) -> Reply:
+            asked.append(turn["seq"])
+            run.superseded = turn["seq"] == stop_at
+            return Reply(turn["legal_actions"][0], 1.0, "")
+
+        run.asker.ask = ask  # type: ignore[method-assign]
+        return asked
+
+    whole = MatchRun(_host(None), make_spec(), 1)
+    asked = scripted(whole, 0)
+    asyncio.run(whole.play())
+    last = asked[-1]
+    assert last > 2 and whole.finished_ms > 0
+    stopped = MatchRun(_host(None), make_spec(), 1)
+    asked = scripted(stopped, 2)
+    with pytest.raises(Superseded):
+        asyncio.run(stopped.play())
+    assert asked == [1, 2] and not stopped.match.is_over() and stopped.finished_ms == 0.0
+    ended = MatchRun(_host(None), make_spec(), 1)
+    asked = scripted(ended, last)
+    asyncio.run(ended.play())
+    assert asked[-1] == last and ended.match.is_over() and ended.finished_ms > 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "fallback", "refused"),
+    [
+        (FallbackMode.INVALID, "choose_raised", True),
+        (FallbackMode.INVALID, "", False),
+        (FallbackMode.COUNT, "choose_raised", False),
+    ],
+)
+def test_a_fallback_answer_is_refused_only_where_the_season_says_so(
+    mode: FallbackMode, fallback: str, refused: bool
+) -> None:
+    """Pins ``judge_and_apply`` and ``count`` for fallback answers: under ``fallback =
+    "invalid"`` a fallback answer is applied as ``fallback()``, refused by the rules as the
+    bot's own (no other source), an invalid action and a fallback; an answer that is no
+    fallback is played; under ``count`` a fallback answer is played and counted."""
+    run = MatchRun(_host(None), make_spec(fallback=mode, strikes=5), 1)
+    seat = run.match.to_act()
+    legal = run.match.legal_actions()
+
+    async def ask(turn: Any, limit: float) -> Reply:
+        return Reply(legal[0], 1.0, "", fallback=fallback)
+
+    run.asker.ask = ask  # type: ignore[method-assign]
+    asyncio.run(run.ask_step(seat, legal))
+    step, stats = run.steps[-1], run.stats[seat]
+    assert all("source" not in e for e in step["events"])  # the bot's own: Source.BOT
+    assert stats["fallbacks"] == int(bool(fallback))
+    if refused:
+        assert (step["status"], step["reason"]) == ("refused", "fallback")
+        assert step["events"][0]["kind"] == "invalid_action"
+        assert step["events"][0]["action"] == "fallback()"
+        assert stats["invalid_actions"] == 1 and run.strikes[seat] == 1
+    else:
+        assert step["status"] == "accepted" and step["reason"] == ("fallback" if fallback else "")
+        assert step["events"][0] == {
+            "kind": "play",
+            "deal": 0,
+            "seat": seat,
+            "action": legal[0],
+        }
+        assert stats["invalid_actions"] == 0 and run.strikes[seat] == 0
+
+
+def test_marking_a_failure_checks_again_after_a_dropped_watch(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pins ``mark_failed``'s retry: a ``WatchError`` (which a dropped connection raises
+    too) is not taken for a newer attempt; the failure is checked and written again."""
+    spec = make_spec()
+    assert queue.enqueue_match(redis_client, spec)
+    _mark_running(redis_client, spec, 1)
+    once = attempts._mark_failed_once
+    calls: list[int] = []
+
+    def dropped_once(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise redis.WatchError("the connection dropped while watching")
+        once(*args)
+
+    monkeypatch.setattr(attempts, "_mark_failed_once", dropped_once)
+    _mark_failed(redis_client, spec, 1, "RuntimeError: attempt 1 crashed")
+    assert len(calls) == 2
+    assert redis_client.hget(keys.match_state(spec.match_id), "state") == "failed"

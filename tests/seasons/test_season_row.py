@@ -1,0 +1,70 @@
+"""The season hash as one typed row (``referee/seasons/row.py``): what a season's creation
+writes parses back to the row it was built from, field by field, and the counters the
+Lua scripts change read as numbers."""
+
+from __future__ import annotations
+
+import redis
+
+from referee import keys
+from referee.match.spec import SeasonState
+from referee.seasons import store
+from referee.seasons.model import SeasonOptions, SeasonSpec
+from referee.seasons.row import SeasonRow
+
+
+def _spec(name: str) -> SeasonSpec:
+    return SeasonSpec(
+        name=name,
+        game="sevens",
+        preset="fan-tan",
+        bots=tuple(f"r{i}" for i in range(4)),
+        table_size=4,
+        deals_per_match=1,
+        seed=11,
+        options=SeasonOptions(duplicate=False, max_subsets=0, window=2),
+    )
+
+
+def test_a_created_season_reads_back_as_its_row(redis_client: redis.Redis) -> None:
+    info = store.create_season(redis_client, _spec("row-1"), require_registered=False)
+    row = store.season_row(redis_client, "row-1")
+    assert row.season == "row-1" and row.state is SeasonState.CREATED
+    assert row.game == "sevens" and row.preset == "fan-tan" and row.schedule == ""
+    assert row.matches_total == int(info["matches_total"]) > 0
+    assert (row.matches_done, row.matches_failed, row.decisions) == (0, 0, 0)
+    assert row.started_ms is None and row.finished_ms is None and row.seed is None
+    assert row.created_ms == float(info["created_ms"]) > 0
+    stored = redis_client.hgetall(keys.season("row-1"))
+    assert row.to_hash() == stored  # written through the row: the same strings
+    # the counters and the state as the scripts and transitions leave them
+    redis_client.hincrby(keys.season("row-1"), "matches_done", 3)
+    redis_client.hincrby(keys.season("row-1"), "matches_failed", 1)
+    store.start_season(redis_client, "row-1")
+    later = store.season_row(redis_client, "row-1")
+    assert later.state is SeasonState.RUNNING and later.settled == 4
+    assert later.started_ms is not None and later.started_ms >= row.created_ms
+
+
+def test_a_row_parses_bytes_and_round_trips() -> None:
+    row = SeasonRow(
+        season="s",
+        state=SeasonState.FINISHED,
+        spec="{}",
+        game="sedma",
+        preset="sedma",
+        rules="{}",
+        owners='{"a": "ann"}',
+        seed_sha256="ab",
+        matches_total=6,
+        matches_done=5,
+        matches_failed=1,
+        decisions=300,
+        created_ms=1.5,
+        started_ms=2.0,
+        finished_ms=3.0,
+        seed="42",
+    )
+    raw = {k.encode(): v.encode() for k, v in row.to_hash().items()}
+    assert SeasonRow.parse("s", raw) == row
+    assert row.owners_map() == {"a": "ann"} and row.settled == 6
