@@ -547,6 +547,12 @@ def main() -> int:
         help="with --ab, each side's bots also import the SDK from that side's tree",
     )
     parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="with --ab, the bots think this long (the default: instant bots)",
+    )
+    parser.add_argument(
         "--profile",
         metavar="DIR",
         help="with --ab, record the referee of this checkout with py-spy into DIR",
@@ -556,7 +562,9 @@ def main() -> int:
     if args.serve_bots:
         return serve_bots()
     if args.ab:
-        return compare(args.ab, args.rounds, args.ab_bots, args.profile, args.inline_choose)
+        return compare(
+            args.ab, args.rounds, args.ab_bots, args.profile, args.inline_choose, args.think_ms
+        )
     deals = 2 if args.quick else 4
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
@@ -664,8 +672,16 @@ def main() -> int:
     return 0
 
 
-def compare(base: str, rounds: int, both_bots: bool, profile: str | None, inline: bool) -> int:
-    """The 16-match instant-bot run (2 deals) on this checkout's platform and on ``base``'s,
+def compare(
+    base: str,
+    rounds: int,
+    both_bots: bool,
+    profile: str | None,
+    inline: bool,
+    think_ms: float = 0.0,
+) -> int:
+    """The 16-match run (2 deals; bots instant or thinking ``think_ms``) on this
+    checkout's platform and on ``base``'s,
     alternated, a fresh platform each time: platform CPU per decision, decisions/s and the
     bots' CPU per decision, each side's median and the ratio this/base."""
     sides = {"base": os.path.abspath(base), "this": ROOT}
@@ -685,7 +701,9 @@ def compare(base: str, rounds: int, both_bots: bool, profile: str | None, inline
                 with platform(server.url, processes=1, matches=64, tree=tree) as (addr, pids):
                     pids["redis"] = server.pid
                     named = {
-                        f"ab{side}{round_no}b{i}": TimedBot(inline=True if inline else None)
+                        f"ab{side}{round_no}b{i}": TimedBot(
+                            delay_s=think_ms / 1000.0, inline=True if inline else None
+                        )
                         for i in range(4)
                     }
                     spy = None
@@ -729,7 +747,8 @@ def compare(base: str, rounds: int, both_bots: bool, profile: str | None, inline
         "bots": "bots' CPU ms per decision",
         "p50": "overhead p50 ms",
     }
-    print(f"| 16 matches, instant bots, {rounds} rounds | base, median (all) | this | ratio |")
+    bots = f"bots thinking {think_ms:g} ms" if think_ms else "instant bots"
+    print(f"| 16 matches, {bots}, {rounds} rounds | base, median (all) | this | ratio |")
     print("|---|---|---|---|")
     for key, name in names.items():
         b, t = (statistics.median(got[side][key]) for side in sides)

@@ -4,6 +4,7 @@ with the referee's send and receive stamps."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import redis
 
 from arena.v1 import internal_pb2
 from arena_sdk import sdk
+from referee import keys
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.first_legal import FirstLegalBot
 from sample_bots.sdk import Turn
@@ -130,3 +132,42 @@ def test_cli_referee_and_sample_bot_subprocesses(redis_url: str, redis_client: r
         if bot is not None:
             stop_process(bot, 10)
         assert stop_process(referee, 20) == 0
+
+
+@pytest.mark.parametrize("batches", [True, False])
+def test_sdk_bot_answers_turns_pushed_together(
+    redis_url: str, redis_client: redis.Redis, batches: bool
+) -> None:
+    """``Bot.batches`` (the default) asks for batches in Hello (the referee's stream record
+    shows it): four turns pushed together reach ``choose`` one by one and each answer
+    comes back, in the pool and inline; with ``batches = False`` one message each."""
+    token = register(redis_client, "alice")
+    bot = ThreadRecordingBot(True)
+    bot.batches = batches
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as referee:
+            stop = asyncio.Event()
+            task = asyncio.ensure_future(
+                bot.run_async(f"127.0.0.1:{referee.port}", token, stop=stop)
+            )
+            host = FakeHost(redis_url)
+            try:
+                await host.ask(turn_message("alice", "m0", 1), route_s=10)  # connected
+                records = redis_client.hvals(keys.bot_streams("alice"))
+                assert [json.loads(r)["batches"] for r in records] == [batches]
+                for inline in (True, False):
+                    bot.choose_inline = inline
+                    turns = [turn_message("alice", f"m{seq}", seq) for seq in range(1, 5)]
+                    pending = await asyncio.gather(*(host.send(t) for t in turns))
+                    for turn, future in zip(turns, pending, strict=True):
+                        answer = await asyncio.wait_for(future, 10)
+                        assert answer.kind == internal_pb2.Reply.ANSWER
+                        assert answer.action == turn["legal_actions"][0]
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 10)
+                await host.close()
+
+    asyncio.run(scenario())
+    assert len(bot.threads) == 9
