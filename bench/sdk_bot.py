@@ -52,7 +52,7 @@ import grpc.aio  # type: ignore[import-untyped]
 from arena.v1 import bot_pb2
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
-from referee.gateway.relay import turn_batch
+from referee.gateway.wire import turn_batch
 from referee.protocol import convert
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")

@@ -107,7 +107,7 @@ return 1
 """1 after recording that ``attempt`` is about to show the bots its deals; 0 (nothing
 written) when a newer attempt has started."""
 
-# --- a bot's streams (referee.gateway.relay) -----------------------------------------------
+# --- a bot's streams (referee.gateway.hub, session) ------------------------------------
 
 _LIVE = """
 local ok, e = pcall(cjson.decode, entries[i + 1])

@@ -148,9 +148,9 @@ AREAS: dict[str, Area] = {
     ),
     # The gateway's answer checks: does an action answer an open request of this bot's
     # stream (match, seat, request id, attempt), in time, once? Run with --functions
-    # (ANSWER_CHECKS) to mutate only those functions of relay.py.
+    # (ANSWER_CHECKS) to mutate only those functions of hub.py and session.py.
     "gateway-answers": Area(
-        ("referee/gateway/relay.py",),
+        ("referee/gateway/hub.py", "referee/gateway/session.py"),
         ("tests/gateway/test_relay.py", "tests/gateway/test_answer_checks.py"),
         fork=False,
     ),
@@ -179,24 +179,25 @@ AREAS["host"] = Area(
     fork=False,
     functions=HOST_DECISIONS,
 )
-# The gateway's answer checks in relay.py (``--functions`` patterns for gateway-answers):
+# The gateway's answer checks in hub.py and session.py (``--functions`` patterns for
+# gateway-answers):
 # whether an answer is accepted (right match, attempt, seq and bot; once; in time: the send
 # stamp, the TIMEOUT timer, the stamps the host judges by), which turns are refused or
 # expire unsent, and what a bot is told of its answers (the accepted-results filter).
 ANSWER_CHECKS = (
-    "referee.gateway.relay.xǁBotSessionǁ_on_action__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁ_not_a_player__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁ_close_request__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁ_time_out__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁ_start_clock__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁ_remember_answered__mutmut_*",
-    "referee.gateway.relay.xǁBotSessionǁhold__mutmut_*",
-    "referee.gateway.relay.xǁHubǁsubmit__mutmut_*",
-    "referee.gateway.relay.xǁHubǁsubmit_turn__mutmut_*",
-    "referee.gateway.relay.xǁHubǁ_expire__mutmut_*",
-    "referee.gateway.relay.xǁHubǁ_reply__mutmut_*",
-    "referee.gateway.relay.xǁHubǁnotify_bot__mutmut_*",
-    "referee.gateway.relay.xǁHostLinkǁreply__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_on_action__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_not_a_player__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_close_request__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_time_out__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_start_clock__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁ_remember_answered__mutmut_*",
+    "referee.gateway.session.xǁBotSessionǁhold__mutmut_*",
+    "referee.gateway.hub.xǁHubǁsubmit__mutmut_*",
+    "referee.gateway.hub.xǁHubǁsubmit_turn__mutmut_*",
+    "referee.gateway.hub.xǁHubǁ_expire__mutmut_*",
+    "referee.gateway.hub.xǁHubǁ_reply__mutmut_*",
+    "referee.gateway.hub.xǁHubǁnotify_bot__mutmut_*",
+    "referee.gateway.hub.xǁHostLinkǁreply__mutmut_*",
 )
 COUNTED = {
     "killed": "killed",
@@ -450,7 +451,7 @@ def main() -> int:
         nargs="+",
         default=(),
         help="only these mutants (mutmut patterns, e.g. 'referee.games.sevens.rules.x_*'); "
-        "'answer-checks' stands for the gateway's answer checks in relay.py",
+        "'answer-checks' stands for the gateway's answer checks in hub.py and session.py",
     )
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()

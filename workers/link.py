@@ -54,7 +54,7 @@ class RefereeIdentity(Protocol):
 
 class LocalHub(Protocol):
     """What a host co-hosted in a referee's process uses of that referee: the narrow
-    interface between the match hosts and the gateway (``referee.gateway.relay.Hub``
+    interface between the match hosts and the gateway (``referee.gateway.hub.Hub``
     implements it; neither package imports the other, docs/ARCHITECTURE.md)."""
 
     @property
@@ -289,7 +289,7 @@ class LocalLink:
     """The link of a host running inside a referee's process to that referee: turns go to
     its ``Hub`` as calls (no serialisation, no stream, no task per decision) and the Hub's
     replies resolve their futures directly. It is also the Hub's reply sink
-    (``referee.gateway.relay.ReplySink``) for those turns."""
+    (``referee.gateway.hub.ReplySink``) for those turns."""
 
     def __init__(self, hub: LocalHub, on_lost: Callable[[LocalLink], None]) -> None:
         self.hub = hub
@@ -318,7 +318,7 @@ class LocalLink:
     def reply(
         self,
         key: Key,
-        kind: int,  # a referee.gateway.relay.ReplyKind
+        kind: int,  # a referee.gateway.hub.ReplyKind
         action: str = "",
         sent_ms: float = 0.0,
         received: float = 0.0,

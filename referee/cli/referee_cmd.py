@@ -21,7 +21,7 @@ from referee.cli.common import (
 from referee.cli.workers_cmd import check_casual_matches
 from referee.defaults import DEFAULT_CASUAL_MATCHES, DEFAULT_GRACE_S, DEFAULT_STALE_S
 from referee.errors import ConfigError
-from referee.gateway.relay import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S, Hub
+from referee.gateway.hub import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S, Hub
 from referee.gateway.server import RefereeConfig, run_referee
 from referee.limits import Limits
 from workers.host import MatchHost

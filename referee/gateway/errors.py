@@ -67,7 +67,7 @@ class OutboxFull(GatewayError):
 class Flooding(GatewayError):
     """A stream sent more messages that answer nothing (pings, actions for no request it
     holds) than the referee's junk limit allows; it ends, and its bot opens no stream here
-    for a while (referee.gateway.relay.JUNK_PER_S, FLOOD_COOLDOWN_S)."""
+    for a while (referee.gateway.hub.JUNK_PER_S, FLOOD_COOLDOWN_S)."""
 
     status = "RESOURCE_EXHAUSTED"
 

@@ -38,7 +38,7 @@ from referee import keys
 from referee.aio import raise_if_cancelling
 
 if TYPE_CHECKING:
-    from referee.gateway.relay import Hub
+    from referee.gateway.hub import Hub
 
 log = logging.getLogger(__name__)
 

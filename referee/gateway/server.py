@@ -67,20 +67,19 @@ from referee.aio import stop_tasks
 from referee.defaults import DEFAULT_GRACE_S, DEFAULT_STALE_S
 from referee.errors import ConfigError
 from referee.gateway.auth import BotAuthInterceptor, TokenWatch
-from referee.gateway.league import LeagueCore, make_league_servicer
-from referee.gateway.notices import forward_season_notices
-from referee.gateway.relay import (
+from referee.gateway.hub import (
     FLOOD_COOLDOWN_S,
     HELLO_TIMEOUT_S,
     HOUSEKEEPING_S,
     JUNK_BURST,
     JUNK_PER_S,
     WRITE_TIMEOUT_S,
-    BotGatewayServicer,
     Hub,
     HubConfig,
-    MatchRelayServicer,
 )
+from referee.gateway.league import LeagueCore, make_league_servicer
+from referee.gateway.notices import forward_season_notices
+from referee.gateway.relay import BotGatewayServicer, MatchRelayServicer
 from referee.hosting.cgroups import CgroupUnavailable, open_hierarchy
 from referee.hosting.meter import CgroupMeter
 from referee.limits import Limits
@@ -145,7 +144,7 @@ class RefereeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     max_streams_per_bot: int = HubConfig.max_streams_per_bot
-    junk_per_s: float = JUNK_PER_S  # a bot stream's messages that answer nothing (relay.py)
+    junk_per_s: float = JUNK_PER_S  # a bot stream's messages that answer nothing (gateway/hub.py)
     junk_burst: int = JUNK_BURST
     flood_cooldown_s: float = FLOOD_COOLDOWN_S  # a flooding bot's streams refused this long
     referee_id: str = ""

@@ -1,6 +1,6 @@
 """The referee's view of hosted bots' sandboxes: freeze between turns, CPU per turn.
 
-:class:`CgroupMeter` is the relay's ``TurnMeter`` (referee.gateway.relay) on a machine
+:class:`CgroupMeter` is the relay's ``TurnMeter`` (referee.gateway.hub) on a machine
 where the bot supervisor (referee.hosting.supervisor) keeps hosted bots in control
 groups named by :func:`group_name`. A bot without such a group (an external bot, or a
 hosted one run on another machine) is not metered: its turns cost two ``stat`` calls

@@ -27,7 +27,7 @@ from tests.workers.test_e2e import spec_of, wait_done
 pytestmark = pytest.mark.slow
 
 WINDOW = 600
-WRITE_BOUND_S = 5.0  # referee.gateway.relay.WRITE_TIMEOUT_S
+WRITE_BOUND_S = 5.0  # referee.gateway.hub.WRITE_TIMEOUT_S
 
 
 class FirstLegal(Bot):

@@ -1,5 +1,6 @@
 """The gateway's answer checks (``BotSession._on_action`` and the functions
-``scripts/mutate.py`` lists as ANSWER_CHECKS in referee/gateway/relay.py, docs/gateway.md):
+``scripts/mutate.py`` lists as ANSWER_CHECKS in referee/gateway/hub.py and session.py,
+docs/gateway.md):
 what a bot's ``Action`` that answers no open request of its stream is told, which actions
 end the stream, when a turn's clock starts and times out, which stream a notification goes
 to. First over a real referee in-process with raw bot streams, then on a ``Hub`` and its
@@ -23,13 +24,8 @@ from redis.backoff import NoBackoff
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys
 from referee.gateway.errors import ActingForAnotherBot
-from referee.gateway.relay import (
-    ANSWERED_MEMORY,
-    TIMEOUT_SLACK_MS,
-    BotSession,
-    Hub,
-    HubConfig,
-)
+from referee.gateway.hub import ANSWERED_MEMORY, TIMEOUT_SLACK_MS, Hub, HubConfig
+from referee.gateway.session import BotSession, StreamState
 from referee.match.messages import now_ms
 from tests.gateway.helpers import RawBot, action, register, running_referee
 from workers.link import LocalLink
@@ -117,6 +113,7 @@ def _hub(client: redis.asyncio.Redis) -> Hub:
 def _session(hub: Hub, bot: str = "alice", *, concurrency: int = 1) -> BotSession:
     session = BotSession(hub, bot, context=None, peer="test")
     session.concurrency = concurrency
+    session._move(StreamState.OPEN)  # as its Hello would (_start)
     hub.add_session(session)
     return session
 

@@ -17,8 +17,8 @@ import pytest
 import redis.asyncio
 
 from referee.gateway.auth import TokenWatch
+from referee.gateway.hub import Hub, HubConfig
 from referee.gateway.notices import forward_season_notices
-from referee.gateway.relay import Hub, HubConfig
 
 TRIALS = 60
 """Cancellations per loop, each a little later into the subscription (0-6 ms)."""

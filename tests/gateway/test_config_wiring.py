@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from referee.errors import ConfigError
-from referee.gateway.relay import HubConfig
+from referee.gateway.hub import HubConfig
 from referee.gateway.server import RefereeConfig, RefereeServer
 
 
