@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ import random
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -550,6 +552,12 @@ class Bot:
     turn's history shows the action applied). Refusals, timeouts, stale and duplicate
     answers, penalties and the autopilot always reach :meth:`on_result`."""
 
+    batches: bool = True
+    """Whether Hello asks for batches (docs/PROTOCOL.md section 4): turn requests that wait
+    to be written together come in one message, and answers ready together go in one. The
+    SDK unpacks them: ``choose`` sees one turn at a time either way. False: one message
+    per turn and per answer."""
+
     def wants_accepted_results(self) -> bool:
         """What Hello declares: :attr:`accepted_results`, or (None) whether this class
         overrides :meth:`on_result`."""
@@ -694,6 +702,7 @@ class Bot:
                         games=list(self.games),
                         max_concurrent_matches=self.max_concurrent_matches,
                         skip_accepted_results=not self.wants_accepted_results(),
+                        batches=self.batches,
                     )
                 )
             )
@@ -717,7 +726,7 @@ class Bot:
                 w.session_id,
                 w.max_concurrent_matches,
             )
-            await self._serve(call, executor, stop)
+            await self._serve(call, executor, stop, batches=self.batches and w.batches)
         except asyncio.CancelledError:
             if stop is not None and stop.is_set():
                 return welcomed
@@ -730,20 +739,28 @@ class Bot:
         return welcomed
 
     async def _serve(
-        self, call: Any, executor: ThreadPoolExecutor, stop: StopFlag | None = None
+        self,
+        call: Any,
+        executor: ThreadPoolExecutor,
+        stop: StopFlag | None = None,
+        batches: bool = False,
     ) -> None:
-        write_lock = asyncio.Lock()
+        """Answer the stream's turns until it ends; ``batches``: the referee's Welcome said
+        it sends ``TurnBatch`` and takes ``ActionBatch``."""
         pending: set[asyncio.Task[None]] = set()
         loop = asyncio.get_running_loop()
         parser = TurnParser()
         placement = self._placement
 
-        async def send(turn: Turn, answer: str | Fallback) -> None:
+        outgoing: list[Any] = []  # Actions to write, in order
+        writing = False  # a flush is writing: it takes what is queued meanwhile
+
+        def queue(turn: Turn, answer: str | Fallback) -> None:
             action, fallback = (
                 (answer.action, answer.reason) if isinstance(answer, Fallback) else (answer, "")
             )
-            message = bot_pb2.BotMessage(
-                action=bot_pb2.Action(
+            outgoing.append(
+                bot_pb2.Action(
                     match_id=turn.match_id,
                     attempt=turn.attempt,
                     seq=turn.seq,
@@ -751,23 +768,63 @@ class Bot:
                     fallback=fallback,
                 )
             )
+
+        async def flush() -> None:
+            """Write the queued answers: those queued together in one ``ActionBatch`` when
+            the referee said ``batches``, else one message each; answers queued while a
+            write is in flight go with the next one."""
+            nonlocal writing
+            if writing:
+                return
+            writing = True
             try:
-                async with write_lock:
+                while outgoing:
+                    if batches and len(outgoing) > 1:
+                        message = bot_pb2.BotMessage(actions=bot_pb2.ActionBatch(actions=outgoing))
+                        outgoing.clear()
+                    else:
+                        message = bot_pb2.BotMessage(action=outgoing.pop(0))
                     await call.write(message)
             except (grpc.aio.AioRpcError, grpc.aio.UsageError) as exc:
                 # The stream ended while choose ran; the referee resends what we held.
-                log.info(
-                    "%s: could not send the answer to %s seq %d: %s",
-                    self.name,
-                    turn.match_id,
-                    turn.seq,
-                    exc,
-                )
+                log.info("%s: could not send answers: %s", self.name, exc)
+                outgoing.clear()
+            finally:
+                writing = False
 
-        async def answer_in_pool(turn: Turn) -> None:
-            outcome = await loop.run_in_executor(executor, self._call_choose, turn)
-            placement.timed(self, outcome[1])
-            await send(turn, self._answer_of(turn, outcome))
+        # choose in the pool: each thread puts what it chose in ``chosen``, and the loop is
+        # woken once for all that finish while it is busy (not once per answer)
+        chosen: deque[tuple[Turn, tuple[object, float, Exception | None]]] = deque()
+        chosen_lock = threading.Lock()
+        woken = False
+        ended = False
+
+        def choose_in_pool(turn: Turn) -> None:
+            nonlocal woken
+            outcome = self._call_choose(turn)
+            with chosen_lock:
+                chosen.append((turn, outcome))
+                if woken:
+                    return
+                woken = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is gone
+                loop.call_soon_threadsafe(deliver)
+
+        def deliver() -> None:
+            nonlocal woken
+            with chosen_lock:
+                ready = list(chosen)
+                chosen.clear()
+                woken = False
+            if ended:
+                return
+            for turn, outcome in ready:
+                placement.timed(self, outcome[1])
+                queue(turn, self._answer_of(turn, outcome))
+            if not writing:
+                task = asyncio.ensure_future(flush())
+                pending.add(task)
+                task.add_done_callback(pending.discard)
 
         try:
             while True:
@@ -775,22 +832,22 @@ class Bot:
                 if message is grpc.aio.EOF:
                     return
                 kind = message.WhichOneof("msg")
-                if kind == "turn":
+                if kind == "turn" or kind == "turns":
                     if stop is not None and stop.is_set():
                         # Stopping: answer nothing more (the stop watcher would end the
                         # stream within 0.1 s; a fast match could get many answers by then).
                         # The referee gives the request back to the inbox.
                         call.cancel()
                         return
-                    turn = parser.turn(message.turn)
-                    if placement.inline():
-                        outcome = self._call_choose(turn)
-                        placement.timed(self, outcome[1])
-                        await send(turn, self._answer_of(turn, outcome))
-                        continue
-                    task = asyncio.ensure_future(answer_in_pool(turn))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
+                    for request in (message.turn,) if kind == "turn" else message.turns.turns:
+                        turn = parser.turn(request)
+                        if placement.inline():
+                            outcome = self._call_choose(turn)
+                            placement.timed(self, outcome[1])
+                            queue(turn, self._answer_of(turn, outcome))
+                            continue
+                        executor.submit(choose_in_pool, turn)
+                    await flush()
                 elif kind == "result":
                     self._hook(self.on_result, outcome_from_proto(message.result))
                 elif kind in ("match_start", "deal_end", "match_end"):
@@ -811,6 +868,7 @@ class Bot:
                             call.cancel()
                             return
         finally:
+            ended = True
             for task in pending:
                 task.cancel()
 

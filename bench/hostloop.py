@@ -4,8 +4,9 @@ Plays whole matches through ``workers.runner.MatchRun`` (observation, TurnReques
 the clock, the judging, the action result, the metrics, the step record, and the match
 record's JSON at the end, as the host commits it) against a stand-in link that answers at
 once with the first legal action, and prints its CPU per decision beside a baseline
-measured in the same run: the engine alone playing the same actions (``legal_actions`` +
-``apply``). What the link itself costs (the internal stream) is not in either figure.
+measured in the same run: the engine alone playing the same actions through the one
+match loop (``referee.games.loop.play_out``). What the link itself costs (the internal
+stream) is not in either figure.
 
     .venv/bin/python bench/hostloop.py [--matches 40] [--game sevens|sedma|both] [--profile]
 """
@@ -22,7 +23,8 @@ import time
 from typing import Any
 
 from arena.v1 import internal_pb2
-from referee.games.base import DealSpec, Source
+from referee.games.base import DealSpec, Match
+from referee.games.loop import Turn, play_out
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec, TimeControl
 from workers import metrics
@@ -145,6 +147,10 @@ def host_loop(all_specs: list[MatchSpec]) -> tuple[float, int, int]:
     return time.process_time() - start, asked, sent
 
 
+def _first_legal(match: Match, turn: Turn) -> str:
+    return turn.legal[0]
+
+
 def engine_only(all_specs: list[MatchSpec]) -> tuple[float, int]:
     """CPU seconds and decisions of the engine alone playing the same first-legal actions."""
     start = time.process_time()
@@ -154,10 +160,7 @@ def engine_only(all_specs: list[MatchSpec]) -> tuple[float, int]:
         match = game.new_match(
             game.rules_from_dict(spec.rules), len(spec.seats), spec.seed, spec.deals
         )
-        while not match.is_over():
-            match.to_act()
-            match.apply(match.legal_actions()[0], Source.BOT)
-            n += 1
+        n += play_out(match, _first_legal)
     return time.process_time() - start, n
 
 

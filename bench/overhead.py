@@ -44,11 +44,15 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import redis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+# this checkout, or the one a comparison run (``--ab``) gave a bot process
+sys.path.insert(0, os.environ.get("ARENA_BENCH_TREE") or str(Path(__file__).resolve().parents[1]))
 
 from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
@@ -56,6 +60,8 @@ from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import Bot, Turn
+
+ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -226,13 +232,19 @@ class TimedBot(Bot):
 
 @contextlib.contextmanager
 def platform(
-    url: str, processes: int, matches: int, cohost: bool = True, extra_hosts: int = 0
+    url: str,
+    processes: int,
+    matches: int,
+    cohost: bool = True,
+    extra_hosts: int = 0,
+    tree: str | None = None,
 ) -> Iterator[tuple[str, dict[str, int]]]:
     """A referee running ``matches`` matches itself (``cohost``), or a referee and
     ``arena worker -n processes --matches matches``; co-hosted with ``extra_hosts``, also
-    ``arena worker -n extra_hosts --matches matches`` beside it (``arena up``'s shape)."""
+    ``arena worker -n extra_hosts --matches matches`` beside it (``arena up``'s shape).
+    With ``tree``, the platform's code is imported from that checkout."""
     cli = [sys.executable, "-m", "referee.cli.main"]
-    env = {**os.environ}
+    env = {**os.environ, **_tree_env(tree)}
     env.setdefault("ARENA_CLUSTER_SECRET", secrets.token_urlsafe(32))
     referee = subprocess.Popen(
         [
@@ -243,6 +255,7 @@ def platform(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,
+        cwd=tree or ROOT,
     )
     procs = [referee]
     hosts = extra_hosts if cohost else processes
@@ -257,6 +270,7 @@ def platform(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,
+            cwd=tree or ROOT,
         )
         procs.insert(0, pool)
     try:
@@ -284,9 +298,22 @@ def platform(
                 proc.kill()
 
 
+def _tree_env(tree: str | None) -> dict[str, str]:
+    """Environment that makes a child process import the project from ``tree``."""
+    if not tree:
+        return {}
+    return {
+        "ARENA_BENCH_TREE": tree,
+        "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])),
+    }
+
+
 @contextlib.contextmanager
-def running_bots(conn: redis.Redis, server: str, named: dict[str, TimedBot]) -> Iterator[None]:
-    """Each bot in a process of its own (``--serve-bots``); its token goes on stdin."""
+def running_bots(
+    conn: redis.Redis, server: str, named: dict[str, TimedBot], tree: str | None = None
+) -> Iterator[None]:
+    """Each bot in a process of its own (``--serve-bots``); its token goes on stdin. With
+    ``tree``, the bots' SDK is imported from that checkout."""
     procs = []
     for name, bot in named.items():
         spec = {
@@ -302,6 +329,7 @@ def running_bots(conn: redis.Redis, server: str, named: dict[str, TimedBot]) -> 
             [sys.executable, os.path.abspath(__file__), "--serve-bots"],
             stdin=subprocess.PIPE,
             text=True,
+            env={**os.environ, **_tree_env(tree)},
         )
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(spec) + "\n")
@@ -506,10 +534,29 @@ def main() -> int:
         help="the instant bots set choose_inline = True (on the stream's thread from the "
         "first decision; by default the SDK moves a fast choose there after a few)",
     )
+    parser.add_argument(
+        "--ab",
+        metavar="TREE",
+        help="only the 16-match instant-bot run, alternating this checkout's platform with "
+        "TREE's (another checkout, e.g. main) --rounds times; prints each with the ratio",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --ab")
+    parser.add_argument(
+        "--ab-bots",
+        action="store_true",
+        help="with --ab, each side's bots also import the SDK from that side's tree",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="with --ab, record the referee of this checkout with py-spy into DIR",
+    )
     parser.add_argument("--serve-bots", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_bots:
         return serve_bots()
+    if args.ab:
+        return compare(args.ab, args.rounds, args.ab_bots, args.profile, args.inline_choose)
     deals = 2 if args.quick else 4
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
@@ -614,6 +661,84 @@ def main() -> int:
     print(f"| {'measure':<{width}} | measured | target |\n|{'-' * (width + 2)}|---|---|")
     for key, value, target in rows:
         print(f"| {key:<{width}} | {value} | {target} |")
+    return 0
+
+
+def compare(base: str, rounds: int, both_bots: bool, profile: str | None, inline: bool) -> int:
+    """The 16-match instant-bot run (2 deals) on this checkout's platform and on ``base``'s,
+    alternated, a fresh platform each time: platform CPU per decision, decisions/s and the
+    bots' CPU per decision, each side's median and the ratio this/base."""
+    sides = {"base": os.path.abspath(base), "this": ROOT}
+    fast = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=30_000)
+    got: dict[str, dict[str, list[float]]] = {
+        side: {"platform": [], "rate": [], "bots": [], "p50": []} for side in sides
+    }
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
+        conn = redis.Redis.from_url(server.url, decode_responses=True)
+        assert server.pid is not None
+        for round_no in range(rounds):
+            order = list(sides) if round_no % 2 == 0 else list(reversed(sides))
+            for side in order:
+                tree = sides[side]
+                loads.append(os.getloadavg()[0])
+                with platform(server.url, processes=1, matches=64, tree=tree) as (addr, pids):
+                    pids["redis"] = server.pid
+                    named = {
+                        f"ab{side}{round_no}b{i}": TimedBot(inline=True if inline else None)
+                        for i in range(4)
+                    }
+                    spy = None
+                    if profile and side == "this":
+                        os.makedirs(profile, exist_ok=True)
+                        spy = subprocess.Popen(
+                            [
+                                os.path.join(os.path.dirname(sys.executable), "py-spy"),
+                                *("record", "--pid", str(pids["referee"]), "--nonblocking"),
+                                *("--format", "raw", "--rate", "250"),
+                                *("-o", os.path.join(profile, f"referee{round_no}.txt")),
+                            ],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
+                    with running_bots(conn, addr, named, tree if both_bots else None):
+                        run_matches(conn, pids, f"w{side}{round_no}", list(named), 2, 1, fast)
+                        run = run_matches(conn, pids, f"{side}{round_no}", list(named), 16, 2, fast)
+                    if spy is not None:
+                        spy.send_signal(signal.SIGINT)
+                        spy.wait(30)
+                steps = asked_steps(run.records)
+                n = len(steps)
+                into = got[side]
+                into["platform"].append(
+                    (run.cpu["referee"] + run.cpu["hosts"] + run.cpu["redis"]) * 1000 / n
+                )
+                into["rate"].append(n / run.wall_s)
+                into["bots"].append(run.cpu["bots"] * 1000 / n)
+                into["p50"].append(statistics.median(s["wall_ms"] - s["think_ms"] for s in steps))
+                print(
+                    f"{side} round {round_no}: platform {into['platform'][-1]:.3f} ms/decision, "
+                    f"{into['rate'][-1]:.0f}/s, bots {into['bots'][-1]:.3f} ms/decision",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        conn.close()
+    names = {
+        "platform": "platform CPU ms per decision",
+        "rate": "decisions/s end to end",
+        "bots": "bots' CPU ms per decision",
+        "p50": "overhead p50 ms",
+    }
+    print(f"| 16 matches, instant bots, {rounds} rounds | base, median (all) | this | ratio |")
+    print("|---|---|---|---|")
+    for key, name in names.items():
+        b, t = (statistics.median(got[side][key]) for side in sides)
+        each = {side: ", ".join(f"{v:.3f}" for v in got[side][key]) for side in sides}
+        print(f"| {name} | {b:.3f} ({each['base']}) | {t:.3f} ({each['this']}) | {t / b:.2f} |")
+    print(
+        f"(base {sides['base']}, bots from {'each side' if both_bots else 'this checkout'}; "
+        f"load average {min(loads):.1f}-{max(loads):.1f}, {time.strftime('%H:%M:%S')} UTC)"
+    )
     return 0
 
 

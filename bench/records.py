@@ -40,7 +40,8 @@ from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec, TimeControl
-from workers.runner import MatchRun, commit, start_attempt
+from workers.attempts import commit, start_attempt
+from workers.runner import MatchRun
 
 PRESETS = {"sevens": "fan-tan", "sedma": "sedma"}
 

@@ -55,12 +55,13 @@ import redis
 
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.row import row_text
 from referee.match.spec import CommittedResult, MatchSpec
 from referee.seasons import store, tallies
 from referee.seasons.driver import SeasonDriver
 from referee.seasons.model import SeasonSpec, seed_sha256
 from referee.seasons.standings import standings_rows_equal
-from workers.runner import commit
+from workers.attempts import commit
 
 SEASON = "scale"
 CHECK_UP_TO = 20_000
@@ -387,13 +388,13 @@ def instrument() -> None:
     driver_mod.fold_of = timed_fold  # type: ignore[attr-defined]
 
 
-def count_only(conn: redis.Redis, result: CommittedResult, window: Window) -> None:
+def count_only(conn: redis.Redis, result: CommittedResult, bots: list[str], window: Window) -> None:
     """``--standings-only``: what the driver does with a result, without its commit: the
     result row stored, then counted and folded (the records, stream and match keys left
     out)."""
-    conn.set(keys.match_result(result["match_id"]), json.dumps(result, separators=(",", ":")))
+    conn.set(keys.match_result(result["match_id"]), row_text(result))
     began = time.perf_counter()
-    fold = tallies.fold_of(result)
+    fold = tallies.fold_of(result, None, bots)
     assert store.count_done(conn, SEASON, result["match_id"], 1, fold)
     window.driver_s += time.perf_counter() - began
     window.counted += 1
@@ -471,7 +472,8 @@ def run(args: argparse.Namespace) -> tuple[list[Row], bool | None]:
                 f"{args.matches} matches of {args.deals} deals, {args.bots} bots; records "
                 f"{records.kind}; template record {len(json.dumps(templates[0].record))} B "
                 f"as JSON, stored {len(templates[0].data) or '-'} B; result row "
-                f"{len(json.dumps(templates[0].result))} B",
+                f"{len(json.dumps(templates[0].result))} B as JSON, stored "
+                f"{len(row_text(templates[0].result))} B",
                 flush=True,
             )
             driver = SeasonDriver(conn)
@@ -487,7 +489,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], bool | None]:
                     result = synthetic(template, match_id, bots, rng)
                     spec = replace(template.spec, match_id=match_id, seats=tuple(result["seats"]))
                     if args.standings_only:
-                        count_only(conn, result, window)
+                        count_only(conn, result, bots, window)
                         if (i + 1) % args.batch == 0:
                             rebuild_on_timer(conn, window)
                     else:

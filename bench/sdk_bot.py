@@ -5,20 +5,25 @@ requests (the observations of a 4-seat deal played through the engine, history a
 ``window`` at a time, and, unless the bot declined them (``Hello.skip_accepted_results``),
 an ACCEPTED ``ActionResult`` after each answer, as the referee does. The bot is the SDK in
 a process of its own (``first legal action``); its CPU per decision comes from /proc over
-the measured decisions. Each variant runs ``--rounds`` times, interleaved, and is printed
-beside the first one (the SDK's defaults) measured in the same run:
+the measured decisions. A bot that asks for batches (``Hello.batches``, the SDK's
+default) gets the turns its one message released together in one ``TurnBatch``, as the
+referee writes turns that wait together. Each variant runs ``--rounds`` times, interleaved,
+and is printed beside the first one (the SDK's defaults) measured in the same run:
 
-* ``default``: the SDK's defaults (``choose_inline`` left as it is: with an SDK that
-  times ``choose``, a fast one runs on the stream's own thread after a few decisions in the
-  pool; an older SDK always uses the pool); accepted results declined, since the bot does
-  not override ``on_result``;
-* ``pool``: ``choose_inline = False`` (``choose`` always in the SDK's threads);
+* ``default``: the SDK's defaults (``choose`` in the SDK's thread pool, batches asked
+  for where the SDK knows them); accepted results declined, since the bot does not
+  override ``on_result``;
+* ``single``: the same without batches (``batches = False``: one message per turn and
+  per answer);
 * ``pool+results``: the same bot taking every result (``accepted_results = True``, what
   every bot got before ``skip_accepted_results``);
 * ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
 * ``bridge``: the stdio bridge (``arena bridge``, defaults) in front of a small Python
   program that answers the first legal action: the bridge's process only (the program's
-  CPU is its own).
+  CPU is its own);
+* ``default-delta``, ``inline-delta``: those bots fed requests without the rules and with
+  only the last two history entries, the most an observation carrying only what changed
+  could spare the bot (measured here, not built: docs/PROTOCOL.md section 4).
 
     .venv/bin/python bench/sdk_bot.py [--decisions N] [--window W] [--rounds R]
 
@@ -33,6 +38,7 @@ import argparse
 import asyncio
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +52,7 @@ import grpc.aio  # type: ignore[import-untyped]
 from arena.v1 import bot_pb2
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
+from referee.gateway.relay import turn_batch
 from referee.protocol import convert
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -59,6 +66,8 @@ class B(Bot):
     if sys.argv[2] != "default":
         choose_inline = sys.argv[2] == "inline"
     accepted_results = sys.argv[3] == "results"
+    if sys.argv[5] == "single":
+        batches = False
     def choose(self, turn):
         return turn.legal_actions[0]
 B().run(sys.argv[1], "token")
@@ -79,11 +88,13 @@ for line in sys.stdin:
 """
 
 VARIANTS = {
-    "default": ("default", "skip"),
-    "pool": ("pool", "skip"),
-    "pool+results": ("pool", "results"),
-    "inline": ("inline", "skip"),
-    "bridge": ("bridge", "skip"),
+    "default": ("default", "skip", "batches"),
+    "single": ("default", "skip", "single"),
+    "pool+results": ("pool", "results", "batches"),
+    "inline": ("inline", "skip", "batches"),
+    "bridge": ("bridge", "skip", "batches"),
+    "default-delta": ("default", "skip", "batches"),
+    "inline-delta": ("inline", "skip", "batches"),
 }
 
 
@@ -93,8 +104,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
-def turn_requests(seed: int = 3) -> list[bytes]:
-    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played."""
+def turn_requests(seed: int = 3, delta: bool = False) -> list[bytes]:
+    """The serialized TurnRequests of one 4-seat Sevens deal, first legal action played;
+    with ``delta``, without the rules and with only the last two history entries (the most
+    a delta observation could spare the bot: measured, not built)."""
     game = get_game("sevens")
     match = game.new_match(game.preset("sevens"), 4, seed, [DealSpec(seed + 1)])
     out = []
@@ -115,7 +128,12 @@ def turn_requests(seed: int = 3) -> list[bytes]:
             "legal_actions": legal,
             "clock": {"move_ms": 1000, "bank_ms": 5000, "grace_ms": 50},
         }
-        out.append(convert.turn_to_proto(turn).SerializeToString())
+        message = convert.turn_to_proto(turn)
+        if delta:  # what a request carrying only the changes would leave to parse
+            observation = message.turn.observation
+            observation.rules_json = ""
+            del observation.history[: max(0, len(observation.history) - 2)]
+        out.append(message.SerializeToString())
         match.apply(legal[0])
     return out
 
@@ -140,29 +158,44 @@ class Referee:
         stream = requests.__aiter__()
         hello = (await stream.__anext__()).hello
         skip = getattr(hello, "skip_accepted_results", False)  # an SDK from before it: no
-        await context.write(
-            bot_pb2.RefereeMessage(
-                welcome=bot_pb2.Welcome(bot="bench", protocol_version=1, max_concurrent_matches=64)
-            ).SerializeToString()
-        )
+        batches = getattr(hello, "batches", False)
+        welcome = bot_pb2.Welcome(bot="bench", protocol_version=1, max_concurrent_matches=64)
+        if batches:
+            welcome.batches = True
+        await context.write(bot_pb2.RefereeMessage(welcome=welcome).SerializeToString())
         sent = 0
-        for _ in range(self.window):
-            await context.write(self.requests[sent % len(self.requests)])
-            sent += 1
+
+        async def send(count: int) -> None:
+            # as the referee does: turns released together go in one TurnBatch when asked
+            nonlocal sent
+            turns = [self.requests[(sent + i) % len(self.requests)] for i in range(count)]
+            sent += count
+            if batches and count > 1:
+                await context.write(turn_batch(turns))
+            else:
+                for turn in turns:
+                    await context.write(turn)
+
+        await send(self.window)
         answered = 0
         async for message in stream:
-            if message.WhichOneof("msg") != "action":
+            kind = message.WhichOneof("msg")
+            if kind == "action":
+                count = 1
+            elif kind == "actions":
+                count = len(message.actions.actions)
+            else:
                 continue
-            answered += 1
-            if answered == self.warm:
+            answered += count
+            if answered >= self.warm and not self.warmed.is_set():
                 self.warmed.set()
             if not skip:
-                await context.write(self.result)
+                for _ in range(count):
+                    await context.write(self.result)
             if answered >= self.decisions + self.warm:
                 self.done.set()
                 return
-            await context.write(self.requests[sent % len(self.requests)])
-            sent += 1
+            await send(count)
 
     def handler(self) -> Any:
         return grpc.method_handlers_generic_handler(
@@ -178,7 +211,12 @@ class Referee:
 
 
 async def measure(
-    variant: str, requests: list[bytes], decisions: int, window: int, base_tree: str | None
+    variant: str,
+    requests: list[bytes],
+    decisions: int,
+    window: int,
+    base_tree: str | None,
+    profile: str | None = None,
 ) -> float:
     """CPU ms per decision of one bot process playing ``decisions`` turns."""
     warm = 200
@@ -195,21 +233,35 @@ async def measure(
     if tree and base_tree:
         cwd = base_tree
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [base_tree, env.get("PYTHONPATH")]))
-    mode, results = VARIANTS[name]
+    mode, results, batching = VARIANTS[name]
     code = BRIDGE if mode == "bridge" else BOT
     bot = subprocess.Popen(
-        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM],
+        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM, batching],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
         cwd=cwd,
     )
+    spy = None
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
         start = cpu_s(bot.pid)
+        if profile:
+            spy = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "py-spy"),
+                    *("record", "--pid", str(bot.pid), "--nonblocking", "--threads"),
+                    *("--format", "raw", "--rate", "500", "-o", profile),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         await asyncio.wait_for(referee.done.wait(), 300)
         used = cpu_s(bot.pid) - start
     finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         bot.kill()
         bot.wait()
         await server.stop(None)
@@ -225,16 +277,32 @@ def main() -> int:
         "--variants", default=",".join(VARIANTS), help="comma-separated; the first is the base"
     )
     parser.add_argument("--base-tree", help="also run each variant with arena_sdk from here")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="record each run's bot with py-spy into DIR"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     if args.base_tree:
         variants += [f"{v}@base" for v in variants]
-    requests = turn_requests()
+    requests = {False: turn_requests(), True: turn_requests(delta=True)}
     runs: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
+            profile = None
+            if args.profile:
+                os.makedirs(args.profile, exist_ok=True)
+                profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
             runs[variant].append(
-                asyncio.run(measure(variant, requests, args.decisions, args.window, args.base_tree))
+                asyncio.run(
+                    measure(
+                        variant,
+                        requests[variant.split("@")[0].endswith("-delta")],
+                        args.decisions,
+                        args.window,
+                        args.base_tree,
+                        profile,
+                    )
+                )
             )
             print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
     base = statistics.median(runs[variants[0]])
@@ -246,7 +314,7 @@ def main() -> int:
         print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
-        f"{len(requests)} distinct requests, {time.strftime('%H:%M:%S')}, load average "
+        f"{len(requests[False])} distinct requests, {time.strftime('%H:%M:%S')}, load average "
         f"{os.getloadavg()[0]:.1f})"
     )
     return 0

@@ -336,7 +336,8 @@ def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
         if "head-to-head" in args.protocols:
             stat = "won" if family == "sedma" else "ahead"
             pairs = itertools.pairwise(("random", *SEARCH_RUNGS))
-            jobs.extend((family, presets[0], upper, lower, stat) for lower, upper in pairs)
+            chosen = [(lo, up) for lo, up in pairs if not args.pairs or f"{up}:{lo}" in args.pairs]
+            jobs.extend((family, presets[0], upper, lower, stat) for lower, upper in chosen)
     for family, preset, hero, field, stat in jobs:
         row = evaluate(family, preset, hero, field, pols, args.sets, args.seed, stat)
         row["target"] = TARGETS.get((preset, stat)) if field == "random" else 0.5
@@ -387,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         "--protocols",
         default="vs-random,head-to-head",
         help="with --targets: vs-random, head-to-head or both (comma-separated)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=lambda text: set(text.split(",")),
+        default=set(),
+        help="with --targets: only these head-to-head rows, as UPPER:LOWER (e.g. mc:heuristic)",
     )
     args = parser.parse_args(argv)
     if args.targets:

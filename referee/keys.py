@@ -146,6 +146,14 @@ def season_ratings(season_id: str) -> str:
     return f"{PREFIX}season:{season_id}:ratings"
 
 
+def season_checkpoints(season_id: str) -> str:
+    """Sorted set: a point of the season's history per refit of its ratings (score: the
+    results folded; member: JSON ``{n, elo: {bot: [elo, low, high]}, score: {bot: sum}}``),
+    thinned to at most ``referee.seasons.store.CHECKPOINTS_KEPT``: what the league page's
+    charts draw (referee/web/history.py)."""
+    return f"{PREFIX}season:{season_id}:checkpoints"
+
+
 def season_cancelled(season_id: str) -> str:
     """Set: match ids the season's cancel stopped; a result of theirs is never counted."""
     return f"{PREFIX}season:{season_id}:cancelled"

@@ -20,7 +20,7 @@ import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 
-from referee.match.spec import MatchState, SeasonState
+from referee.match.spec import MatchState, SeasonState, moving_to
 
 
 @dataclass(frozen=True)
@@ -276,6 +276,25 @@ return 1
 )
 """Store refitted ratings unless a refit over more folded results is stored already."""
 
+STORE_CHECKPOINT = Lua(
+    "STORE_CHECKPOINT",
+    keys=("season_checkpoints",),
+    argv=("folded", "point_json", "kept"),
+    text="""
+if redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[1]) > 0 then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+local count = redis.call('ZCARD', KEYS[1])
+if count > tonumber(ARGV[3]) then
+  local older = redis.call('ZRANGE', KEYS[1], 1, count - 2)
+  for i = 1, #older, 2 do redis.call('ZREM', KEYS[1], older[i]) end
+end
+return 1
+""",
+)
+"""Add a checkpoint of the season's history at ``folded`` results unless one is there; past
+``kept`` points, every other one between the first and the last goes (the history stays
+spread over the whole season, its ends kept). 1 if added."""
+
 UNLOCK = Lua(
     "UNLOCK",
     keys=("lock",),
@@ -288,7 +307,7 @@ return 0
 """Release a lock only if ``token`` holds it."""
 
 _CANCELLABLE_SEASON = (SeasonState.CREATED, SeasonState.RUNNING, SeasonState.PAUSED)
-_STOPPED_MATCH = (MatchState.SCHEDULED, MatchState.QUEUED, MatchState.FAILED)
+_STOPPED_MATCH = moving_to(MatchState.CANCELLED)  # scheduled, queued, failed
 
 
 def _any_of(var: str, states: Sequence[str]) -> str:
@@ -333,6 +352,8 @@ ALL: tuple[Lua, ...] = (
     COUNT_FAILED,
     UNFAIL,
     STORE_STANDINGS,
+    STORE_RATINGS,
+    STORE_CHECKPOINT,
     UNLOCK,
     CANCEL,
 )

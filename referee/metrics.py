@@ -313,6 +313,8 @@ class ArenaCollector(Collector):
                 zero_counters.setdefault("arena_matches_total", set()).add(
                     (("game", str(game)), ("kind", outcome))
                 )
+        for bot in _season_bots(season_hash):
+            _add_bot_zero_counters(zero_counters, season_id, bot, str(game))
         if standings is None:
             return
         unit = str(standings.get("unit", ""))
@@ -340,12 +342,7 @@ class ArenaCollector(Collector):
                         {"season": season_id, "bot": bot, "kind": kind},
                         value,
                     )
-            for name in _PER_BOT_COUNTERS:
-                zero_counters.setdefault(name, set()).add((("bot", bot), ("season", season_id)))
-            if game:
-                zero_counters.setdefault("arena_decisions_total", set()).add(
-                    (("bot", bot), ("game", str(game)), ("season", season_id))
-                )
+            _add_bot_zero_counters(zero_counters, season_id, bot, str(game))
 
     def _all_match_metrics(self, fam: _Families, seasons: Mapping[str, Any]) -> None:
         """Matches of every season by state, and every running match (one-off ones too)."""
@@ -447,6 +444,32 @@ class ArenaCollector(Collector):
             family = _histogram_family(name, stored[name])
             if family is not None:
                 yield family
+
+
+def _season_bots(season_hash: Mapping[str, str]) -> list[str]:
+    """The bots of a season's stored spec: known from creation, before any result."""
+    try:
+        spec = json.loads(season_hash.get("spec") or "{}")
+    except ValueError:
+        return []
+    bots = spec.get("bots") if isinstance(spec, dict) else None
+    return [b for b in bots if isinstance(b, str) and b] if isinstance(bots, list) else []
+
+
+def _add_bot_zero_counters(
+    zero_counters: dict[str, set[tuple[tuple[str, str], ...]]],
+    season_id: str,
+    bot: str,
+    game: str,
+) -> None:
+    """A zero series for each per-bot counter, so that ``rate()`` and ``increase()`` count a
+    bot's first decisions: a counter first scraped mid-season loses what came before."""
+    for name in _PER_BOT_COUNTERS:
+        zero_counters.setdefault(name, set()).add((("bot", bot), ("season", season_id)))
+    if game:
+        zero_counters.setdefault("arena_decisions_total", set()).add(
+            (("bot", bot), ("game", game), ("season", season_id))
+        )
 
 
 def _final_counts(season_hash: Mapping[str, str]) -> dict[str, int]:

@@ -3,9 +3,11 @@
 A match moves through ``keys.match_state(match_id)["state"]`` (:class:`MatchState`):
 
 ``queued`` → ``running`` → ``done`` (result committed exactly once) or ``failed`` (the
-error is kept in the ``error`` field). A match whose host stopped heartbeating (it was
-killed) goes back to ``queued`` with a new RQ job (:func:`janitor_pass`, run by every
-match host). :class:`RunningMatches` owns the set of running matches and their heartbeats.
+error is kept in the ``error`` field); every move is one of
+``referee.match.spec.MATCH_MOVES``, written through :func:`write_state`. A match whose
+host stopped heartbeating (it was killed) goes back to ``queued`` with a new RQ job
+(:func:`janitor_pass`, run by every match host). :class:`RunningMatches` owns the set of
+running matches and their heartbeats.
 
 Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True`` and
 ``False`` connections work.
@@ -13,10 +15,9 @@ Everything here takes a ``redis.Redis`` connection; both ``decode_responses=True
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import redis
 from rq import Queue
@@ -26,6 +27,7 @@ from rq.job import Job, JobStatus
 from referee import keys, metrics_store
 from referee.defaults import CASUAL_QUEUE_NAME, QUEUE_NAME
 from referee.match.messages import now_ms
+from referee.match.row import parse_row
 from referee.match.spec import CommittedResult, MatchSpec
 from referee.match.spec import (
     MatchState as MatchState,  # its home; re-exported for the queue's users
@@ -49,8 +51,18 @@ FAILED: Final = MatchState.FAILED
 ACTIVE_STATES: Final = frozenset({QUEUED, RUNNING, DONE})
 
 
-def season_state(pipe: Any, season: str, match_id: str, state: MatchState) -> None:
-    """Mirror a match's state into its season's match hash (a one-off match has none)."""
+def write_state(
+    pipe: Any,
+    match_id: str,
+    season: str,
+    state: MatchState,
+    fields: dict[str, str | int | float] | None = None,
+) -> None:
+    """The one Python writer of a match's state (``MatchState``, moves allowed by
+    ``referee.match.spec.MATCH_MOVES``): ``state`` and ``fields`` into
+    ``keys.match_state``, and the state mirrored into its season's match hash (a one-off
+    match has none). ``pipe``: a client or a pipeline (inside the caller's transaction)."""
+    pipe.hset(keys.match_state(match_id), mapping={"state": str(state), **(fields or {})})
     if season:
         pipe.hset(keys.season_matches(season), match_id, str(state))
 
@@ -208,21 +220,17 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
                 now = now_ms()
                 pipe.multi()
                 pipe.set(keys.match_spec(spec.match_id), spec.to_json())
-                pipe.hset(
-                    state_key,
-                    mapping={
-                        "state": QUEUED,
-                        "match_id": spec.match_id,
-                        "season": spec.season,
-                        "game": spec.game,
-                        "seats": ",".join(spec.seats),
-                        "queued_ms": f"{now:.0f}",
-                        "error": "",
-                        "retries": 0,
-                    },
-                )
+                fields: dict[str, str | int | float] = {
+                    "match_id": spec.match_id,
+                    "season": spec.season,
+                    "game": spec.game,
+                    "seats": ",".join(spec.seats),
+                    "queued_ms": f"{now:.0f}",
+                    "error": "",
+                    "retries": 0,
+                }
+                write_state(pipe, spec.match_id, spec.season, QUEUED, fields)
                 pipe.zadd(keys.MATCHES_INDEX, {spec.match_id: now}, nx=True)
-                season_state(pipe, spec.season, spec.match_id, QUEUED)
                 pipe.execute()
                 break
             except redis.WatchError:
@@ -232,8 +240,7 @@ def enqueue_match(conn: redis.Redis, spec: MatchSpec) -> bool:
         # before its work horse exited): put the state back so nothing waits for a job.
         error = f"not enqueued: job {job_id(spec.match_id)} of an earlier run is still running"
         with conn.pipeline() as pipe:
-            pipe.hset(state_key, mapping={"state": FAILED, "error": error})
-            season_state(pipe, spec.season, spec.match_id, FAILED)
+            write_state(pipe, spec.match_id, spec.season, FAILED, {"error": error})
             pipe.execute()
         log.warning("match %s: %s; try again when it has ended", spec.match_id, error)
         return False
@@ -271,17 +278,13 @@ def requeue_abandoned(
             give_up = retries > MAX_RETRIES
             new_state = FAILED if give_up else QUEUED
             pipe.multi()
-            pipe.hset(
-                state_key,
-                mapping={
-                    "state": new_state,
-                    "retries": retries,
-                    "error": f"attempt {attempt} abandoned (its host's heartbeat lapsed); "
-                    + (f"gave up after {MAX_RETRIES} retries" if give_up else "retried"),
-                },
+            error = f"attempt {attempt} abandoned (its host's heartbeat lapsed); " + (
+                f"gave up after {MAX_RETRIES} retries" if give_up else "retried"
+            )
+            write_state(
+                pipe, match_id, spec.season, new_state, {"retries": retries, "error": error}
             )
             RunningMatches(pipe).remove(match_id)
-            season_state(pipe, spec.season, match_id, new_state)
             metrics_store.match_counter(pipe, spec.game, "failed" if give_up else "retried")
             pipe.execute()
         except redis.WatchError:
@@ -308,7 +311,7 @@ def get_spec(conn: redis.Redis, match_id: str) -> MatchSpec | None:
 def get_result(conn: redis.Redis, match_id: str) -> CommittedResult | None:
     """The committed result, or None while the match is not done."""
     raw = conn.get(keys.match_result(match_id))
-    return None if raw is None else cast(CommittedResult, json.loads(raw))
+    return None if raw is None else parse_row(raw)
 
 
 def get_record(conn: redis.Redis, match_id: str) -> dict[str, Any] | None:

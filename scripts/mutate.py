@@ -81,10 +81,18 @@ AREAS: dict[str, Area] = {
         ("tests/games", "tests/foundation/test_cards.py"),
     ),
     "clock": Area(("referee/match/clock.py",), ("tests/workers/test_clock.py",)),
-    # The match loop the match host runs (workers/host.py calls runner.MatchRun, commit,
-    # start_attempt, mark_failed), its fencing, and the spec's re-deal seeds.
+    # The match loop the match host runs (workers/host.py calls runner.MatchRun and the
+    # attempt ledger's start_attempt, reveal, commit, mark_failed), its fencing, the
+    # decision asked, the notices and the record, and the spec's re-deal seeds and tally.
     "runner": Area(
-        ("workers/runner.py", "referee/match/spec.py"),
+        (
+            "workers/runner.py",
+            "workers/attempts.py",
+            "workers/ask.py",
+            "workers/notices.py",
+            "workers/record.py",
+            "referee/match/spec.py",
+        ),
         # test_runner.py is left out: it starts a real referee process per module, i.e.
         # per mutant (about 20 s each here); test_match_loop.py plays the same loop with
         # scripted referee links, the others are unit tests with real Redis only.
@@ -94,6 +102,7 @@ AREAS: dict[str, Area] = {
             "tests/workers/test_begin_retry.py",  # start_attempt through an outage
             "tests/workers/test_clock.py",
             "tests/workers/test_queue.py",
+            "tests/workers/test_match_states.py",  # the state machine and the seat tally
             "tests/games/test_seeds.py",  # the seed derivations of referee/match/spec.py
         ),
         fork=False,

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from referee.embedded_redis import EmbeddedRedis
+from tests.children import point_children_at_tree
 
 # The platform's default data dir is the user's state dir (~/.local/state/arena): no test
 # may use it. Every command (and every child it starts) of this session finds its data dir
@@ -24,6 +25,10 @@ atexit.register(shutil.rmtree, _SESSION_DATA_DIR, True)
 os.environ.pop("ARENA_REDIS_URL", None)
 os.environ.pop("ARENA_ADMIN_TOKEN", None)
 os.environ.pop("ARENA_TOKEN", None)
+
+# Children (referees, hosts, bots, CLI runs) import this tree's code whatever their working
+# folder, even where the venv's editable install points at another checkout of the project.
+point_children_at_tree()
 
 # The secret of the referee <-> match host stream, for every referee and worker a test
 # starts (children inherit it): never a file in the working tree, never argv.

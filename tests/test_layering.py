@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import without_tree_path
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("arena", "arena_sdk", "sample_bots", "referee", "workers")
 
@@ -266,4 +268,10 @@ def test_the_sdk_runs_from_a_copy_of_itself_and_the_generated_code_alone(tmp_pat
         "assert all(u.find_spec(p) is None for p in ('referee', 'workers', 'sample_bots'))\n"
         f"assert sys.modules['arena_sdk'].__file__.startswith({str(tmp_path)!r})\n"
     )
-    subprocess.run([sys.executable, "-S", "-c", code], check=True, timeout=120, cwd=tmp_path)
+    subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=without_tree_path(),
+    )

@@ -5,7 +5,6 @@ bot run from that wheel, with nothing of the platform on its path, plays on a re
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import redis
 
 from referee import bots
 from referee.procs import start_referee, stop_process
+from tests.children import without_tree_path
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def test_a_bot_installed_from_the_sdk_wheel_alone_connects_to_a_referee(
         bot = subprocess.Popen(
             [sys.executable, "-S", "-c", launcher, "--server", server],
             cwd=tmp_path,
-            env={**os.environ, "ARENA_TOKEN": token},
+            env={**without_tree_path(), "ARENA_TOKEN": token},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )

@@ -15,7 +15,7 @@ one pipeline carries the heartbeats of every running match (``RunningMatches``),
 summed decision metrics and the check for newer attempts; the janitor
 (``queue.janitor_pass``) runs in the same tick, so a host killed with its matches in flight
 is noticed within ``stale_s`` by any other host. A commit is one fenced transaction per
-match (``runner.commit``).
+match (``attempts.commit``).
 
 SIGTERM: take no new matches, let the running ones finish within ``grace_s``, then hand
 the rest back (each is re-enqueued at once for a new attempt) and exit.
@@ -64,9 +64,7 @@ from referee.errors import RecordStoreError
 from referee.match.messages import now_ms
 from referee.queue import RunningMatches
 from workers import metrics
-from workers.link import LocalHub, Router
-from workers.runner import (
-    MatchRun,
+from workers.attempts import (
     Started,
     Superseded,
     commit,
@@ -74,6 +72,8 @@ from workers.runner import (
     reveal,
     start_attempt,
 )
+from workers.link import LocalHub, Router
+from workers.runner import MatchRun
 
 log = logging.getLogger("workers.host")
 
@@ -409,7 +409,7 @@ class MatchHost:
         self._slot_free.set()
 
     async def _reveal(self, match_id: str, attempt: int) -> bool | None:
-        """``runner.reveal`` off the loop; None if Redis stayed away through its patience
+        """``attempts.reveal`` off the loop; None if Redis stayed away through its patience
         (nothing was shown: the janitor re-runs the match on its scheduled deals)."""
         try:
             shown: bool = await self.in_thread(reveal, match_id, attempt)

@@ -21,7 +21,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
@@ -89,7 +89,7 @@ class Link(Protocol):
     referee: str
     address: str
     alive: bool
-    pending: dict[Key, asyncio.Future[Any]]
+    pending: dict[Key, asyncio.Future[TurnReply]]
 
     def turn(
         self,
@@ -99,7 +99,7 @@ class Link(Protocol):
         limit_ms: float,
         expires_ms: float,
         first_sent_ms: float = 0.0,
-    ) -> asyncio.Future[Any]:
+    ) -> asyncio.Future[TurnReply]:
         """Send a turn; the future gets its reply (``kind``, ``action``, ``sent_ms``,
         ``received_ms``) or ``LinkLost``."""
         ...
@@ -116,10 +116,10 @@ class Link(Protocol):
     async def close(self) -> None: ...
 
 
-def open_turn(link: Link, key: Key) -> asyncio.Future[Any]:
+def open_turn(link: Link, key: Key) -> asyncio.Future[TurnReply]:
     """The future of a turn about to be sent on ``link``, kept in its ``pending``; already
     failed with ``LinkLost`` if the link is down (then the turn must not be sent)."""
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future: asyncio.Future[TurnReply] = asyncio.get_running_loop().create_future()
     if not link.alive:
         future.set_exception(LinkLost(f"the link to referee {link.referee} is down"))
     else:
@@ -153,8 +153,8 @@ class RefereeLink:
             request_serializer=internal_pb2.HostBatch.SerializeToString,
             response_deserializer=internal_pb2.RelayBatch.FromString,
         )(metadata=cluster.bearer(secret))
-        self.pending: dict[Key, asyncio.Future[Any]] = {}
-        self._items: list[Any] = []
+        self.pending: dict[Key, asyncio.Future[TurnReply]] = {}
+        self._items: list[internal_pb2.HostItem] = []
         self._wake = asyncio.Event()
         self._closer: asyncio.Future[None] | None = None
         self._tasks = [
@@ -170,7 +170,7 @@ class RefereeLink:
         limit_ms: float,
         expires_ms: float,
         first_sent_ms: float = 0.0,
-    ) -> asyncio.Future[Any]:
+    ) -> asyncio.Future[TurnReply]:
         """Send a turn; the future gets its :class:`Reply` (or ``LinkLost``)."""
         future = open_turn(self, key)
         if future.done():
@@ -272,7 +272,12 @@ class LocalReply:
     cpu_ms: float | None = None
 
 
-def cpu_ms_of(reply: Any) -> float | None:
+TurnReply = internal_pb2.Reply | LocalReply
+"""What a turn's future gets: the referee's reply over the internal stream, or the
+co-hosting referee's :class:`LocalReply`."""
+
+
+def cpu_ms_of(reply: TurnReply) -> float | None:
     """The CPU time a metered (hosted) bot's sandbox used on the request ``reply``
     answers (``Reply.cpu_ms``), or None when the referee did not meter it."""
     if isinstance(reply, LocalReply):
@@ -292,7 +297,7 @@ class LocalLink:
         self.address = "in-process"
         self.alive = True
         self.closed = False
-        self.pending: dict[Key, asyncio.Future[Any]] = {}
+        self.pending: dict[Key, asyncio.Future[TurnReply]] = {}
         self._on_lost = on_lost
 
     def turn(
@@ -303,7 +308,7 @@ class LocalLink:
         limit_ms: float,
         expires_ms: float,
         first_sent_ms: float = 0.0,
-    ) -> asyncio.Future[Any]:
+    ) -> asyncio.Future[TurnReply]:
         future = open_turn(self, key)
         if future.done():
             return future

@@ -34,28 +34,56 @@ class BotMessage(_message.Message):
     HELLO_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     PING_FIELD_NUMBER: _builtins.int
+    ACTIONS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def hello(self) -> Global___Hello: ...
     @_builtins.property
     def action(self) -> Global___Action: ...
     @_builtins.property
     def ping(self) -> Global___Ping: ...
+    @_builtins.property
+    def actions(self) -> Global___ActionBatch:
+        """Several answers in one message, for a stream whose Welcome said batches = true."""
+
     def __init__(
         self,
         *,
         hello: Global___Hello | None = ...,
         action: Global___Action | None = ...,
         ping: Global___Ping | None = ...,
+        actions: Global___ActionBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "hello", b"hello", "msg", b"msg", "ping", b"ping"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "actions", b"actions", "hello", b"hello", "msg", b"msg", "ping", b"ping"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "hello", b"hello", "msg", b"msg", "ping", b"ping"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "actions", b"actions", "hello", b"hello", "msg", b"msg", "ping", b"ping"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["hello", "action", "ping"]  # noqa: Y015
+    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["hello", "action", "ping", "actions"]  # noqa: Y015
     _WhichOneofArgType_msg: _TypeAlias = _typing.Literal["msg", b"msg"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_msg) -> _WhichOneofReturnType_msg | None: ...
 
 Global___BotMessage: _TypeAlias = BotMessage  # noqa: Y015
+
+@_typing.final
+class ActionBatch(_message.Message):
+    """Answers written together (docs/PROTOCOL.md section 4): each counts as if it came alone."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def actions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Action]: ...
+    def __init__(
+        self,
+        *,
+        actions: _abc.Iterable[Global___Action] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions", b"actions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ActionBatch: _TypeAlias = ActionBatch  # noqa: Y015
 
 @_typing.final
 class RefereeMessage(_message.Message):
@@ -71,6 +99,7 @@ class RefereeMessage(_message.Message):
     MATCH_END_FIELD_NUMBER: _builtins.int
     PONG_FIELD_NUMBER: _builtins.int
     NOTICE_FIELD_NUMBER: _builtins.int
+    TURNS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___Welcome: ...
     @_builtins.property
@@ -87,6 +116,10 @@ class RefereeMessage(_message.Message):
     def pong(self) -> Global___Pong: ...
     @_builtins.property
     def notice(self) -> Global___Notice: ...
+    @_builtins.property
+    def turns(self) -> Global___TurnBatch:
+        """Several turn requests in one message, only to a stream whose Hello asked for batches."""
+
     def __init__(
         self,
         *,
@@ -98,16 +131,41 @@ class RefereeMessage(_message.Message):
         match_end: Global___MatchEnd | None = ...,
         pong: Global___Pong | None = ...,
         notice: Global___Notice | None = ...,
+        turns: Global___TurnBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["deal_end", b"deal_end", "match_end", b"match_end", "match_start", b"match_start", "msg", b"msg", "notice", b"notice", "pong", b"pong", "result", b"result", "turn", b"turn", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deal_end", b"deal_end", "match_end", b"match_end", "match_start", b"match_start", "msg", b"msg", "notice", b"notice", "pong", b"pong", "result", b"result", "turn", b"turn", "turns", b"turns", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal_end", b"deal_end", "match_end", b"match_end", "match_start", b"match_start", "msg", b"msg", "notice", b"notice", "pong", b"pong", "result", b"result", "turn", b"turn", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal_end", b"deal_end", "match_end", b"match_end", "match_start", b"match_start", "msg", b"msg", "notice", b"notice", "pong", b"pong", "result", b"result", "turn", b"turn", "turns", b"turns", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["welcome", "turn", "result", "match_start", "deal_end", "match_end", "pong", "notice"]  # noqa: Y015
+    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["welcome", "turn", "result", "match_start", "deal_end", "match_end", "pong", "notice", "turns"]  # noqa: Y015
     _WhichOneofArgType_msg: _TypeAlias = _typing.Literal["msg", b"msg"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_msg) -> _WhichOneofReturnType_msg | None: ...
 
 Global___RefereeMessage: _TypeAlias = RefereeMessage  # noqa: Y015
+
+@_typing.final
+class TurnBatch(_message.Message):
+    """Turn requests written together, in the order they were sent; each one's clock started
+    when this message was written (docs/PROTOCOL.md section 4).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURNS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def turns(self) -> _containers.RepeatedCompositeFieldContainer[Global___TurnRequest]: ...
+    def __init__(
+        self,
+        *,
+        turns: _abc.Iterable[Global___TurnRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["turns", b"turns"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnBatch: _TypeAlias = TurnBatch  # noqa: Y015
 
 @_typing.final
 class Hello(_message.Message):
@@ -120,6 +178,7 @@ class Hello(_message.Message):
     GAMES_FIELD_NUMBER: _builtins.int
     MAX_CONCURRENT_MATCHES_FIELD_NUMBER: _builtins.int
     SKIP_ACCEPTED_RESULTS_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.int
     """Protocol version the bot speaks; this referee speaks 1."""
     bot_version: _builtins.str
@@ -134,6 +193,12 @@ class Hello(_message.Message):
     result (REFUSED, TIMED_OUT, STALE, DUPLICATE, an accepted illegal pass with its
     penalty, autopilot) is still sent. False (the default, and every bot written before
     this field): every ActionResult is sent (docs/PROTOCOL.md section 4).
+    """
+    batches: _builtins.bool
+    """True: the bot reads RefereeMessage.turns (a TurnBatch: the turn requests that were
+    waiting to be written together, one message) and may answer with BotMessage.actions.
+    The referee says in Welcome.batches whether it does; an older referee ignores this and
+    sends one TurnRequest a message (docs/PROTOCOL.md section 4).
     """
     @_builtins.property
     def games(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -150,10 +215,11 @@ class Hello(_message.Message):
         games: _abc.Iterable[_builtins.str] | None = ...,
         max_concurrent_matches: _builtins.int = ...,
         skip_accepted_results: _builtins.bool = ...,
+        batches: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_version", b"bot_version", "games", b"games", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version", "skip_accepted_results", b"skip_accepted_results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "bot_version", b"bot_version", "games", b"games", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version", "skip_accepted_results", b"skip_accepted_results"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -171,6 +237,7 @@ class Welcome(_message.Message):
     MAX_CONCURRENT_MATCHES_FIELD_NUMBER: _builtins.int
     KEEPALIVE_TIME_MS_FIELD_NUMBER: _builtins.int
     REFEREE_ID_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
     bot: _builtins.str
     """The registered bot name the token belongs to."""
     protocol_version: _builtins.int
@@ -185,6 +252,10 @@ class Welcome(_message.Message):
     """
     referee_id: _builtins.str
     """Identifier of the referee process (several referees may share one platform)."""
+    batches: _builtins.bool
+    """True: Hello asked for batches and this referee sends and accepts them (TurnBatch,
+    ActionBatch). False: one TurnRequest and one Action a message.
+    """
     def __init__(
         self,
         *,
@@ -194,10 +265,11 @@ class Welcome(_message.Message):
         max_concurrent_matches: _builtins.int = ...,
         keepalive_time_ms: _builtins.int = ...,
         referee_id: _builtins.str = ...,
+        batches: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "keepalive_time_ms", b"keepalive_time_ms", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version", "referee_id", b"referee_id", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "bot", b"bot", "keepalive_time_ms", b"keepalive_time_ms", "max_concurrent_matches", b"max_concurrent_matches", "protocol_version", b"protocol_version", "referee_id", b"referee_id", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -550,6 +550,7 @@ def _standings(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from referee.match.replay import render_replay
+    from referee.match.row import full_result
     from referee.queue import get_record, get_result
     from referee.seasons.archive import archive_of
 
@@ -583,7 +584,9 @@ def _export(args: argparse.Namespace) -> int:
                     record = record_of(match_id)
                     if result is None or record is None:
                         continue
-                    results.write(json.dumps(result, sort_keys=True) + "\n")
+                    # the full result: the row leaves each deal's penalties and detail to the
+                    # record (referee/match/row.py)
+                    results.write(json.dumps(full_result(result, record), sort_keys=True) + "\n")
                     if embargo.seal_of(conn, match_id, args.season).sealed:
                         sealed.append(match_id)  # its result counts; its moves wait
                         continue

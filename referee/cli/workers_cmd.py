@@ -40,9 +40,9 @@ from referee.match.replay import ReplayMismatch, render_replay, verify_record
 from referee.match.spec import MatchSpec, TimeControl, match_deal_seed
 from referee.seasons import store
 from workers import sizing
+from workers.attempts import REVEALED
 from workers.health import HealthServer
 from workers.pool import WorkerPool
-from workers.runner import REVEALED
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

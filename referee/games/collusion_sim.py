@@ -19,7 +19,7 @@ from referee.games.collusion import (
     pair_statistics,
 )
 from referee.games.ladder import heuristic_policy
-from referee.games.loop import Turn, play_out
+from referee.games.loop import Turn, play_out, seat_rng
 from referee.games.registry import get_game
 from referee.games.sevens import heuristic as sevens_heuristic
 from referee.games.sevens.match import SevensMatch
@@ -100,7 +100,7 @@ def play_season(
     game_name, preset, table = FAMILIES[family]
     game = get_game(game_name)
     rules = game.preset(preset)
-    rng = random.Random(seed)
+    rng = seat_rng(seed, "collusion", family)  # the tables and the deals' seeds
     names = [f"b{i:02d}" for i in range(bots)]
     noise = {name: 0.05 + 0.35 * i / max(bots - 1, 1) for i, name in enumerate(names)}
     played: list[PlayedMatch] = []

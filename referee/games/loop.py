@@ -1,11 +1,10 @@
-"""The one match loop of the in-process drivers: in-process seasons
-(``referee.seasons.inprocess``), ``arena selfplay``, the collusion simulation and the
-benches each say how a seat chooses; :func:`play_out` walks the match.
-
-The match host (``workers.runner.MatchRun``) walks the same steps (legal actions, the seat
-to act, forced moves, apply, events) asynchronously, with the clock, the network and the
-autopilot between ``to_act`` and ``apply``; docs/ARCHITECTURE.md says why it keeps its own
-loop.
+"""The one match loop: :class:`Walk` steps a match to its next decision, applying on the
+way the actions nobody is asked for (a forced move under ``autoplay_forced``, the
+autopilot's move for a seat it holds); each driver says how a seat answers. In-process
+drivers (in-process seasons ``referee.seasons.inprocess``, ``arena selfplay``, the
+collusion simulation, the benches) call :func:`play_out`; the match host
+(``workers.runner.MatchRun``) walks the same :class:`Walk` and awaits its bots over the
+network between ``next_turn`` and ``apply``.
 """
 
 from __future__ import annotations
@@ -32,6 +31,52 @@ Chooser = Callable[[Match, Turn], str]
 """How a seat answers a turn (the match is there to read its observation or more)."""
 After = Callable[[Turn, list[Event]], bool]
 """Called with each decision's events once applied; True stops the loop there."""
+Unasked = Callable[[int, int, str, str, list[Event]], None]
+"""Called with each action applied without asking: deal index, seat, source (forced,
+autopilot), action, events."""
+
+
+class Walk:
+    """A match walked decision by decision: :meth:`next_turn` applies the actions nobody
+    is asked for and stops at the next decision (or the end). ``autoplay_forced``: a seat
+    with one legal action plays it (``Source.FORCED``), as the season option of that
+    name; ``autopilot[s]``: seat ``s`` plays ``Match.fallback_action`` (``Source.AUTOPILOT``),
+    read at each step (the host sets it when a seat runs out of strikes)."""
+
+    __slots__ = ("autopilot", "autoplay_forced", "match", "seq", "unasked")
+
+    def __init__(
+        self,
+        match: Match,
+        *,
+        autoplay_forced: bool = False,
+        autopilot: Sequence[bool] = (),
+        unasked: Unasked | None = None,
+    ) -> None:
+        self.match = match
+        self.autoplay_forced = autoplay_forced
+        self.autopilot = autopilot
+        self.unasked = unasked
+        self.seq = 0  # the decisions asked so far
+
+    def next_turn(self) -> Turn | None:
+        """The next decision to ask, or None when the match is over."""
+        match = self.match
+        while not match.is_over():
+            seat = match.to_act()
+            legal = match.legal_actions()
+            if self.autopilot and self.autopilot[seat]:
+                action, source = match.fallback_action(), Source.AUTOPILOT
+            elif self.autoplay_forced and len(legal) == 1:
+                action, source = legal[0], Source.FORCED
+            else:
+                self.seq += 1
+                return Turn(seat, self.seq, legal)
+            deal = match.deal_index()
+            events = match.apply(action, source)
+            if self.unasked is not None:
+                self.unasked(deal, seat, source, action, events)
+        return None
 
 
 def play_out(
@@ -44,18 +89,12 @@ def play_out(
     """Play ``match`` to its end (or until ``after`` says stop); the decisions asked.
     ``autoplay_forced``: a seat with one legal action plays it unasked (``Source.FORCED``),
     as the season option of that name."""
-    seq = 0
-    while not match.is_over():
-        legal = match.legal_actions()
-        if autoplay_forced and len(legal) == 1:
-            match.apply(legal[0], Source.FORCED)
-            continue
-        seq += 1
-        turn = Turn(match.to_act(), seq, legal)
+    walk = Walk(match, autoplay_forced=autoplay_forced)
+    while (turn := walk.next_turn()) is not None:
         events = match.apply(choose(match, turn))
         if after is not None and after(turn, events):
             break
-    return seq
+    return walk.seq
 
 
 def seat_rng(*parts: object) -> random.Random:

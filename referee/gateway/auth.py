@@ -114,7 +114,7 @@ class TokenWatch:
                 await asyncio.sleep(1.0)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
 
 
 def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:

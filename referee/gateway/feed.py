@@ -86,5 +86,5 @@ class EventFeed:
                 log.exception("the league event feed failed; subscribing again")
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(RETRY_S)

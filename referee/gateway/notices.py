@@ -288,4 +288,4 @@ async def _forward_events(
             await asyncio.sleep(1.0)
         finally:
             with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()

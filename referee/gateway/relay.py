@@ -93,6 +93,10 @@ LAG_RECHECK_S = 0.001
 """A TIMEOUT due while the loop may still hold an answer that came in time (lag.py) is
 checked again this much later (a pass or more of the loop): the answer is read first."""
 MAX_ACTION_CHARS = 200
+MAX_BATCH_TURNS = 32
+MAX_BATCH_BYTES = 32 * 1024
+"""A ``TurnBatch`` holds at most this many turns and, unless it holds one, this many bytes
+of them (the SDK reads messages of up to 64 KiB; docs/PROTOCOL.md section 4)."""
 ANSWERED_MEMORY = 4096
 """Answered decisions a session remembers to tell a repeat answer DUPLICATE."""
 SWEEP_S = 10.0
@@ -495,6 +499,7 @@ class BotSession:
         self.redis = hub.redis
         self.concurrency = 1
         self.skip_accepted = False  # Hello.skip_accepted_results
+        self.batches = False  # Hello.batches: turns waiting together go in one TurnBatch
         self.open: dict[Key, Request] = {}
         self._answered: OrderedDict[Key, None] = OrderedDict()
         self._outbox: deque[Any] = deque()  # bytes, proto messages, or a Request to send
@@ -563,6 +568,7 @@ class BotSession:
         asked = int(hello.max_concurrent_matches) or 1
         self.concurrency = max(1, min(asked, self.hub.config.max_concurrency))
         self.skip_accepted = bool(hello.skip_accepted_results)
+        self.batches = bool(hello.batches)
         self._record = {
             "referee": self.hub.config.referee_id,
             "link": self.hub.config.link_address,
@@ -573,6 +579,7 @@ class BotSession:
             "bot_version": hello.bot_version[:100],
             "games": list(hello.games)[:10],
             "skip_accepted_results": self.skip_accepted,
+            "batches": self.batches,
         }
         self._writer = asyncio.ensure_future(self._write_loop())
         welcome = bot_pb2.Welcome(
@@ -582,6 +589,7 @@ class BotSession:
             max_concurrent_matches=self.concurrency,
             keepalive_time_ms=self.hub.config.keepalive_time_ms,
             referee_id=self.hub.config.referee_id,
+            batches=self.batches,
         )
         count = await self.hub.register_stream(self.bot, self.stream_id, self._record)
         if count < 0:
@@ -783,15 +791,9 @@ class BotSession:
             await self._wake.wait()
             self._wake.clear()
             while self._outbox and not self._closing_writer:
-                item = self._outbox.popleft()
-                self._outbox_bytes -= _size_of(item)
-                if isinstance(item, Request):
-                    if self.open.get(item.key) is not item:
-                        continue  # handed back or timed out before its turn came
-                    self._start_clock(item, loop)
-                    data: Any = item.payload
-                else:
-                    data = item
+                data = self._next_message(loop)
+                if data is None:
+                    continue
                 try:
                     await bounded(self.context.write(data), timeout)
                 except asyncio.CancelledError:
@@ -810,6 +812,41 @@ class BotSession:
                     log.warning("ending the stream of %s: %s", self.bot, error)
                     self.request_stop(error)
                     return
+
+    def _next_message(self, loop: asyncio.AbstractEventLoop) -> Any:
+        """Take the next message to write from the outbox: the first item, or on a stream
+        with ``batches`` the turn requests at the head of the outbox (within
+        ``MAX_BATCH_TURNS`` and ``MAX_BATCH_BYTES``) in one ``TurnBatch``, one write for all
+        (what repeats per message, grpc's work and the wake-ups of both ends, is paid once).
+        A turn's clock starts here, just before its write. None: nothing to write (the turn
+        was handed back or timed out while it waited)."""
+        item = self._outbox.popleft()
+        self._outbox_bytes -= _size_of(item)
+        if not isinstance(item, Request):
+            return item
+        if self.open.get(item.key) is not item:
+            return None
+        self._start_clock(item, loop)
+        if not self.batches or not self._outbox or not isinstance(self._outbox[0], Request):
+            return item.payload
+        payloads = [item.payload]
+        size = len(item.payload)
+        while self._outbox and len(payloads) < MAX_BATCH_TURNS:
+            following = self._outbox[0]
+            if not isinstance(following, Request):
+                break
+            if size + len(following.payload) > MAX_BATCH_BYTES:
+                break
+            self._outbox.popleft()
+            self._outbox_bytes -= len(following.payload)
+            if self.open.get(following.key) is not following:
+                continue
+            self._start_clock(following, loop)
+            payloads.append(following.payload)
+            size += len(following.payload)
+        if len(payloads) == 1:
+            return payloads[0]
+        return turn_batch(payloads)
 
     def _start_clock(self, request: Request, loop: asyncio.AbstractEventLoop) -> None:
         """Stamp a turn's send time just before its write (a re-sent turn keeps its first
@@ -833,6 +870,14 @@ class BotSession:
             kind = message.WhichOneof("msg")
             if kind == "action":
                 await self._on_action(message.action)
+            elif kind == "actions":
+                if not self.batches:
+                    raise ProtocolError(
+                        "BotMessage.actions on a stream whose Hello did not ask for batches: "
+                        "set Hello.batches, or send one Action a message"
+                    )
+                for action in message.actions.actions:
+                    await self._on_action(action)
             elif kind == "ping":
                 self._spend_junk("a Ping")
                 self.enqueue(bot_pb2.RefereeMessage(pong=bot_pb2.Pong(nonce=message.ping.nonce)))
@@ -956,6 +1001,40 @@ class BotSession:
             if revoked == "1":
                 self.request_stop(AuthError(f"bot {self.bot!r} was revoked"))
                 return
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _ld_key(message: Any, name: str) -> bytes:
+    """The key of length-delimited field ``name`` of ``message`` (number, wire type 2)."""
+    return _varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | 2)
+
+
+_KEY_TURN = _ld_key(bot_pb2.RefereeMessage, "turn")
+_KEY_TURNS = _ld_key(bot_pb2.RefereeMessage, "turns")
+_KEY_BATCH_TURN = _ld_key(bot_pb2.TurnBatch, "turns")
+
+
+def turn_batch(payloads: list[bytes]) -> bytes:
+    """The serialized ``RefereeMessage(turns=TurnBatch(turns=[...]))`` of serialized
+    ``RefereeMessage(turn=...)`` messages, in order, without parsing them: each one's key
+    becomes the batch's (its length and bytes stay). ``ValueError`` if one of them does not
+    start with the key of ``turn`` (what the hosts' encoder makes always does)."""
+    inner = []
+    for payload in payloads:
+        if not payload.startswith(_KEY_TURN):
+            raise ValueError("a payload to batch is not a serialized RefereeMessage(turn=...)")
+        inner.append(_KEY_BATCH_TURN)
+        inner.append(payload[len(_KEY_TURN) :])
+    body = b"".join(inner)
+    return _KEY_TURNS + _varint(len(body)) + body
 
 
 def _size_of(item: Any) -> int:

@@ -10,12 +10,13 @@ A season (or a one-off command) stores a :class:`MatchSpec` under
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypedDict
 
-from referee.games.base import DealSpec, derive_seed
+from referee.games.base import DealSpec, Event, EventKind, derive_seed
 
 
 class MatchState(StrEnum):
@@ -29,6 +30,52 @@ class MatchState(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"  # its season was cancelled before it started (seasons.store)
     UNKNOWN = "unknown"  # never enqueued (only ever reported, never stored)
+
+
+_S = MatchState
+MATCH_MOVES: Final[Mapping[MatchState, frozenset[MatchState]]] = MappingProxyType(
+    {
+        # a season hands it to the queue (referee.queue.enqueue_match); its season is
+        # cancelled (referee.lua.CANCEL)
+        _S.SCHEDULED: frozenset({_S.QUEUED, _S.CANCELLED}),
+        # a host starts an attempt (referee.lua.START); the job cannot be enqueued
+        # (enqueue_match); its season is cancelled; an older attempt still the latest
+        # commits after the janitor queued the match again (workers.attempts.commit)
+        _S.QUEUED: frozenset({_S.RUNNING, _S.FAILED, _S.CANCELLED, _S.DONE}),
+        # the commit; the attempt's error (workers.attempts.mark_failed) or the janitor
+        # giving up (referee.queue.requeue_abandoned); the janitor queueing it again; a
+        # newer attempt starting
+        _S.RUNNING: frozenset({_S.DONE, _S.FAILED, _S.QUEUED, _S.RUNNING}),
+        # enqueued again (enqueue_match); scheduled again when its season resumes
+        # (referee.lua.UNFAIL); cancelled; a retry job queued before it failed starts; the
+        # latest attempt commits after the janitor gave up on it
+        _S.FAILED: frozenset({_S.QUEUED, _S.SCHEDULED, _S.CANCELLED, _S.RUNNING, _S.DONE}),
+        _S.DONE: frozenset(),  # the result is committed exactly once
+        _S.CANCELLED: frozenset(),  # it never plays
+    }
+)
+"""The one state machine of a match: each state and the states it may move to, in
+``keys.match_state`` and its season's mirror ``keys.season_matches`` alike (``scheduled``
+and ``cancelled`` exist in the mirror only). Python writes a state only through
+``referee.queue.write_state``; the Lua scripts of ``referee.lua`` take their guards from
+this table. ``tests/workers/test_match_states.py`` plays every writer on real Redis and
+checks each move it makes is here."""
+
+FIRST_STATES: Final = frozenset({MatchState.SCHEDULED, MatchState.QUEUED})
+"""The states a match is born in: scheduled by a season, queued by a one-off enqueue."""
+
+SETTLED_STATES: Final = frozenset(s for s, moves in MATCH_MOVES.items() if not moves)
+"""The final states: a match in one never plays again (``done``, ``cancelled``)."""
+
+
+def may_move(old: MatchState | None, new: MatchState) -> bool:
+    """Whether a match in ``old`` (None: no state yet) may move to ``new``."""
+    return new in FIRST_STATES if old is None else new in MATCH_MOVES.get(old, frozenset())
+
+
+def moving_to(new: MatchState) -> tuple[MatchState, ...]:
+    """The states from which a match may move to ``new`` (in the table's order)."""
+    return tuple(s for s, moves in MATCH_MOVES.items() if new in moves)
 
 
 class SeasonState(StrEnum):
@@ -222,6 +269,33 @@ def seat_stats(bot: str) -> SeatStats:
         "autopilot": False,
         "think_ms_total": 0.0,
     }
+
+
+FAILURE_KINDS: Final = frozenset(
+    {EventKind.TIMEOUT, EventKind.INVALID_ACTION, EventKind.ILLEGAL_PASS}
+)
+"""A seat's events that make its decision a failure (a strike towards the autopilot)."""
+
+
+def tally_decision(
+    stats: SeatStats,
+    mine: Sequence[Event],
+    *,
+    no_answer: bool = False,
+    fallback: bool = False,
+    think_ms: float = 0.0,
+) -> bool:
+    """Count one decision of a seat in its ``stats`` (the one tally of seat statistics:
+    match hosts and in-process seasons): ``mine``, the seat's events of the decision;
+    ``no_answer``, nothing came in time. True if the seat failed the decision."""
+    kinds = [e.kind for e in mine]
+    stats["decisions"] += 1
+    stats["timeouts"] += int(no_answer)
+    stats["invalid_actions"] += kinds.count(EventKind.INVALID_ACTION)
+    stats["illegal_passes"] += kinds.count(EventKind.ILLEGAL_PASS)
+    stats["fallbacks"] += int(fallback and not no_answer)
+    stats["think_ms_total"] += think_ms
+    return no_answer or not FAILURE_KINDS.isdisjoint(kinds)
 
 
 class CommittedResult(TypedDict):

@@ -13,10 +13,12 @@ Redis, from before the record store, is written there first). Before anything is
 the season is verified from the archive just written (``referee.seasons.verify``); then
 every per-match key of the season goes (spec, state, attempt, result, record pointer, its
 entries in the match indexes) and the season's per-match keys (schedule, match states,
-counted / failed / cancelled sets: every ``arena:season:ID:*`` key but the standings). The
-season hash stays, with ``archive`` (the archive's pointer), so ``season list``, ``season
-standings`` and the league page still show it, and ``season verify`` reads the archive.
-What stays in Redis per archived season is its hash and its standings: nothing per match.
+counted / failed / cancelled sets: every ``arena:season:ID:*`` key but the standings and
+the checkpoints the league page charts). The season hash stays, with ``archive`` (the
+archive's pointer), so ``season list``, ``season standings`` and the league page still
+show it, and ``season verify`` reads the archive.
+What stays in Redis per archived season is its hash, its standings and its checkpoints
+(at most ``store.CHECKPOINTS_KEPT``): nothing per match.
 """
 
 from __future__ import annotations
@@ -213,7 +215,7 @@ def _live_keys(conn: redis.Redis, season_id: str, match_ids: list[str]) -> list[
             keys.match_record(m),
         )
     ]
-    keep = {keys.season_standings(season_id)}
+    keep = {keys.season_standings(season_id), keys.season_checkpoints(season_id)}
     pattern = keys.season(season_id).replace("*", r"\*") + ":*"
     out += [str(k) for k in conn.scan_iter(match=pattern, count=500) if str(k) not in keep]
     return out

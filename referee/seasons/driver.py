@@ -71,6 +71,7 @@ class SeasonDriver:
         self.last_refit: dict[str, float] = {}
         self.refit_cost: dict[str, float] = {}
         self.boards: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        self.bots: dict[str, tuple[str, ...]] = {}  # the season bots its log entries index
         self.last_claim = 0.0
         self.last_rescue = 0.0
         self.last_ladders = 0.0
@@ -201,7 +202,8 @@ class SeasonDriver:
         decisions = sum(int(s.get("decisions", 0)) for s in result.get("stats", []))
         if season_id not in self.boards:
             self.boards[season_id] = store.season_boards(self.conn, season_id)
-        fold = fold_of(result, self.boards[season_id].get(match_id))
+            self.bots[season_id] = store.get_spec(self.conn, season_id).bots
+        fold = fold_of(result, self.boards[season_id].get(match_id), self.bots[season_id])
         if not store.count_done(self.conn, season_id, match_id, decisions, fold):
             return 0
         self.dirty.add(season_id)

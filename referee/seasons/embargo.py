@@ -33,8 +33,9 @@ from typing import Any, cast
 import redis
 
 from referee import keys
+from referee.match.spec import SETTLED_STATES, MatchState
 
-SETTLED = frozenset({"done", "cancelled"})
+SETTLED = SETTLED_STATES
 """Match states (``keys.season_matches``) after which a match will never play again."""
 
 FINISHED = "finished"
@@ -43,10 +44,10 @@ FINISHED = "finished"
 CANCELLED = "cancelled"
 """A cancelled season: its matches queued or running may still play (:data:`PLAYING`)."""
 
-PLAYING = frozenset({"queued", "running"})
+PLAYING = frozenset({MatchState.QUEUED, MatchState.RUNNING})
 """Match states in which a match of a cancelled season may still play its boards."""
 
-STILL_TO_PLAY = frozenset({"scheduled", "queued", "running"})
+STILL_TO_PLAY = frozenset({MatchState.SCHEDULED, MatchState.QUEUED, MatchState.RUNNING})
 """Match states of a running or paused season that hold a board's counters."""
 
 

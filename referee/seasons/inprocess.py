@@ -18,11 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from referee.games.base import Event, EventKind, Match, derive_seed
+from referee.games.base import Event, Match, derive_seed
 from referee.games.loop import Turn, play_out
 from referee.games.policies import Policy
 from referee.games.registry import get_game
-from referee.match.spec import CommittedResult, SeatStats, seat_stats
+from referee.match.spec import CommittedResult, SeatStats, seat_stats, tally_decision
 from referee.seasons.model import SeasonSpec
 from referee.seasons.schedule import ScheduledMatch, build_schedule
 
@@ -54,13 +54,7 @@ def play_scheduled(
         return policies[seats[turn.seat]](match.observation(turn.seat), turn.legal, rng)
 
     def tally(turn: Turn, events: list[Event]) -> bool:
-        seat = stats[turn.seat]
-        seat["decisions"] += 1
-        for event in events:
-            if event.seat == turn.seat and event.kind == EventKind.INVALID_ACTION:
-                seat["invalid_actions"] += 1
-            elif event.seat == turn.seat and event.kind == EventKind.ILLEGAL_PASS:
-                seat["illegal_passes"] += 1
+        tally_decision(stats[turn.seat], [e for e in events if e.seat == turn.seat])
         return False
 
     play_out(match, choose, autoplay_forced=spec.options.autoplay_forced, after=tally)

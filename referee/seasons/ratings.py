@@ -42,6 +42,7 @@ import math
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_MEAN = 1500.0
@@ -240,35 +241,62 @@ def bradley_terry(bots: Sequence[str], placings: Sequence[Placing]) -> EloFit:
 
 
 def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) -> EloFit:
-    """:func:`bradley_terry` from each cluster's :func:`pair_counts` (what the standings'
-    tallies store per match, so a refit never re-reads the results)."""
+    """:func:`bradley_terry` from each cluster's :func:`pair_counts`."""
+    index = {b: i for i, b in enumerate(bots)}
+    everyone = range(len(index))
+    tables: list[Table] = []
+    for counts in clusters:
+        cells: list[Any] = []
+        for a, b, g, w in counts:
+            i, j = index.get(a), index.get(b)
+            if i is not None and j is not None:
+                cells += [i, j, g, 2 * w]
+        tables.append((everyone, cells))
+    return bradley_terry_cells(bots, tables)
+
+
+Table = tuple[Sequence[int], Sequence[Any]]
+"""One cluster's :data:`PairCounts` by index, as the standings' tally log keeps them:
+``(table, cells)``, ``table[p]`` the place in the list of bots of the cluster's bot ``p``,
+``cells`` flat ``[p, q, games, 2 * p's score, ...]``."""
+
+
+def bradley_terry_cells(bots: Sequence[str], clusters: Sequence[Table]) -> EloFit:
+    """:func:`bradley_terry` from each cluster's :data:`Table` (what the standings' tally
+    log stores per match, so a refit never re-reads the results). One pass sums the
+    pairwise games and scores (whole and half numbers: exact in any order), a second the
+    clustered scores at the fit."""
     names = list(bots)
     n = len(names)
-    index = {b: i for i, b in enumerate(names)}
     if n == 0:
         return EloFit({}, {}, {})
+    games_flat = [0.0] * (n * n)  # [i * n + j]: games of i against j as counted in cells
+    score2_flat = [0.0] * (n * n)  # and twice i's score in them
+    compact: list[Table] = []
+    played = [0] * n  # the matches of each bot
+    for table, cells in clusters:
+        if not cells:
+            continue
+        ps = cells[0::4]
+        qs = cells[1::4]
+        for p, q, g, s2 in zip(ps, qs, cells[2::4], cells[3::4], strict=True):
+            ij = table[p] * n + table[q]
+            games_flat[ij] += g
+            score2_flat[ij] += s2
+        compact.append((table, cells))
+        for p in {*ps, *qs}:
+            played[table[p]] += 1
     # games[i][j]: pairwise games between i and j; wins[i][j]: i's score against j.
     games = [[0.0] * n for _ in range(n)]
     wins = [[0.0] * n for _ in range(n)]
-    compact: list[list[tuple[int, int, float, float]]] = []
-    played = [0] * n  # the matches of each bot
-    for counts in clusters:
-        cells: list[tuple[int, int, float, float]] = []
-        touched: set[int] = set()
-        for a, b, g, w in counts:
-            i, j = index.get(a), index.get(b)
-            if i is None or j is None:
-                continue
-            games[i][j] += g
-            games[j][i] += g
-            wins[i][j] += w
-            wins[j][i] += g - w
-            cells.append((i, j, g, w))
-            touched.update((i, j))
-        if cells:
-            compact.append(cells)
-            for i in touched:
-                played[i] += 1
+    for i in range(n):
+        for j in range(n):
+            g = games_flat[i * n + j]
+            if g:
+                games[i][j] += g
+                games[j][i] += g
+                wins[i][j] += score2_flat[i * n + j] / 2
+                wins[j][i] += g - score2_flat[i * n + j] / 2
     prior = 1.0 / PRIOR_SD**2
     theta = [0.0] * n
     hessian: list[list[float]] = []
@@ -297,14 +325,13 @@ def bradley_terry_counts(bots: Sequence[str], clusters: Sequence[PairCounts]) ->
     cov_model = _inverse([[-v for v in row] for row in hessian])
     # Sandwich (robust) covariance clustered by match: H^-1 J H^-1.
     meat = [[0.0] * n for _ in range(n)]
-    prob: dict[tuple[int, int], float] = {}
-    for cells in compact:
+    prob = [_sigmoid(theta[i] - theta[j]) for i in range(n) for j in range(n)]
+    for table, cells in compact:
         score: dict[int, float] = {}
-        for i, j, g, w in cells:
-            cached = prob.get((i, j))
-            if cached is None:
-                cached = prob[(i, j)] = _sigmoid(theta[i] - theta[j])
-            d = w - g * cached
+        for p, q, g, s2 in zip(cells[0::4], cells[1::4], cells[2::4], cells[3::4], strict=True):
+            i = table[p]
+            j = table[q]
+            d = s2 / 2 - g * prob[i * n + j]
             score[i] = score.get(i, 0.0) + d
             score[j] = score.get(j, 0.0) - d
         nonzero = [(i, v) for i, v in score.items() if v]

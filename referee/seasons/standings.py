@@ -96,9 +96,9 @@ def compute_standings(
     for r in results:
         by_id.setdefault(r["match_id"], r)  # a result counts once, whatever arrives twice
     tallies = Tallies()
-    entries: list[dict[str, Any]] = []
+    entries: list[list[Any]] = []
     for match_id in sorted(by_id):
-        fold = fold_of(by_id[match_id], (boards or {}).get(match_id))
+        fold = fold_of(by_id[match_id], (boards or {}).get(match_id), bots)
         tallies.add(fold)
         entries.append(fold.entry)
     ratings = refit(names_of(bots, tallies), entries)

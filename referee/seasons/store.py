@@ -31,6 +31,7 @@ import redis
 
 from referee import keys, lua
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
+from referee.match.row import parse_row
 from referee.match.spec import (
     CommittedResult,
     FallbackMode,
@@ -178,7 +179,7 @@ def committed_results(conn: redis.Redis, season_id: str) -> list[CommittedResult
         chunk = ids[start : start + 200]
         for raw in conn.mget([keys.match_result(m) for m in chunk]):
             if raw is not None:
-                out.append(cast(CommittedResult, json.loads(raw)))
+                out.append(parse_row(raw))
     return out
 
 
@@ -597,7 +598,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     """
     from rq.job import Job
 
-    from referee.queue import enqueue_match, job_id
+    from referee.queue import enqueue_match, job_id, write_state
 
     rescued: list[str] = []
     info = get_season(conn, season_id)
@@ -606,7 +607,7 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     schedule = {d["match_id"]: d for d in get_schedule(conn, season_id)}
     cutoff = now_ms() - older_than_ms
     for match_id, state in match_states(conn, season_id).items():
-        if state != "queued" or match_id not in schedule:
+        if state != MatchState.QUEUED or match_id not in schedule:
             continue
         key = keys.match_state(match_id)
         with conn.pipeline() as pipe:
@@ -616,14 +617,17 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
                 retries = int(status.get("retries") or 0)
                 jid = job_id(match_id, int(status.get("attempt") or 0) if retries else 0)
                 if (
-                    status.get("state") != "queued"
+                    status.get("state") != MatchState.QUEUED
                     or float(status.get("queued_ms") or now_ms()) > cutoff
                     or pipe.exists(keys.match_result(match_id))
                     or pipe.exists(Job.key_for(jid))
                 ):
                     continue
                 pipe.multi()
-                pipe.hset(key, mapping={"state": "failed", "error": "job lost; enqueued again"})
+                # the season's entry stays queued: enqueue_match below queues it again
+                write_state(
+                    pipe, match_id, "", MatchState.FAILED, {"error": "job lost; enqueued again"}
+                )
                 pipe.execute()
             except redis.WatchError:
                 continue
@@ -645,7 +649,7 @@ def count_done(
     judged lost before the cancel and played on). In the same atomic step, ``fold`` (the
     result's :func:`tallies.fold_of`) goes into the season's tallies and tally log, so a
     result counted twice never folds twice."""
-    fold = fold or tallies.Fold({}, "", {"m": match_id, "t": 0.0, "o": [], "p": []})
+    fold = fold or tallies.Fold({}, "", tallies.empty_entry(match_id))
     return bool(
         lua.COUNT_DONE(
             conn,
@@ -704,10 +708,11 @@ def rebuild_tallies(conn: redis.Redis, season_id: str) -> None:
     """Fold every counted result again into fresh tallies (a season counted before the
     tallies existed, or whose tallies disagree with its counted set)."""
     boards = season_boards(conn, season_id)
+    bots = get_spec(conn, season_id).bots
     with conn.pipeline() as pipe:
         pipe.watch(counted_key(season_id))  # type: ignore[no-untyped-call]
         folds = [
-            tallies.fold_of(r, boards.get(r["match_id"]))
+            tallies.fold_of(r, boards.get(r["match_id"]), bots)
             for r in committed_results(conn, season_id)
         ]
         total = tallies.Tallies()
@@ -755,15 +760,57 @@ def refit_ratings(conn: redis.Redis, season_id: str, names: Sequence[str]) -> ta
     return ratings
 
 
+CHECKPOINTS_KEPT = 48
+"""Points of a season's history kept for the league page's charts (``keys.season_checkpoints``):
+past this, every other older point goes."""
+
+
+def store_checkpoint(
+    conn: redis.Redis, season_id: str, ratings: tallies.Ratings, stored: tallies.Tallies
+) -> bool:
+    """Add a point of the season's history (the Elo fit of a refit, each bot's score sum)
+    at ``ratings.folded`` results; what the league page's charts draw."""
+    if not ratings.folded:
+        return False
+    fit = ratings.fit
+    point = {
+        "n": ratings.folded,
+        "elo": {
+            b: [round(fit.elo[b], 2), round(fit.low[b], 2), round(fit.high[b], 2)]
+            for b in fit.elo
+            if stored.bots.get(b, {}).get("matches")
+        },
+        "score": {b: t.get("score", 0.0) for b, t in stored.bots.items() if t.get("matches")},
+    }
+    return bool(
+        lua.STORE_CHECKPOINT(
+            conn,
+            [keys.season_checkpoints(season_id)],
+            [ratings.folded, json.dumps(point, separators=(",", ":")), CHECKPOINTS_KEPT],
+        )
+    )
+
+
+def checkpoints(conn: redis.Redis, season_id: str) -> list[dict[str, Any]]:
+    """The season's history points (:func:`store_checkpoint`), oldest first."""
+    points = cast(list[str], conn.zrange(keys.season_checkpoints(season_id), 0, -1))
+    return [json.loads(p) for p in points]
+
+
 def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True) -> dict[str, Any]:
-    """The standings from the stored tallies, with the ratings refitted first (``refit``)
-    or as the last refit left them; stored unless newer ones are."""
+    """The standings from the stored tallies, with the ratings refitted first (``refit``:
+    a point of the season's history is added too) or as the last refit left them; stored
+    unless newer ones are."""
     info = get_season(conn, season_id)
     spec = SeasonSpec.from_json(info["spec"])
     stored = _read_tallies(conn, season_id)
     names = tallies.names_of(spec.bots, stored)
     raw = None if refit else conn.get(keys.season_ratings(season_id))
-    ratings = tallies.Ratings.from_json(str(raw)) if raw else refit_ratings(conn, season_id, names)
+    if raw:
+        ratings = tallies.Ratings.from_json(str(raw))
+    else:
+        ratings = refit_ratings(conn, season_id, names)
+        store_checkpoint(conn, season_id, ratings, stored)
     standings = tallies.standings_of(
         season_id,
         spec.game,

@@ -34,7 +34,8 @@ from referee.seasons.ratings import (
     ELO_MEAN,
     EloFit,
     Placing,
-    bradley_terry_counts,
+    Table,
+    bradley_terry_cells,
     live_elo,
     openskill_ratings,
     pair_counts,
@@ -93,12 +94,11 @@ def placings_of(result: CommittedResult) -> list[Placing]:
 @dataclass(frozen=True, slots=True)
 class Fold:
     """What one counted result adds: per-bot increments, the season's unit, and its log
-    entry (``m`` id, ``t`` finished_ms, ``o`` deal orders, ``p`` pair counts, ``d`` the
-    hands it played of duplicate boards as ``[board/hand, bot, score change]``)."""
+    entry (:func:`fold_of`)."""
 
     counts: dict[str, dict[str, float]]
     unit: str
-    entry: dict[str, Any]
+    entry: list[Any]
 
     def lua_args(self) -> list[str]:
         """``field:bot``, increment pairs (nonzero only) for the counting script."""
@@ -113,9 +113,31 @@ class Fold:
         return json.dumps(self.entry, separators=(",", ":"))
 
 
-def fold_of(result: CommittedResult, labels: Sequence[tuple[str, int]] | None = None) -> Fold:
+POSITIONS = "0123456789abcdefghijklmnopqrstuvwxyz"
+"""A bot's position in its log entry's table, one character each in the deal orders."""
+
+
+def _whole(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def fold_of(
+    result: CommittedResult,
+    labels: Sequence[tuple[str, int]] | None = None,
+    bots: Sequence[str] = (),
+) -> Fold:
     """The :class:`Fold` of one committed result (``labels``: the (board, rotation) of each
-    of its deals in a field-duplicate season)."""
+    of its deals in a field-duplicate season; ``bots``: the season's bots, which the log
+    entry names by index).
+
+    The log entry is the JSON array ``[match id, finished_ms, table, cells, orders]``, plus
+    ``hands`` in a field-duplicate season: ``table`` the match's bots (an index into
+    ``bots``, or a name for a bot not in it), ``cells`` its pairwise outcomes aggregated by
+    pair as a flat ``[p, q, games, 2 * p's score, ...]`` (``p``, ``q`` positions in
+    ``table``), ``orders`` each deal's finishing order as positions (:data:`POSITIONS`;
+    groups split by ``,``, deals by ``;``), ``hands`` ``[board/hand, position, score
+    change]``. Refits parse it in one pass, with few objects per match (a log entry used
+    to be an object with bot names, ``m t o p d``: still read)."""
     seats = result["seats"]
     match = result["result"]
     counts: dict[str, dict[str, float]] = {}
@@ -148,6 +170,24 @@ def fold_of(result: CommittedResult, labels: Sequence[tuple[str, int]] | None = 
                 bump(name, "place_sum", 1 + ahead)
                 bump(name, "deals_won", 1 if ahead == 0 else 0)
             ahead += len(group)
+    table = list(seat_of)
+    if len(table) > len(POSITIONS):
+        raise ValueError(f"a table of {len(table)} bots: at most {len(POSITIONS)}")
+    pos = {name: i for i, name in enumerate(table)}
+    index = {name: i for i, name in enumerate(bots)}
+    cells: list[float | int] = []
+    for a, b, g, w in pair_counts(placings):
+        cells += [pos[a], pos[b], _whole(g), _whole(2 * w)]
+    orders = ";".join(
+        ",".join("".join(POSITIONS[pos[n]] for n in group) for group in p.order) for p in placings
+    )
+    entry: list[Any] = [
+        result["match_id"],
+        float(result.get("finished_ms", 0.0)),
+        [index.get(name, name) for name in table],
+        cells,
+        orders,
+    ]
     hands: list[list[Any]] = []
     k = len(seats)
     for j, deal in enumerate(match.get("deals", [])):
@@ -157,16 +197,15 @@ def fold_of(result: CommittedResult, labels: Sequence[tuple[str, int]] | None = 
         deltas = deal.get("deltas", [])
         for seat, name in enumerate(seats):
             if seat < len(deltas):
-                hands.append([f"{label}/{(seat - rotation) % k}", name, deltas[seat]])
-    entry: dict[str, Any] = {
-        "m": result["match_id"],
-        "t": float(result.get("finished_ms", 0.0)),
-        "o": [[list(g) for g in p.order] for p in placings],
-        "p": [list(c) for c in pair_counts(placings)],
-    }
+                hands.append([f"{label}/{(seat - rotation) % k}", pos[name], deltas[seat]])
     if hands:
-        entry["d"] = hands
+        entry.append(hands)
     return Fold(counts, str(match.get("unit", "")), entry)
+
+
+def empty_entry(match_id: str) -> list[Any]:
+    """The log entry of a result that adds nothing."""
+    return [match_id, 0.0, [], [], ""]
 
 
 @dataclass(slots=True)
@@ -196,14 +235,76 @@ class Tallies:
         return out
 
 
-def entry_key(entry: Mapping[str, Any]) -> Key:
+Entry = list[Any] | Mapping[str, Any]
+"""A log entry: the array :func:`fold_of` makes, or an object of an older log."""
+
+
+def entry_id(entry: Entry) -> str:
+    return str(entry[0] if isinstance(entry, list) else entry["m"])
+
+
+def entry_key(entry: Entry) -> Key:
+    if isinstance(entry, list):
+        return (float(entry[1]), str(entry[0]))
     return (float(entry["t"]), str(entry["m"]))
 
 
-def entry_placings(entry: Mapping[str, Any]) -> list[Placing]:
+def entry_table(entry: list[Any], names: Sequence[str]) -> list[str]:
+    """The bots of an array entry by name (``names`` starts with the season's bots)."""
+    return [names[b] if isinstance(b, int) else str(b) for b in entry[2]]
+
+
+def entry_placings(entry: Entry, names: Sequence[str] = ()) -> list[Placing]:
+    if not isinstance(entry, list):
+        return [
+            Placing(cluster=entry["m"], order=tuple(tuple(g) for g in order))
+            for order in entry["o"]
+        ]
+    if not entry[4]:
+        return []
+    table = entry_table(entry, names)
     return [
-        Placing(cluster=entry["m"], order=tuple(tuple(g) for g in order)) for order in entry["o"]
+        Placing(
+            cluster=entry[0],
+            order=tuple(
+                tuple(sorted(table[POSITIONS.index(c)] for c in group)) for group in deal.split(",")
+            ),
+        )
+        for deal in entry[4].split(";")
     ]
+
+
+def entry_hands(entry: Entry, names: Sequence[str] = ()) -> list[tuple[str, str, float]]:
+    """The duplicate hands of an entry: ``(board/hand, bot, score change)``."""
+    if not isinstance(entry, list):
+        return [(str(h), str(n), float(d)) for h, n, d in entry.get("d", ())]
+    if len(entry) < 6:
+        return []
+    table = entry_table(entry, names)
+    return [(str(h), table[p], float(d)) for h, p, d in entry[5]]
+
+
+def entry_cells(entry: Entry, index: Mapping[str, int]) -> Table:
+    """The pairwise outcomes of an entry as a :data:`~referee.seasons.ratings.Table` of
+    the bots' places in ``index``, which begins with the season's bots (pairs with a bot
+    not in it left out)."""
+    if isinstance(entry, list):
+        table = entry[2]
+        if all(isinstance(b, int) and b < len(index) for b in table):
+            return table, entry[3]
+        named = [b if isinstance(b, int) else index.get(b) for b in table]
+        cells = entry[3]
+        kept: list[Any] = []
+        for k in range(0, len(cells), 4):
+            if named[cells[k]] is not None and named[cells[k + 1]] is not None:
+                kept += cells[k : k + 4]
+        return [-1 if b is None else b for b in named], kept
+    flat: list[Any] = []
+    for a, b, g, w in entry["p"]:
+        i, j = index.get(a), index.get(b)
+        if i is not None and j is not None:
+            flat += [i, j, float(g), 2 * float(w)]
+    return range(len(index)), flat
 
 
 @dataclass(slots=True)
@@ -275,14 +376,14 @@ class Ratings:
         )
 
 
-def duplicate_diffs(entries: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+def duplicate_diffs(entries: Sequence[Entry], names: Sequence[str] = ()) -> dict[str, list[float]]:
     """Across tables (as duplicate bridge scores a board): every hand of a board played at
     two or more tables is scored against the hand's average there. Per bot, per hand it
     held: its score change minus that average (0 when it did as well as the field)."""
     held: dict[str, list[tuple[str, float]]] = {}
     for entry in entries:
-        for hand, name, delta in entry.get("d", ()):
-            held.setdefault(hand, []).append((name, float(delta)))
+        for hand, name, delta in entry_hands(entry, names):
+            held.setdefault(hand, []).append((name, delta))
     diffs: dict[str, list[float]] = {}
     for hands in held.values():
         if len({name for name, _ in hands}) < 2:
@@ -298,16 +399,14 @@ def names_of(bots: Sequence[str], tallies: Tallies) -> list[str]:
     return [*bots, *sorted(set(tallies.bots) - set(bots))]
 
 
-def refit(
-    names: Sequence[str], entries: Sequence[Mapping[str, Any]], last: Ratings | None = None
-) -> Ratings:
-    """The ratings of ``entries`` (the whole log, in the order counted); the live Elo and
-    OpenSkill carry on from ``last`` (a previous refit of a prefix of the same log)."""
-    by_id = sorted(entries, key=lambda e: str(e["m"]))
-    fit = bradley_terry_counts(
-        names, [tuple((a, b, float(g), float(w)) for a, b, g, w in e["p"]) for e in by_id]
-    )
-    dup = {name: (sum(d), len(d)) for name, d in duplicate_diffs(by_id).items()}
+def refit(names: Sequence[str], entries: Sequence[Entry], last: Ratings | None = None) -> Ratings:
+    """The ratings of ``entries`` (the whole log, in the order counted; ``names`` starts
+    with the season's bots, by which the entries name them); the live Elo and OpenSkill
+    carry on from ``last`` (a previous refit of a prefix of the same log)."""
+    by_id = sorted(entries, key=entry_id)
+    index = {name: i for i, name in enumerate(names)}
+    fit = bradley_terry_cells(names, [entry_cells(e, index) for e in by_id])
+    dup = {name: (sum(d), len(d)) for name, d in duplicate_diffs(by_id, names).items()}
     ratings = Ratings(len(entries), list(names), fit, dup)
     usable = last is not None and list(last.names) == list(names) and last.folded <= len(entries)
     fresh = sorted(entries[last.folded :] if usable and last else entries, key=entry_key)
@@ -334,7 +433,7 @@ def refit(
         for part in (chunk[:room], chunk[room:]):
             if not part:
                 continue
-            placings = [p for e in part for p in entry_placings(e)]
+            placings = [p for e in part for p in entry_placings(e, names)]
             live = live_elo(names, placings, start=live)
             rated = openskill_ratings(names, placings, start=skill)
             skill = {b: (r.mu, r.sigma) for b, r in rated.items()}

@@ -24,6 +24,7 @@ import redis
 from referee.errors import RecordStoreError
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
+from referee.match.row import lean_result
 from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
@@ -262,6 +263,12 @@ def _check_match(
             f"{m.match_id}: deal {first} was not dealt from the season seed "
             f"(re-dealt {len(hands)} deals, recorded {len(recorded)})"
         )
-    elif match.is_over() and match.result().to_dict() != result["result"]:
-        report.problems.append(f"{m.match_id}: replayed result differs from the committed one")
+    elif match.is_over():
+        # the row keeps the result without each deal's penalties and detail
+        # (referee/match/row.py); the record keeps all of it
+        replayed = json.loads(json.dumps(match.result().to_dict()))
+        if lean_result(replayed) != lean_result(result["result"]):
+            report.problems.append(f"{m.match_id}: replayed result differs from the committed one")
+        elif record.get("result") is not None and record["result"] != replayed:
+            report.problems.append(f"{m.match_id}: replayed result differs from the recorded one")
     return len(hands)

@@ -1,9 +1,12 @@
 """A season over time: Elo with its 95% interval, and each bot's running score.
 
-Computed from the season's counted results in finish order with the same functions the
-standings use (:func:`referee.seasons.standings.placings_of`,
-:func:`referee.seasons.ratings.bradley_terry`), refitted at up to :data:`CHECKPOINTS`
-evenly spaced points, so the last point equals the standings' Elo.
+The league page draws them from the season's stored checkpoints (:func:`from_checkpoints`):
+one point per refit of the standings' ratings (``referee.seasons.store.store_checkpoint``,
+on the driver's timer and at the end, so the last point is the standings' Elo), read in
+one call whatever the season's size. A season counted before checkpoints existed is drawn
+from its counted results in finish order (:func:`elo_over_time`, :func:`score_over_time`:
+the same functions the standings use, refitted at up to :data:`CHECKPOINTS` evenly spaced
+points), up to ``referee.web.live.RESULTS_CHART_MAX`` results.
 """
 
 from __future__ import annotations
@@ -44,6 +47,29 @@ def elo_over_time(bots: Sequence[str], results: Sequence[Mapping[str, Any]]) -> 
             points[bot].append((mark, fit.elo[bot]))
             bands[bot].append((mark, fit.low[bot], fit.high[bot]))
     return [Series(b, points[b], bands[b]) for b in names if points[b]]
+
+
+def from_checkpoints(
+    bots: Sequence[str], points: Sequence[Mapping[str, Any]]
+) -> tuple[list[Series], list[Series]]:
+    """The Elo series (with 95% bands) and the score series of stored checkpoints
+    (``{n, elo: {bot: [elo, low, high]}, score: {bot: sum}}``, oldest first)."""
+    seen = (b for p in points for b in (*p.get("elo", {}), *p.get("score", {})))
+    names = list(dict.fromkeys([*bots, *seen]))
+    elo: dict[str, list[tuple[float, float]]] = {b: [] for b in names}
+    bands: dict[str, list[tuple[float, float, float]]] = {b: [] for b in names}
+    score: dict[str, list[tuple[float, float]]] = {b: [(0, 0.0)] for b in names}
+    for point in points:
+        n = float(point["n"])
+        for bot, (value, low, high) in point.get("elo", {}).items():
+            elo[bot].append((n, float(value)))
+            bands[bot].append((n, float(low), float(high)))
+        for bot, value in point.get("score", {}).items():
+            score[bot].append((n, float(value)))
+    return (
+        [Series(b, elo[b], bands[b]) for b in names if elo[b]],
+        [Series(b, score[b]) for b in names if len(score[b]) > 1],
+    )
 
 
 def score_over_time(bots: Sequence[str], results: Sequence[Mapping[str, Any]]) -> list[Series]:

@@ -28,6 +28,7 @@ from typing import Any
 import redis.asyncio as aredis
 
 from referee import keys, metrics_store
+from referee.match.row import parse_row
 from referee.match.spec import MatchState
 from referee.metrics import WORKER_STALE_S
 from referee.seasons.standings import ranking_words
@@ -174,7 +175,7 @@ def _result_summary(match_id: str, finished_ms: int, raw: Any) -> dict[str, Any]
     item: dict[str, Any] = {"match_id": match_id, "finished_ms": finished_ms}
     if raw:
         with contextlib.suppress(ValueError, TypeError, AttributeError, IndexError):
-            result = json.loads(raw)
+            result = parse_row(raw)
             seats = [str(s) for s in result.get("seats", [])]
             outcome = result.get("result") or {}
             unit = str(outcome.get("unit", ""))
@@ -281,6 +282,15 @@ async def season_decisions(
     return max(total, committed)
 
 
+async def season_checkpoints(conn: aredis.Redis, season_id: str) -> list[dict[str, Any]]:
+    """The season's stored history points (``referee.seasons.store.checkpoints``)."""
+    out: list[dict[str, Any]] = []
+    for raw in await conn.zrange(keys.season_checkpoints(season_id), 0, -1):
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(text(raw)))
+    return out
+
+
 async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, Any]]:
     """Every committed result the season's driver has counted, by finish time."""
     ids = sorted(text(m) for m in await conn.smembers(keys.season_counted(season_id)))
@@ -290,6 +300,6 @@ async def season_results(conn: aredis.Redis, season_id: str) -> list[dict[str, A
         for raw in await conn.mget([keys.match_result(m) for m in chunk]):
             if raw is not None:
                 with contextlib.suppress(ValueError):
-                    out.append(json.loads(raw))
+                    out.append(dict(parse_row(raw)))
     out.sort(key=lambda r: (float(r.get("finished_ms", 0.0)), str(r.get("match_id"))))
     return out

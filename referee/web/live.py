@@ -39,8 +39,11 @@ STORED_TTL_S = 0.5
 """The workers' counters are read at most this often for all the seasons being watched."""
 HEARTBEAT_S = 15.0
 CHART_MIN_INTERVAL_S = 10.0
-"""Charts are refitted at most this often per season while it runs (each refit is up to
-``history.CHECKPOINTS`` Bradley-Terry fits, on the referee's CPU)."""
+"""Charts are drawn again at most this often per season while it runs."""
+RESULTS_CHART_MAX = 2000
+"""A season without stored checkpoints (counted before they existed) is charted from its
+results (``history.elo_over_time``: up to ``history.CHECKPOINTS`` Bradley-Terry fits) only
+up to this many results; a larger one shows no chart until its next refit stores a point."""
 RATE_WINDOW_S = 30.0
 """Decisions/s and matches/s are averaged over about this long."""
 
@@ -142,20 +145,28 @@ class LiveFeed:
             )
         ):
             return cached[2], cached[3]
-        results = await league.season_results(self.conn, season_id)
-        unit = ""
+        points = await league.season_checkpoints(self.conn, season_id)
+        results: list[dict[str, Any]] = []
+        if not points and done <= RESULTS_CHART_MAX:
+            results = await league.season_results(self.conn, season_id)
+        unit = league.text(await self.conn.hget(keys.season_tallies(season_id), "unit") or "")
         if results:
             unit = str((results[0].get("result") or {}).get("unit", ""))
 
         def draw() -> tuple[str, str]:
+            if points:
+                elo_series, score_series = history.from_checkpoints(season["bots"], points)
+            else:
+                elo_series = history.elo_over_time(season["bots"], results)
+                score_series = history.score_over_time(season["bots"], results)
             elo = charts.line_chart(
-                history.elo_over_time(season["bots"], results),
+                elo_series,
                 title=f"Elo over time in {season_id}, with 95% intervals",
                 x_label="matches counted",
                 y_label="Elo",
             )
             score = charts.line_chart(
-                history.score_over_time(season["bots"], results),
+                score_series,
                 title=f"{league.unit_words(unit) or 'score'} over time in {season_id}",
                 x_label="matches counted",
                 y_label=league.unit_words(unit) or "score",

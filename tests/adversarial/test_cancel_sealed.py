@@ -35,7 +35,7 @@ from tests.web.test_sealed_boards import (
     sealed_platform,
 )
 from tests.workers.test_runner import make_spec
-from workers import runner
+from workers import attempts
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +93,7 @@ def test_a_table_the_cancel_stopped_is_not_counted(redis_client: redis.Redis) ->
     match_id = store.get_schedule(redis_client, "s1")[0]["match_id"]
     match = make_spec(match_id)
     assert queue.enqueue_match(redis_client, match)
-    assert runner.start_attempt(redis_client, match_id, "host-1") is not None
+    assert attempts.start_attempt(redis_client, match_id, "host-1") is not None
     assert queue.requeue_abandoned(redis_client, match_id, 1, float("inf"))
     store.cancel_season(redis_client, "s1")
     assert store.match_states(redis_client, "s1")[match_id] == "cancelled"
@@ -107,7 +107,7 @@ def test_a_table_the_cancel_stopped_is_not_counted(redis_client: redis.Redis) ->
         "result": {"totals": [0, 0], "order": [[0], [1]]},
         "stats": [],
     }
-    assert runner.commit(redis_client, match, 1, result, {})  # type: ignore[arg-type]
+    assert attempts.commit(redis_client, match, 1, result, {})  # type: ignore[arg-type]
     assert not store.count_done(redis_client, "s1", match_id, 7)  # the driver's count
     info = store.get_season(redis_client, "s1")
     assert info["matches_done"] == "0"

@@ -1,12 +1,12 @@
-"""The one in-process match loop (``referee/games/loop.py``): every driver but the match
-host walks a match with :func:`play_out` (docs/ARCHITECTURE.md)."""
+"""The one match loop (``referee/games/loop.py``): in-process drivers walk a match with
+:func:`play_out`, the match host with :class:`Walk` (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
 import json
 
 from referee.games.base import DealSpec, Event, Match, Source
-from referee.games.loop import Turn, play_out, policies_chooser, seat_rng
+from referee.games.loop import Turn, Walk, play_out, policies_chooser, seat_rng
 from referee.games.policies import get_policy
 from referee.games.registry import get_game
 
@@ -62,3 +62,30 @@ def test_seat_generators_come_from_the_one_seed_derivation() -> None:
         play_out(match, policies_chooser(policies, [seat_rng(1, s) for s in range(4)]))
         runs.append(match.to_json())
     assert runs[0] == runs[1]
+
+
+def test_a_walk_plays_the_autopilots_seats_unasked_and_reports_each_step() -> None:
+    """``Walk``: a seat the autopilot holds plays ``fallback_action`` with its source,
+    reported with the deal it was played in; the flags are read at each step, so a seat
+    taken over mid-match is played from then on; the other seats are asked."""
+    match = _match(deals=1)
+    autopilot = [False, False, False, False]
+    unasked: list[tuple[int, int, str, str]] = []
+
+    def report(deal: int, seat: int, source: str, action: str, events: list[Event]) -> None:
+        assert events and all(e.source == source for e in events)
+        unasked.append((deal, seat, source, action))
+
+    walk = Walk(match, autopilot=autopilot, unasked=report)
+    first = walk.next_turn()
+    assert first is not None and first.seq == 1 and not unasked
+    match.apply(first.legal[0])
+    autopilot[2] = True
+    asked = [first]
+    while (turn := walk.next_turn()) is not None:
+        assert turn.seat != 2 and turn.seq == len(asked) + 1
+        asked.append(turn)
+        match.apply(turn.legal[0])
+    assert match.is_over() and walk.seq == len(asked)
+    assert unasked and {u[1] for u in unasked} == {2}
+    assert {u[2] for u in unasked} == {Source.AUTOPILOT} and {u[0] for u in unasked} == {0}

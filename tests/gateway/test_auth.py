@@ -359,7 +359,7 @@ class _BrokenPubSub(_CountingPubSub):
         raise redis.exceptions.ConnectionError("connection lost (test)")
 
     async def aclose(self) -> None:
-        await super().aclose()  # type: ignore[no-untyped-call]
+        await super().aclose()
         raise redis.exceptions.ConnectionError("closing a lost connection failed (test)")
 
 

@@ -524,3 +524,76 @@ def test_plain_accepted_results_are_dropped_unread_for_streams_that_declined_the
             await host.close()
 
     _run(scenario())
+
+
+def test_turns_waiting_together_go_in_one_batch_to_a_stream_that_asked(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``Hello.batches`` (docs/PROTOCOL.md section 4): turns that wait in a stream's outbox
+    together are written as one ``TurnBatch``, in order, each parsing to the request sent
+    alone; one ``ActionBatch`` answers them all, each answer counted as if alone. A stream
+    that did not ask (an older bot) gets one TurnRequest a message, and an ActionBatch from
+    it ends its stream."""
+    tokens = {name: register(redis_client, name) for name in ("batcher", "plain")}
+    leaks = LeakChecker()
+
+    async def send_together(host: FakeHost, bot: str) -> list[asyncio.Future[Any]]:
+        assert await host.router.route(bot, now_ms() + 5000.0) is not None  # cached now
+        # routed already: the four reach the link in one loop pass, so the referee gets
+        # them in one internal message and queues all four before its writer runs
+        turns = [leaks.turn(bot, "m1", seq, seat=seq % 4) for seq in range(1, 5)]
+        return list(await asyncio.gather(*(host.send(t) for t in turns)))
+
+    async def scenario() -> None:
+        async with running_referee(redis_url) as ref:
+            host = FakeHost(redis_url)
+            batcher = RawBot(ref.port, tokens["batcher"], checker=leaks)
+            await batcher.send(
+                bot_pb2.BotMessage(
+                    hello=bot_pb2.Hello(protocol_version=1, max_concurrent_matches=4, batches=True)
+                )
+            )
+            welcome = await batcher.read()
+            assert welcome.WhichOneof("msg") == "welcome" and welcome.welcome.batches
+            pending = await send_together(host, "batcher")
+            message = await batcher.read()
+            assert message.WhichOneof("msg") == "turns"
+            batch = list(message.turns.turns)
+            assert [t.seq for t in batch] == [1, 2, 3, 4]
+            for request in batch:
+                leaks.check(request)
+                assert request.observation.sevens.pot == 4 and request.match_id == "m1"
+            await batcher.send(
+                bot_pb2.BotMessage(
+                    actions=bot_pb2.ActionBatch(
+                        actions=[
+                            bot_pb2.Action(
+                                match_id="m1", attempt=1, seq=t.seq, action=t.legal_actions[0]
+                            )
+                            for t in batch
+                        ]
+                    )
+                )
+            )
+            for request, future in zip(batch, pending, strict=True):
+                reply = await asyncio.wait_for(future, 5)
+                assert reply.kind == Kind.ANSWER and reply.action == request.legal_actions[0]
+
+            plain = RawBot(ref.port, tokens["plain"], checker=leaks)
+            assert not (await plain.connect()).batches
+            pending = await send_together(host, "plain")
+            assert [(await plain.read_kind("turn")).seq for _ in range(4)] == [1, 2, 3, 4]
+            await plain.send(
+                bot_pb2.BotMessage(
+                    actions=bot_pb2.ActionBatch(
+                        actions=[bot_pb2.Action(match_id="m1", attempt=1, seq=1, action="pass")]
+                    )
+                )
+            )
+            assert await plain.status() == grpc.StatusCode.FAILED_PRECONDITION
+            await batcher.close()
+            await plain.close()
+            await host.close()
+
+    _run(scenario())
+    assert leaks.checked == 8

@@ -25,7 +25,7 @@ def test_an_event_is_kept_counted_told_and_shown(
     redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bots.register(redis_client, "hog")
-    listener = redis_client.pubsub()  # type: ignore[no-untyped-call]
+    listener = redis_client.pubsub()
     listener.subscribe(keys.BOT_NOTICES_CHANNEL)
     listener.get_message(timeout=1)  # the subscription's confirmation
     record_event(redis_client, "hog", RunEvent.OOM_KILL, "1 process(es) killed at 512 MB")

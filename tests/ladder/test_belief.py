@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from referee.games.base import DealSpec, EventKind
 from referee.games.sevens import belief as belief_module
 from referee.games.sevens.belief import SevensBelief
-from referee.games.sevens.fast import FastDeal, heuristic_move, move_text
+from referee.games.sevens.fast import FastDeal, heuristic_move, move_text, random_move
 from referee.games.sevens.match import SevensMatch
 from referee.games.sevens.rules import PRESETS
 from referee.games.sevens.search import _cards_of
@@ -139,3 +139,32 @@ def test_weights_prefer_worlds_that_explain_the_plays() -> None:
     finally:
         belief_module.HEURISTIC_SHARE = old
     assert better > 0.7 * trials, (better, trials)
+
+
+def test_the_plays_tell_a_random_player_from_the_heuristic() -> None:
+    """In the true hands, the posterior share of heuristic play (the playouts' model of
+    each seat) is high for heuristic players and low for a random one, after 24 moves."""
+    rng = random.Random(3)
+    kinds = ("self", "heuristic", "random", "heuristic")
+    shares: dict[str, list[float]] = {"heuristic": [], "random": []}
+    for seed in range(30):
+        match = SevensMatch(PRESETS["sevens"], 4, seed, [DealSpec(seed)])
+        for _ in range(24):
+            deal = FastDeal.from_match(match)
+            mover = random_move if kinds[match.to_act()] == "random" else heuristic_move
+            match.apply(move_text(mover(deal, rng)))
+            if match._results:
+                break
+        if match._results:
+            continue
+        _, share = SevensBelief(match.observation(0)).model(list(match._hands))
+        for s in (1, 2, 3):
+            shares[kinds[s]].append(share[s])
+    mean = {kind: sum(v) / len(v) for kind, v in shares.items()}
+    assert len(shares["random"]) >= 20
+    assert mean["heuristic"] > 0.7 and mean["random"] < 0.35, mean
+    assert all(
+        belief_module.SHARE_FLOOR <= x <= 1 - belief_module.SHARE_FLOOR
+        for v in shares.values()
+        for x in v
+    )

@@ -25,6 +25,7 @@ from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.games.policies import POLICIES
 from referee.games.registry import get_game
+from referee.match.row import lean_result
 from referee.match.spec import MatchSpec
 from referee.procs import arena_command, stop_process
 from referee.seasons import store
@@ -151,7 +152,7 @@ def test_a_season_in_process_equals_the_season_on_the_platform(
         remote = queue.get_result(platform.conn, mine["match_id"])
         assert remote is not None
         assert remote["seats"] == mine["seats"]
-        assert remote["result"] == mine["result"], mine["match_id"]
+        assert remote["result"] == lean_result(mine["result"]), mine["match_id"]
 
 
 def test_gauntlet_season_reports_where_the_bot_lands(platform: Platform) -> None:

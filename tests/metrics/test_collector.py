@@ -12,8 +12,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from referee import keys, metrics_store
+from referee import bots, keys, metrics_store
 from referee.metrics import ArenaCollector, make_registry
+from referee.seasons import store
+from referee.seasons.model import SeasonSpec
 from tests.metrics import league_data
 
 
@@ -139,6 +141,30 @@ def test_worker_counters_pass_through_and_zero_series_for_season_bots(
     assert value(text, "arena_matches_total", game="sevens", kind="committed") == 1.0
     assert value(text, "arena_matches_total", game="sevens", kind="failed") == 0.0
     assert "# TYPE arena_decisions_total counter" in text
+
+
+def test_a_created_season_has_zero_series_for_its_bots_before_any_result(
+    conn: redis.Redis,
+) -> None:
+    # A counter first scraped mid-season loses the increase before its first sample, so the
+    # zero series must exist from creation (from the spec), not from the first standings.
+    for bot in ("ann", "ben", "cy"):
+        bots.register(conn, bot)
+    spec = SeasonSpec(
+        name="fresh",
+        game="sevens",
+        preset="sevens",
+        bots=("ann", "ben", "cy"),
+        table_size=3,
+        deals_per_match=1,
+    )
+    store.create_season(conn, spec)
+    assert conn.get(keys.season_standings("fresh")) is None
+    text = scrape(conn)
+    for bot in ("ann", "ben", "cy"):
+        assert value(text, "arena_decisions_total", season="fresh", bot=bot, game="sevens") == 0
+        assert value(text, "arena_timeouts_total", season="fresh", bot=bot) == 0.0
+        assert value(text, "arena_fallbacks_total", season="fresh", bot=bot) == 0.0
 
 
 def test_histograms_are_cumulative_with_count_and_sum(conn: redis.Redis) -> None:

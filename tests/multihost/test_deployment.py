@@ -424,8 +424,20 @@ def test_dashboard_queries_aggregate_across_referees(deployment: Deployment) -> 
     )
     d.on_ops(lambda: both.wait_for_scrapes(2))
     d.on_ops(lambda: one.wait_for_scrapes(2))
+    # Both Prometheus must hold the season's per-bot counters (at zero) before its first
+    # decision: a counter first scraped mid-season loses the increase before its first
+    # sample, and the two servers would first scrape it at different points.
+    start_season(d, "prom", start=False)
+    for prom, referees in ((both, 2), (one, 1)):
+        zero = partial(prom.query, 'count(arena_decisions_total{season="prom"} == 0)')
+        series = len(BOTS) * referees  # each bot's series from each referee scraped
+        deadline = time.monotonic() + 60
+        while not (found := values(d.on_ops(zero))) or next(iter(found.values())) < series:
+            assert time.monotonic() < deadline, f"no zero series of the season's bots: {found}"
+            time.sleep(0.5)
     started = time.time()
-    start_season(d, "prom")
+    begun = d.arena("season", "start", "prom")
+    assert begun.returncode == 0, begun.stdout + begun.stderr
     info = d.query(lambda c: wait_finished(c, "prom"))
     assert info["state"] == "finished", info
     time.sleep(2.5)  # both have scraped the final numbers: gauges hold still from here
@@ -474,11 +486,17 @@ def referees_of(d: Deployment, bot: str) -> set[str]:
 
 
 def start_season(
-    d: Deployment, name: str, queue_ms: int = 30_000, absent_ms: int | None = None
+    d: Deployment,
+    name: str,
+    queue_ms: int = 30_000,
+    absent_ms: int | None = None,
+    *,
+    start: bool = True,
 ) -> None:
+    """Create the season ``name`` (and start it, unless ``start`` is false)."""
     toml = d.folder / f"{name}.toml"
     toml.write_text(season_toml(name, queue_ms, absent_ms))
-    done = d.arena("season", "create", str(toml), "--start")
+    done = d.arena("season", "create", str(toml), *(["--start"] if start else []))
     assert done.returncode == 0, done.stdout + done.stderr
 
 

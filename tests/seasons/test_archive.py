@@ -58,7 +58,12 @@ def test_an_archived_season_keeps_nothing_per_match_in_redis_and_verifies_from_i
         for key in (keys.match_result, keys.match_record, keys.match_state, keys.match_spec):
             assert not conn.exists(key(match_id)), key(match_id)
         assert conn.zscore(keys.MATCHES_RECENT, match_id) is None
-    assert _season_keys(conn, "s1") == [keys.season("s1"), keys.season_standings("s1")]
+    assert _season_keys(conn, "s1") == [  # and its chart's points, at most CHECKPOINTS_KEPT
+        keys.season("s1"),
+        keys.season_checkpoints("s1"),
+        keys.season_standings("s1"),
+    ]
+    assert conn.zcard(keys.season_checkpoints("s1")) <= store.CHECKPOINTS_KEPT
     assert store.get_standings(conn, "s1") == standings  # the league page still shows it
     assert store_.list(records.season_prefix("s1")) and stray not in store_.list("matches/")
 

@@ -1,6 +1,7 @@
 """The season store and driver against a real Redis; matches are played by the workers'
-real ``run_match`` in this process (no bot connects, so every seat times out once and the
-autopilot plays it, strikes = 1), then results flow through the results stream."""
+real ``run_match`` in this process (no bot connects, so every seat is judged disconnected
+once and the autopilot plays it, strikes = 1), then results flow through the results
+stream."""
 
 from __future__ import annotations
 
@@ -42,7 +43,15 @@ def _spec(name: str = "s1", seed: int = 99, window: int = 2) -> SeasonSpec:
             "table_size": 4,
             "deals_per_match": 2,
             "seed": seed,
-            "time_control": {"move_ms": 5, "bank_ms": 0, "grace_ms": 0, "queue_ms": 1},
+            # absent_ms 0: no bot connects, so each seat's first decision is judged at
+            # once rather than 3 s (the default) past its 5 ms clock
+            "time_control": {
+                "move_ms": 5,
+                "bank_ms": 0,
+                "grace_ms": 0,
+                "queue_ms": 1,
+                "absent_ms": 0,
+            },
             "options": {"strikes": 1, "window": window},
         }
     )
@@ -266,3 +275,35 @@ def test_a_match_queued_without_a_job_is_enqueued_again(
     assert store.match_states(conn, "s1")[queued[0]] == "queued"
     _drive(conn, "s1", drv)
     assert store.get_season(conn, "s1")["matches_done"] == "3"
+
+
+def test_rows_compact_and_old_read_alike_and_a_changed_row_is_found(conn: redis.Redis) -> None:
+    """The stored row is compact (referee/match/row.py): the result less each deal's
+    penalties and detail, which the record keeps. A row in the form written before (the
+    whole committed result as JSON) verifies and counts as the compact one does; a row
+    whose score changes differ from the replay is found."""
+    from referee.match.row import full_result, lean_result, parse_row
+
+    store.create_season(conn, _spec(window=3))
+    store.start_season(conn, "s1")
+    _drive(conn, "s1", SeasonDriver(conn))
+    record = queue.get_record(conn, "s1-m0001")
+    raw = conn.get(keys.match_result("s1-m0001"))
+    assert record is not None and raw is not None
+    row = parse_row(raw)
+    assert json.loads(raw)["v"] == 2 and row["result"] == lean_result(record["result"])
+    assert all("penalties" not in d and "detail" not in d for d in row["result"]["deals"])
+    old = json.dumps(full_result(row, record))
+    assert len(raw) * 2 < len(old)
+    conn.set(keys.match_result("s1-m0001"), old)
+    assert parse_row(old) == full_result(row, record)
+    report = verify_season(conn, "s1")
+    assert report.ok and report.standings_ok, report.problems
+    changed = json.loads(raw)
+    changed["d"][0][2] = [
+        d + (1 if s == 0 else -1 if s == 1 else 0) for s, d in enumerate(changed["d"][0][2])
+    ]
+    conn.set(keys.match_result("s1-m0001"), json.dumps(changed))
+    report = verify_season(conn, "s1")
+    assert not report.ok
+    assert any("s1-m0001: replayed result differs" in p for p in report.problems), report.problems

@@ -22,6 +22,7 @@ import redis
 
 from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.row import parse_row
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec
 from referee.seasons.platform import Platform
@@ -216,16 +217,15 @@ def _elo_chart_follows_the_ratings(browser: Any, platform: Platform) -> None:
 
     from referee.web import history, league
 
-    async def results() -> list[dict[str, Any]]:
+    async def checkpoints() -> list[dict[str, Any]]:
         client = aredis.Redis.from_url(platform.redis_url)
         try:
-            return await league.season_results(client, "live")
+            return await league.season_checkpoints(client, "live")
         finally:
             await client.aclose()
 
-    estimates = [
-        y for s in history.elo_over_time(list(BOTS), asyncio.run(results())) for _x, y in s.points
-    ]
+    elo, _score = history.from_checkpoints(list(BOTS), asyncio.run(checkpoints()))
+    estimates = [y for s in elo for _x, y in s.points]
     spread = max(estimates) - min(estimates)
 
     def read_chart() -> dict[str, Any] | None:
@@ -411,7 +411,7 @@ def test_a_person_plays_a_whole_match_by_clicks_and_sees_only_their_seat(
         answered += 1
     assert answered > 0
     result = wait_for(lambda: conn.get(keys.match_result(match_id)), 30, "no committed result")
-    assert json.loads(str(result))["result"]["totals"]
+    assert parse_row(str(result))["result"]["totals"]
     record = queue.get_record(conn, match_id) or {}
     view = read_record(record)
     assert view.seats[0] == "human-alice" and not view.season  # casual: no season

@@ -13,7 +13,7 @@ from referee import keys, queue
 from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec
-from workers import runner
+from workers import attempts, runner
 
 
 class Unreachable:
@@ -46,7 +46,7 @@ def spec() -> MatchSpec:
 def test_the_attempt_starts_once_redis_answers_again(redis_client: redis.Redis) -> None:
     assert queue.enqueue_match(redis_client, spec())
     flaky = Unreachable(redis_client, failures=3)
-    begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
+    begun = attempts.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
     assert begun is not None
     loaded, attempt, redeal = begun
     assert loaded.match_id == "br-1" and attempt == 1 and flaky.failures == 0 and not redeal
@@ -56,10 +56,10 @@ def test_the_attempt_starts_once_redis_answers_again(redis_client: redis.Redis) 
 def test_an_outage_longer_than_the_patience_still_raises(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "BEGIN_PATIENCE_S", 0.5)
+    monkeypatch.setattr(attempts, "BEGIN_PATIENCE_S", 0.5)
     assert queue.enqueue_match(redis_client, spec())
     with pytest.raises(redis.ConnectionError):
-        runner.start_attempt(Unreachable(redis_client, failures=100), "br-1", "w1")  # type: ignore[arg-type]
+        attempts.start_attempt(Unreachable(redis_client, failures=100), "br-1", "w1")  # type: ignore[arg-type]
     assert redis_client.hget(keys.match_state("br-1"), "state") == "queued"
 
 
@@ -98,7 +98,7 @@ def test_a_lost_start_reply_takes_no_second_attempt(redis_client: redis.Redis) -
     scheduled deals."""
     assert queue.enqueue_match(redis_client, spec())
     flaky = LostStartReply(redis_client)
-    begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
+    begun = attempts.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
     assert flaky.lost and begun is not None
     assert (begun.attempt, begun.redeal) == (1, False)
     assert redis_client.get(keys.match_attempt("br-1")) == "1"
@@ -116,7 +116,7 @@ def test_a_start_the_network_delivers_late_changes_nothing(redis_client: redis.R
     its start done: the attempt stays 1 and the state is not written again."""
     assert queue.enqueue_match(redis_client, spec())
     flaky = LostStartReply(redis_client, delivered=False)
-    begun = runner.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
+    begun = attempts.start_attempt(flaky, "br-1", "w1")  # type: ignore[arg-type]
     assert begun is not None and (begun.attempt, begun.redeal) == (1, False)
     assert flaky.held is not None
     redis_client.hset(keys.match_state("br-1"), "state", "done")  # the match went on

@@ -35,6 +35,7 @@ from referee import bots, keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.match.replay import verify_record
+from referee.match.row import lean_result
 from referee.match.spec import MatchSpec
 from referee.procs import arena_command, start_referee, stop_process
 from referee.seasons import store
@@ -106,7 +107,7 @@ def test_a_cohosted_match_reaches_a_bot_on_another_referee(
         assert [s["timeouts"] for s in result["stats"]] == [0, 0, 0, 0]
         assert all(s["decisions"] > 0 for s in result["stats"])  # co-b0 too, over the link
         assert result["result"] == reference["result"]
-        assert verify_record(record) == result["result"]
+        assert lean_result(verify_record(record)) == result["result"]
         assert stream_count(conn, "co-split") == 1
         # A's own bots in-process, B's over the internal stream (workers.link.Router)
         assert any(f"link to referee {a_id}: in-process" in line for line in lines), lines
@@ -174,7 +175,7 @@ def test_a_referee_stopped_with_cohosted_matches_loses_none(
                 record = queue.get_record(conn, match_id)
                 result = queue.get_result(conn, match_id)
                 assert record is not None and result is not None
-                assert verify_record(record) == result["result"]
+                assert lean_result(verify_record(record)) == result["result"]
                 if result["attempt"] >= 2:
                     redealt_as_revealed(conn, match_id, record)
                     retried.append(match_id)

@@ -15,7 +15,7 @@ import redis
 
 from referee import keys, queue
 from tests.workers.test_runner import make_spec
-from workers.runner import commit, start_attempt
+from workers.attempts import commit, start_attempt
 
 
 def _result() -> Any:

@@ -28,9 +28,9 @@ from referee.queue import RunningMatches
 from tests.metrics.test_host_totals import host  # noqa: F401  (the fixture)  # noqa: F401  (the fixture)
 from tests.workers.test_runner import make_spec
 from workers import host as host_module
+from workers.attempts import REVEALED, Started, Superseded, commit, start_attempt
 from workers.host import MatchHost, Running
 from workers.metrics import HostMetrics
-from workers.runner import REVEALED, Started, Superseded, commit, start_attempt
 
 
 @pytest.fixture

@@ -645,9 +645,9 @@ def test_a_reply_that_never_comes_is_judged_a_timeout_after_the_slack(
     own bounds (slot wait + limit, twice the limit in all) plus ``REPLY_SLACK_MS``, judges
     a timeout, forgets the request and plays on; one timer per match watches every
     decision's reply (``MatchRun.watch``), and none is left armed when the match ends."""
-    from workers import runner
+    from workers import ask
 
-    monkeypatch.setattr(runner, "REPLY_SLACK_MS", 40.0)
+    monkeypatch.setattr(ask, "REPLY_SLACK_MS", 40.0)
     tc = TimeControl(move_ms=20, bank_ms=0, grace_ms=10, queue_ms=20, absent_ms=50)
     forgotten: list[Any] = []
 
@@ -673,7 +673,7 @@ def test_a_reply_that_never_comes_is_judged_a_timeout_after_the_slack(
     assert lost[0]["timeout"] is True and lost[0]["reason"] == "timeout"
     assert forgotten == [("m1", 1, 3)]
     assert 100 <= lost[0]["wall_ms"] < 100 + 2_000  # 2 x 30 ms + 20 ms + 40 ms slack
-    assert run.guard is None and run.waiting is None
+    assert run.asker.guard is None and run.asker.waiting is None
     assert run.match.is_over() and [s["seq"] for s in run.steps][:4] == [1, 2, 3, 4]
 
 
@@ -714,10 +714,10 @@ def test_a_step_records_its_times_from_the_referee_stamps_and_the_wall_clock(
     The overhead metric is wall minus think in seconds, for answered decisions only (a
     timeout, thinking for ever, has none). The reply is awaited for twice the limit plus
     ``queue_ms`` plus ``REPLY_SLACK_MS``."""
-    from workers import runner
+    from workers import ask, runner
 
     walls = iter([100.0, 100.5123456, 200.0, 200.25, 300.0, 302.0])
-    monkeypatch.setattr(runner, "now_ms", lambda: 5_000.0)
+    monkeypatch.setattr(ask, "now_ms", lambda: 5_000.0)
     monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: next(walls)))
     link = _ScriptedLink(
         "referee-1",
@@ -729,13 +729,13 @@ def test_a_step_records_its_times_from_the_referee_stamps_and_the_wall_clock(
     )
     run = MatchRun(SimpleNamespace(router=_Router(link), metrics=HostMetrics()), _spec(), 1)
     watched: list[float] = []
-    watch = run.watch
+    watch = run.asker.watch
 
     def recorded(future: asyncio.Future[Any], within_s: float) -> None:
         watched.append(within_s)
         watch(future, within_s)
 
-    run.watch = recorded  # type: ignore[method-assign]
+    run.asker.watch = recorded  # type: ignore[method-assign]
 
     async def three() -> None:
         for _ in range(3):
@@ -743,8 +743,8 @@ def test_a_step_records_its_times_from_the_referee_stamps_and_the_wall_clock(
             legal = run.match.legal_actions()
             link.outcomes[0].action = legal[0] if link.outcomes[0].kind == Kind.ANSWER else ""
             await run.ask_step(seat, legal)
-        assert run.guard is not None
-        run.guard.cancel()
+        assert run.asker.guard is not None
+        run.asker.guard.cancel()
 
     asyncio.run(three())
     first, second, third = run.steps
@@ -860,27 +860,28 @@ def test_the_reply_timer_re_arms_for_a_shorter_or_a_later_deadline() -> None:
     deadline leaves the timer, which on firing finds the reply still awaited and re-arms
     itself for that reply's deadline, then fails it with ``TimeoutError`` there."""
     run = MatchRun(SimpleNamespace(router=_Router(None), metrics=HostMetrics()), _spec(), 1)
+    asker = run.asker
 
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
         long: asyncio.Future[Any] = loop.create_future()
-        run.watch(long, 5.0)
-        assert run.guard is not None and run.guard.when() == run.guard_at
+        asker.watch(long, 5.0)
+        assert asker.guard is not None and asker.guard.when() == asker.guard_at
         short: asyncio.Future[Any] = loop.create_future()
-        run.watch(short, 0.05)
-        assert run.waiting is not None and run.guard_at == run.waiting[1]
-        assert run.guard.when() == run.guard_at  # moved to the shorter deadline
+        asker.watch(short, 0.05)
+        assert asker.waiting is not None and asker.guard_at == asker.waiting[1]
+        assert asker.guard.when() == asker.guard_at  # moved to the shorter deadline
         short.set_result(None)
-        run.waiting = None  # answered (ask's finally)
+        asker.waiting = None  # answered (ask's finally)
         later: asyncio.Future[Any] = loop.create_future()
-        run.watch(later, 0.3)
-        assert run.waiting is not None and run.guard_at < run.waiting[1]  # the sooner time
+        asker.watch(later, 0.3)
+        assert asker.waiting is not None and asker.guard_at < asker.waiting[1]  # the sooner time
         await asyncio.sleep(0.15)  # it fired at 0.05 s: re-armed for ``later``
-        assert not later.done() and run.waiting is not None
-        assert run.guard is not None and run.guard_at == run.waiting[1] == run.guard.when()
+        assert not later.done() and asker.waiting is not None
+        assert asker.guard is not None and asker.guard_at == asker.waiting[1] == asker.guard.when()
         await asyncio.wait({later}, timeout=3.0)
         assert later.done() and isinstance(later.exception(), TimeoutError)
-        assert loop.time() >= run.guard_at and run.guard is None and run.waiting is None
+        assert loop.time() >= asker.guard_at and asker.guard is None and asker.waiting is None
 
     asyncio.run(scenario())
 

@@ -14,7 +14,7 @@ from referee import queue
 from referee.cli.main import main
 from referee.cli.workers_cmd import local_time
 from referee.match.spec import MatchSpec
-from workers.runner import start_attempt
+from workers.attempts import start_attempt
 
 EPOCH_MS = re.compile(r"\b1\d{12}\b")
 

@@ -29,7 +29,8 @@ from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec, TimeControl
 from workers import metrics
-from workers.runner import MatchRun, commit
+from workers.attempts import commit
+from workers.runner import MatchRun
 
 
 class _Link:

@@ -24,26 +24,20 @@ import redis
 from arena.v1 import bot_pb2, internal_pb2
 from referee import keys, queue
 from referee.games import registry
-from referee.games.base import DealSpec, Event, EventKind, Source
+from referee.games.base import DealSpec, Event, EventKind
+from referee.games.loop import Walk
 from referee.match.messages import ClockInfo
 from referee.match.spec import FallbackMode, MatchSpec, TimeControl, redeal_seed
 from referee.metrics_store import read_counters
 from tests.workers import fakegame
 from tests.workers.test_runner import FAST, make_spec
-from workers import runner
+from workers import attempts, notices
+from workers.ask import Reply, left_clock
+from workers.attempts import REVEALED, commit, reveal, start_attempt, worker_name
+from workers.attempts import mark_failed as _mark_failed
 from workers.link import LinkLost
 from workers.metrics import HostMetrics
-from workers.runner import (
-    REVEALED,
-    MatchRun,
-    Reply,
-    commit,
-    left_clock,
-    reveal,
-    start_attempt,
-    worker_name,
-)
-from workers.runner import mark_failed as _mark_failed
+from workers.runner import MatchRun
 
 
 class _Router:
@@ -211,11 +205,11 @@ def test_requests_belong_to_one_attempt(redis_client: redis.Redis) -> None:
     for attempt in (1, 2):
         run = MatchRun(_host(), spec, attempt)
 
-        async def ask(turn: Any) -> Reply:
+        async def ask(turn: Any, limit: float) -> Reply:
             asked.append((turn["match_id"], turn["attempt"], turn["seq"]))
             return Reply(turn["legal_actions"][0], 1.0, "")
 
-        run.ask = ask  # type: ignore[method-assign]
+        run.asker.ask = ask  # type: ignore[method-assign]
         asyncio.run(run.ask_step(run.match.to_act(), run.match.legal_actions()))
     assert asked == [("m1", 1, 1), ("m1", 2, 1)]
 
@@ -224,10 +218,10 @@ def _scripted_run(redis_client: redis.Redis, replies: list[Reply], strikes: int)
     run = MatchRun(_host(), make_spec(strikes=strikes, rules={"hand": 6}), 1)
     script = iter(replies)
 
-    async def ask(turn: Any) -> Reply:
+    async def ask(turn: Any, limit: float) -> Reply:
         return next(script)
 
-    run.ask = ask  # type: ignore[method-assign]
+    run.asker.ask = ask  # type: ignore[method-assign]
     return run
 
 
@@ -258,10 +252,10 @@ def test_strikes_count_failures_in_a_row_only(redis_client: redis.Redis) -> None
         legal = run.match.legal_actions()
         answer = Reply("not-a-card" if kind == "refused" else legal[0], 1.0, "")
 
-        async def ask(turn: Any, answer: Reply = answer) -> Reply:
+        async def ask(turn: Any, limit: float, answer: Reply = answer) -> Reply:
             return answer
 
-        run.ask = ask  # type: ignore[method-assign]
+        run.asker.ask = ask  # type: ignore[method-assign]
         asyncio.run(run.ask_step(seat, legal))
         if kind == "accepted":
             assert run.strikes[seat] == 0
@@ -374,22 +368,25 @@ def test_the_worker_name_comes_from_arena_worker_name(monkeypatch: pytest.Monkey
 
 
 def test_a_step_the_platform_plays_is_recorded_with_its_source(redis_client: redis.Redis) -> None:
-    """Pins ``auto_step``'s record: the step keeps its deal, seat, source and events, and
-    the engine is told the source (``forced``), so a replay (referee/match/replay.py applies
-    each step with its recorded source) reproduces the same events."""
+    """Pins ``unasked``'s record: the step keeps its deal, seat, source and action and
+    events, and the engine is told the source (``autopilot``), so a replay
+    (referee/match/replay.py applies each step with its recorded source) reproduces the
+    same events."""
     run = MatchRun(_host(), make_spec(), 1)
     seat = run.match.to_act()
-    action = run.match.legal_actions()[0]
-    run.auto_step(seat, action, Source.FORCED)
-    step = run.steps[-1]
+    action = run.match.fallback_action()
+    run.autopilot[seat] = True
+    turn = Walk(run.match, autopilot=run.autopilot, unasked=run.unasked).next_turn()
+    assert turn is None or turn.seat != seat
+    step = run.steps[0]
     assert step == {
         "deal": 0,
         "seat": seat,
-        "source": "forced",
+        "source": "autopilot",
         "action": action,
         "events": step["events"],
     }
-    assert step["events"] and all(e["source"] == "forced" for e in step["events"])
+    assert step["events"] and all(e["source"] == "autopilot" for e in step["events"])
 
 
 def test_redeal_seeds_are_the_documented_derivation() -> None:
@@ -557,22 +554,22 @@ def test_the_penalty_told_to_a_bot_sums_its_penalty_events() -> None:
         Event(EventKind.PENALTY, 0, detail={"chips": True}),
         Event(EventKind.PLAY, 0, action="7D", detail={"chips": 50}),
     ]
-    assert runner._penalty(events) == 2 + 3 + 5
-    assert runner._penalty([]) == 0
+    assert notices.penalty(events) == 2 + 3 + 5
+    assert notices.penalty([]) == 0
 
 
 def test_the_applied_action_told_to_a_bot_is_the_last_that_took_effect() -> None:
     """Pins ``_applied`` (``applied_action`` of an ``action_result``): the last card played,
     else ``pass`` for a pass, an illegal pass or a timeout, else "" (nothing took effect)."""
     play = Event(EventKind.PLAY, 0, action="8D+9D")
-    assert runner._applied([play]) == "8D+9D"
-    assert runner._applied([Event(EventKind.TIMEOUT, 0), play]) == "8D+9D"
-    assert runner._applied([play, Event(EventKind.ILLEGAL_PASS, 0, action="pass")]) == "pass"
-    assert runner._applied([Event(EventKind.PASS, 0, action="pass")]) == "pass"
-    assert runner._applied([Event(EventKind.TIMEOUT, 0)]) == "pass"
-    assert runner._applied([Event(EventKind.PLAY, 0, action=None)]) == ""
-    assert runner._applied([Event(EventKind.INVALID_ACTION, 0, action="XX")]) == ""
-    assert runner._applied([Event(EventKind.PENALTY, 0)]) == ""
+    assert notices.applied([play]) == "8D+9D"
+    assert notices.applied([Event(EventKind.TIMEOUT, 0), play]) == "8D+9D"
+    assert notices.applied([play, Event(EventKind.ILLEGAL_PASS, 0, action="pass")]) == "pass"
+    assert notices.applied([Event(EventKind.PASS, 0, action="pass")]) == "pass"
+    assert notices.applied([Event(EventKind.TIMEOUT, 0)]) == "pass"
+    assert notices.applied([Event(EventKind.PLAY, 0, action=None)]) == ""
+    assert notices.applied([Event(EventKind.INVALID_ACTION, 0, action="XX")]) == ""
+    assert notices.applied([Event(EventKind.PENALTY, 0)]) == ""
 
 
 class _RacedPipeline:
@@ -707,8 +704,8 @@ def _outage(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[float | None
         return ("spec", 1)
 
     fake_time = SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep)
-    monkeypatch.setattr(runner, "time", fake_time)
-    monkeypatch.setattr(runner, "_start_attempt", flaky)
+    monkeypatch.setattr(attempts, "time", fake_time)
+    monkeypatch.setattr(attempts, "_start_attempt", flaky)
     return sleeps
 
 
@@ -721,11 +718,11 @@ def test_starting_an_attempt_waits_out_an_outage_backing_off_until_its_patience_
     made). Here the clock moves 1 s per sleep: sleeps at 0..55 s, the error at 56 s (55 +
     5 = 60 is not past 60). tests/workers/test_begin_retry.py plays it on real Redis."""
     sleeps = _outage(monkeypatch, failures=3)
-    assert runner.start_attempt(cast(redis.Redis, None), "m1", "w1") == cast(Any, ("spec", 1))
+    assert attempts.start_attempt(cast(redis.Redis, None), "m1", "w1") == cast(Any, ("spec", 1))
     assert sleeps == pytest.approx([0.2, 0.4, 0.8])
     sleeps = _outage(monkeypatch, failures=1_000)
     with pytest.raises(redis.ConnectionError):
-        runner.start_attempt(cast(redis.Redis, None), "m1", "w1")
+        attempts.start_attempt(cast(redis.Redis, None), "m1", "w1")
     assert sleeps == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2] + [5.0] * 51)
 
 
@@ -822,7 +819,7 @@ def test_the_outcome_told_for_a_refusal_or_an_illegal_pass_names_the_rule_broken
     answer = Reply("XX", 1.0, "")
 
     def refused(reason: str | None, detail: dict[str, Any]) -> Any:
-        return runner._outcome(
+        return notices.outcome(
             answer, [Event(EventKind.INVALID_ACTION, 0, 0, "XX", reason, detail=detail)]
         )
 
@@ -834,7 +831,7 @@ def test_the_outcome_told_for_a_refusal_or_an_illegal_pass_names_the_rule_broken
     assert refused("not_legal", {}) == ("refused", "not_legal", "'XX' refused: not_legal")
     assert refused(None, {}) == ("refused", "invalid_action", "'XX' refused: not a legal action")
     passed = Event(EventKind.ILLEGAL_PASS, 0, 0, "pass", "illegal_pass", detail={"message": "7D"})
-    assert runner._outcome(answer, [passed]) == (
+    assert notices.outcome(answer, [passed]) == (
         "accepted",
         "illegal_pass",
         "illegal pass (SV-18): 7D",

@@ -15,9 +15,11 @@ over many states of every preset):
 Soft facts weight the worlds (:meth:`SevensBelief.weight`): every play of an opponent is
 more or less likely given the hand the world gives it at that moment (its hand now plus
 the cards it played since). A world where the opponent had fewer choices, or where its
-choice was one the heuristic (``heuristic.py``) would make, explains its play better. The
-model of an opponent is a mixture, half heuristic with a softmax over its scores, half
-uniformly random, so a random player's plays weigh worlds by its number of choices alone.
+choice was one the heuristic (``heuristic.py``) would make, explains its play better. Each
+opponent is, for the whole deal, either the heuristic (a softmax over its scores) or a
+uniformly random player, half and half before it plays: the plays weigh each world by how
+well either kind explains them, and give, per world, each seat's posterior share of
+heuristic play, which the search's playouts use (:meth:`SevensBelief.model`).
 Starters held back are part of it: a world that gives a seat a 7 it could have played but
 did not is weighed down by how rarely the heuristic and a random player would hold it.
 """
@@ -30,12 +32,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from referee.games.base import EventKind
+from referee.games.sevens import heuristic
 from referee.games.sevens.fast import FastDeal, FastRules, fast_rules
 from referee.games.sevens.search import SevensPosition, _cards_of, playable_mask
 from referee.games.sevens.tables import bits
 
 HEURISTIC_SHARE = 0.5
-"""The opponent model's weight on the heuristic (the rest is uniform random play)."""
+"""The opponent model's prior that a seat plays the heuristic (else uniformly at random)."""
+
+SHARE_FLOOR = 0.1
+"""The playout model keeps at least this much of either kind of play for every seat."""
 
 TEMPERATURE = 1.0
 """The softmax temperature over the heuristic's scores (score units: cards)."""
@@ -198,13 +204,24 @@ class SevensBelief:
     def weight(self, hands: list[int]) -> float:
         """The likelihood of the other seats' plays this deal given ``hands`` under the
         opponent model (up to a constant: compare worlds of one position only)."""
+        return self.model(hands)[0]
+
+    def model(self, hands: list[int]) -> tuple[float, list[float]]:
+        """:meth:`weight` and, per seat, the posterior probability that it plays the
+        heuristic rather than at random given its plays in ``hands`` (``HEURISTIC_SHARE``
+        before any play, kept within ``SHARE_FLOOR`` of 0 and 1). Each seat is one kind of
+        player or the other for the whole deal, so the plays of a random player soon
+        outweigh the prior, and the search's playouts model each seat as it has played."""
+        n = self.n
+        prior = HEURISTIC_SHARE
+        shares = [prior] * n
         if not self.plays:
-            return 1.0
-        fr = self.fr
-        beyond, nxt, suit_mask = fr.beyond, fr.nxt, fr.suit_mask
-        deck = fr.t.deck_mask
+            return 1.0, shares
+        lanes = self.fr.lanes
+        card_score = heuristic.card_score
         held = list(hands)
-        log_w = 0.0
+        log_h = [0.0] * n
+        log_r = [0.0] * n
         for seat, card, table, playable in reversed(self.plays):
             bit = _BIT[card]
             hand = held[seat] | bit
@@ -213,23 +230,24 @@ class SevensBelief:
             count = able.bit_count()
             if count <= 1:
                 continue
-            others = deck & ~table & ~hand
-            total = 0.0
-            mine = 0.0
-            for i in bits(able):
-                rest = hand & ~_BIT[i]
-                region = beyond[i]
-                score = 2.0 * (region & rest).bit_count() - (region & others).bit_count()
-                if nxt[i] & rest:
-                    score += 1.0
-                score -= 0.1 * (suit_mask[i] & rest).bit_count()
-                e = math.exp(score / TEMPERATURE)
-                total += e
-                if i == card:
-                    mine = e
-            p = HEURISTIC_SHARE * mine / total + (1.0 - HEURISTIC_SHARE) / count
-            log_w += math.log(p)
-        return math.exp(log_w)
+            moves = bits(able)
+            scores = [card_score(lanes[i], hand & ~_BIT[i], table) for i in moves]
+            top = max(scores)
+            total = sum(math.exp((x - top) / TEMPERATURE) for x in scores)
+            log_h[seat] += (scores[moves.index(card)] - top) / TEMPERATURE - math.log(total)
+            log_r[seat] -= math.log(count)
+        log_w = 0.0
+        for s in range(n):
+            if log_h[s] == 0.0 and log_r[s] == 0.0:
+                continue
+            h = math.log(prior) + log_h[s] if prior > 0.0 else -math.inf
+            r = math.log(1.0 - prior) + log_r[s] if prior < 1.0 else -math.inf
+            top = max(h, r)
+            mix = top + math.log(math.exp(h - top) + math.exp(r - top))
+            log_w += mix
+            share = math.exp(h - mix)
+            shares[s] = min(1.0 - SHARE_FLOOR, max(SHARE_FLOOR, share))
+        return math.exp(log_w), shares
 
     def deal(self, hands: list[int]) -> FastDeal:
         """The search state of the deal with ``hands`` (chips already paid are sunk)."""

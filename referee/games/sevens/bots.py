@@ -7,14 +7,19 @@ when the rules play one card a turn.
   plays; every legal move is played in it and the deal played out, the same world and
   playout seed for every move (common random numbers). The move with the best weighted
   mean utility wins.
-* :func:`ismcts`: single-observer Information Set MCTS over the same worlds: one tree of
-  the seat's moves and the others' replies, UCB1 with availability counts, each seat's
-  utility backed up where it chose.
+* :func:`ismcts`: single-observer Information Set MCTS over the same worlds, with an
+  opponent model: one tree of the seat's own decisions (UCB1 with availability counts),
+  the other seats' moves in it drawn from their model as in the playouts (not chosen by
+  their own UCB: the bots it meets are not minimax players), the seat's utility backed
+  up. Unlike :func:`determinized` it plans its own later moves rather than leaving them
+  to the heuristic, and spends its playouts on the moves that look best.
 
-The playouts model the other seats as a mixture: each of their moves is the heuristic's
-with probability ``OPPONENT_HEURISTIC`` and a uniformly random legal move otherwise (a bot
-does not know whom it plays; the mixture keeps it from betting on one kind of opponent).
-The seat itself plays the heuristic in its playouts.
+The playouts model each other seat as a mixture: each of its moves is the heuristic's
+with the seat's share of heuristic play and a uniformly random legal move otherwise. The
+share is the belief's posterior for that world (``SevensBelief.model``: half and half
+before a seat has played, then what its plays say, never within ``belief.SHARE_FLOOR`` of 0 or 1):
+a bot does not know whom it plays, and learns it from the deal. The seat itself plays the
+heuristic in its playouts.
 
 The utility is the rules' own: in a ``winner_only`` game a deal won is 1 and anything else
 0; with chips or penalty points, half the win and half the deal's score change over the
@@ -32,9 +37,6 @@ from typing import Any
 from referee.games.search import beats, paired_best
 from referee.games.sevens.belief import SevensBelief
 from referee.games.sevens.fast import FastDeal, heuristic_move, move_text, random_move, text_move
-
-OPPONENT_HEURISTIC = 0.5
-"""The share of heuristic moves in the playout model of the other seats."""
 
 
 def supports(obs: Mapping[str, Any]) -> bool:
@@ -55,13 +57,23 @@ def utility(deal: FastDeal, seat: int) -> float:
     return 0.5 * won + 0.5 * sign * deltas[seat] / scale
 
 
-def playout(deal: FastDeal, seat: int, rng: random.Random) -> None:
-    """Play ``deal`` to its end: ``seat`` by the heuristic, the others by the mixture."""
+def playout(deal: FastDeal, seat: int, rng: random.Random, shares: Sequence[float]) -> None:
+    """Play ``deal`` to its end: ``seat`` by the heuristic, each other seat by the
+    heuristic with its probability in ``shares``, else at random."""
     while deal.winner < 0:
-        if deal.to_act == seat or rng.random() < OPPONENT_HEURISTIC:
+        to_act = deal.to_act
+        if to_act == seat:
             deal.play(heuristic_move(deal, rng))
         else:
-            deal.play(random_move(deal, rng))
+            deal.play(_model_move(deal, rng, shares[to_act]))
+
+
+def _model_move(deal: FastDeal, rng: random.Random, share: float) -> int:
+    """The move of the seat to act under the opponent model: the heuristic's with
+    probability ``share``, else a uniformly random legal move."""
+    if rng.random() < share:
+        return heuristic_move(deal, rng)
+    return random_move(deal, rng)
 
 
 def determinized(
@@ -84,16 +96,17 @@ def determinized(
     default = heuristic_move(belief.deal(belief.sample(rng)), rng)  # its own hand only
     k0 = moves.index(default) if default in moves else 0
     values: list[list[float]] = [[] for _ in moves]
-    pool: list[list[int]] = []
+    pool: list[tuple[list[int], list[float]]] = []
     for _ in range(worlds):
         if not pool:
             pool = _resample(belief, rng, 16)
-        base = belief.deal(pool.pop())
+        hands, shares = pool.pop()
+        base = belief.deal(hands)
         seed = rng.getrandbits(32)
         for k, move in enumerate(moves):
             deal = base.clone()
             deal.play(move)
-            playout(deal, seat, random.Random(seed))
+            playout(deal, seat, random.Random(seed), shares)
             values[k].append(utility(deal, seat))
         if time.perf_counter() > deadline:
             break
@@ -128,16 +141,23 @@ def ismcts(
     belief = SevensBelief(obs)
     seat = belief.seat
     root = _Node(-1)
-    pool: list[list[int]] = []
+    pool: list[tuple[list[int], list[float]]] = []
     for it in range(iterations):
         if not pool:
             pool = _resample(belief, rng, 16)
-        deal = belief.deal(pool.pop())
+        hands, shares = pool.pop()
+        deal = belief.deal(hands)
         node = root
         path: list[_Node] = []
         while deal.winner < 0:
-            moves = deal.legal_moves()
             player = deal.to_act
+            if player != seat:  # the others move by their model, as in the playouts
+                deal.play(_model_move(deal, rng, shares[player]))
+                continue
+            moves = deal.legal_moves()
+            if len(moves) == 1:
+                deal.play(moves[0])
+                continue
             children = node.children
             untried = [m for m in moves if m not in children]
             for m in moves:
@@ -164,9 +184,9 @@ def ismcts(
             node = children[move]
             deal.play(move)
             path.append(node)
-        playout(deal, seat, rng)
+        playout(deal, seat, rng, shares)
+        u = utility(deal, seat)
         for n in path:
-            u = utility(deal, n.player)
             n.visits += 1
             n.total += u
             n.sq += u * u
@@ -185,10 +205,18 @@ def ismcts(
     return move_text(chosen)
 
 
-def _resample(belief: SevensBelief, rng: random.Random, count: int) -> list[list[int]]:
-    """``count`` worlds drawn from ``count`` samples in proportion to their weights."""
-    worlds = [belief.sample(rng) for _ in range(count)]
-    weights = [belief.weight(w) for w in worlds]
+def _resample(
+    belief: SevensBelief, rng: random.Random, count: int
+) -> list[tuple[list[int], list[float]]]:
+    """``count`` worlds, each with the other seats' shares of heuristic play in it, drawn
+    from ``count`` samples in proportion to their weights."""
+    worlds = []
+    weights = []
+    for _ in range(count):
+        hands = belief.sample(rng)
+        weight, shares = belief.model(hands)
+        worlds.append((hands, shares))
+        weights.append(weight)
     if not any(weights):
         return worlds
     return rng.choices(worlds, weights=weights, k=count)

@@ -61,14 +61,13 @@ class FastRules:
     """What :class:`FastDeal` needs of a rules object, looked up once per rules."""
 
     __slots__ = (
-        "beyond",
         "chip_scoring",
         "forced_chips",
         "free_passes",
         "higher_is_better",
+        "lanes",
         "max_voluntary",
         "must_play",
-        "nxt",
         "opening_index",
         "pass_elimination",
         "pass_ok_when_able",
@@ -76,7 +75,6 @@ class FastRules:
         "row_cache",
         "rules",
         "scoring",
-        "suit_mask",
         "t",
         "voluntary_chips",
     )
@@ -102,7 +100,7 @@ class FastRules:
         self.chip_scoring = rules.scoring == "chips"
         self.higher_is_better = rules.higher_is_better
         self.row_cache = t.row_cache
-        self.beyond, self.suit_mask, self.nxt = heuristic._beyond(t)
+        self.lanes = heuristic.lanes(t)
 
     def row_playable(self, row: int) -> int:
         found = self.row_cache.get(row)
@@ -461,19 +459,13 @@ def heuristic_move(deal: FastDeal, rng: random.Random) -> int:
     can_pass = fr.pass_ok_when_able and deal._can_pass_when_able(seat)
     if len(moves) == 1 and not can_pass:
         return moves[0]
-    others = fr.t.deck_mask & ~deal.table & ~hand
-    beyond = fr.beyond
-    nxt = fr.nxt
-    suit_mask = fr.suit_mask
+    lanes = fr.lanes
+    table = deal.table
+    card_score = heuristic.card_score
     best = moves[0]
     best_score = -1e9
     for i in moves:
-        rest = hand & ~_BIT[i]
-        region = beyond[i]
-        score = 2.0 * (region & rest).bit_count() - (region & others).bit_count()
-        if nxt[i] & rest:
-            score += 1.0
-        score -= 0.1 * (suit_mask[i] & rest).bit_count()
+        score = card_score(lanes[i], hand & ~_BIT[i], table)
         if score > best_score or (score == best_score and rng.random() < 0.5):
             best, best_score = i, score
     if can_pass and best_score < 0:
