@@ -22,7 +22,7 @@ from arena.v1 import bot_pb2, internal_pb2
 from referee.games import registry
 from referee.games.base import DealSpec
 from referee.match.messages import now_ms
-from referee.match.spec import MatchSpec, TimeControl, redeal_seed
+from referee.match.spec import ClockKind, MatchSpec, TimeControl, redeal_seed
 from tests.workers import fakegame
 from workers import metrics as wmetrics
 from workers.link import LinkLost
@@ -935,3 +935,42 @@ def test_the_think_time_told_to_a_bot_is_its_think_time_rounded_once() -> None:
     told = _of(router, "a", "result")[0]
     assert told["seq"] == 1 and told["thinkMs"] == 11
     assert run.steps[0]["think_ms"] == 11.5  # the record: to the microsecond
+
+
+# --- found by `make mutate` (area runner, 2026-12-04: workers/ask.py after the split) -----
+
+
+@pytest.mark.parametrize("clock", ["wall", "cpu"])
+def test_an_answer_is_timed_by_the_seasons_clock_and_keeps_its_fallback_code_short(
+    clock: ClockKind,
+) -> None:
+    """Pins ``Asker.ask`` on an answer: under ``clock = "cpu"`` the think time is the
+    sandbox's CPU time the referee metered (``cpu_ms``) and the step says so
+    (``cpu_clock``); under the wall clock it is the referee's receive minus send stamp,
+    whatever was metered. A fallback code is kept to ``MAX_FALLBACK_CHARS`` (40)."""
+    sent = now_ms()
+    answer = internal_pb2.Reply(
+        kind=Kind.ANSWER, sent_ms=sent, received_ms=sent + 30.0, cpu_ms=12.5, fallback="e" * 50
+    )
+    link = _ScriptedLink("referee-1", [answer])
+    tc = replace(TC, clock=clock)
+    run = MatchRun(
+        SimpleNamespace(router=_Router(link), metrics=HostMetrics()), _spec(time_control=tc), 1
+    )
+    seat = run.match.to_act()
+    legal = run.match.legal_actions()
+    answer.action = legal[0]
+
+    async def one() -> None:
+        await run.ask_step(seat, legal)
+        run.asker.close()
+
+    asyncio.run(one())
+    step = run.steps[0]
+    assert step["fallback"] == "e" * 40 and step["answer"] == legal[0]
+    assert (step["status"], step["reason"]) == ("accepted", "fallback")
+    assert run.stats[seat]["fallbacks"] == 1
+    if clock == "cpu":
+        assert step["think_ms"] == 12.5 and step["cpu_clock"] is True
+    else:
+        assert step["think_ms"] == 30.0 and "cpu_clock" not in step
