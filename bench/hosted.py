@@ -162,6 +162,36 @@ def run_external(root: Path, deals: int) -> str:
     return row("external SDK bots (TCP)", decisions, wall, ref, float("nan"), "n/a")
 
 
+@contextlib.contextmanager
+def supervising(
+    conn: redis.Redis,
+    versions: VersionStore,
+    socket: Path,
+    run: Path,
+    hierarchy: Hierarchy,
+    names: list[str],
+    join_s: float,
+) -> Iterator[None]:
+    """The bot supervisor keeping ``names`` running (in a thread) for the ``with`` block."""
+    supervisor = Supervisor(
+        conn,
+        versions,
+        socket,
+        run,
+        limits=RunLimits(),
+        hierarchy=hierarchy,
+        bots_to_run=lambda: names,
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(join_s)
+
+
 def run_hosted(root: Path, deals: int, freeze: bool, hierarchy: Hierarchy) -> str:
     with platform(root, freeze) as (conn, pid, socket, _server):
         versions = VersionStore(conn, root / f"data{int(freeze)}")
@@ -181,19 +211,8 @@ def run_hosted(root: Path, deals: int, freeze: bool, hierarchy: Hierarchy) -> st
             folder = burner if i == 0 else ROOT / "examples" / "hosted" / "python"
             info = versions.submit_and_build(name, folder)
             assert info.build == "ok", versions.build_log(name, info.version)
-        supervisor = Supervisor(
-            conn,
-            versions,
-            socket,
-            root / f"run{int(freeze)}",
-            limits=RunLimits(),
-            hierarchy=hierarchy,
-            bots_to_run=lambda: names,
-        )
-        stop = threading.Event()
-        thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
-        thread.start()
-        try:
+        run = root / f"run{int(freeze)}"
+        with supervising(conn, versions, socket, run, hierarchy, names, join_s=30):
             groups = [hierarchy.handle(group_name(n)) for n in names]
             deadline = time.monotonic() + 60
             while not all(g.exists() for g in groups) and time.monotonic() < deadline:
@@ -204,9 +223,6 @@ def run_hosted(root: Path, deals: int, freeze: bool, hierarchy: Hierarchy) -> st
             decisions, wall = season(conn, f"hosted{int(freeze)}", spec_names, deals)
             ref = proc_cpu_s(pid) - cpu
             used = [(g.cpu_ns() - b) / 1e9 for g, b in zip(groups, bot_cpu, strict=True)]
-        finally:
-            stop.set()
-            thread.join(30)
     label = f"hosted, freezing {'on' if freeze else 'off'} (Unix socket, sandbox)"
     burn = f"{used[0] / wall:.0%} of a core"
     return row(label, decisions, wall, ref, sum(used[1:]), burn)
@@ -255,19 +271,8 @@ def run_scale(
             bots.register(conn, name)
             info = versions.submit_and_build(name, folder)
             assert info.build == "ok", versions.build_log(name, info.version)
-        supervisor = Supervisor(
-            conn,
-            versions,
-            socket,
-            root / f"run{int(freeze)}{tag}",
-            limits=RunLimits(),
-            hierarchy=hierarchy,
-            bots_to_run=lambda: names,
-        )
-        stop = threading.Event()
-        thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
-        thread.start()
-        try:
+        run = root / f"run{int(freeze)}{tag}"
+        with supervising(conn, versions, socket, run, hierarchy, names, join_s=60):
             cpu = proc_cpu_s(pid)
             stats: list[dict[str, Any]] = []
             rounds = 4 if n == 4 else 1  # 4 bots have one table: play it 4 times
@@ -277,9 +282,6 @@ def run_scale(
                 window=tables, stats=stats,
             )  # fmt: skip
             ref = proc_cpu_s(pid) - cpu
-        finally:
-            stop.set()
-            thread.join(60)
     return {
         "decisions": decisions,
         "wall": wall,

@@ -4,14 +4,12 @@ leaves nothing running. Skipped, with the reason, where no sandbox can be had.""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import redis
+
+from tests.demo_run import assert_everything_stopped, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -19,29 +17,14 @@ pytestmark = pytest.mark.slow
 def test_arena_demo_hosted_plays_a_season_of_the_submitted_examples(
     sandbox: None, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "COLUMNS": "130"}
-    env.pop("ARENA_REDIS_URL", None)
-    argv = ["demo", "--hosted", "--data-dir", str(tmp_path / "d")]
-    out = subprocess.run(
-        [sys.executable, "-m", "referee.cli.main", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    text = out.stdout + out.stderr
-    if out.returncode != 0 and re.search("no cgroup hierarchy|is not writable", text):
+    code, text = run_demo(tmp_path / "d", "--hosted", timeout=300)
+    if code != 0 and re.search("no cgroup hierarchy|is not writable", text):
         pytest.skip(text.strip().splitlines()[-1])  # cgroups missing: said in one line
-    assert out.returncode == 0, text
+    assert code == 0, text
     for bot, language in (("py-1", "python"), ("node-1", "node"), ("c-1", "c")):
         assert re.search(rf"submitted {bot}: examples/hosted/{language} -> v1", text), text
     assert re.search(r"15/15 matches", text), text
     for bot in ("py-1", "node-1", "sh-1", "perl-1", "c-1"):
         assert re.search(rf"│ \d │ {bot} +│", text), text
     assert "all match the published commitment" in text
-    url = re.search(r"embedded Redis at (redis://\S+)", text)
-    assert url is not None
-    client = redis.Redis.from_url(url.group(1), socket_connect_timeout=0.5)
-    with pytest.raises(redis.ConnectionError):
-        client.ping()
-    client.close()
+    assert_everything_stopped(text)
