@@ -35,6 +35,8 @@ interval is a bootstrap over sets (sets are independent, deals within a set are 
   (Sedma; hands won). A rung is separated when the interval lies above 0.5.
 
     .venv/bin/python bench/strength.py --targets --sets 100 --budget-ms 200
+    .venv/bin/python bench/strength.py --targets --family sevens --protocols head-to-head \
+        --pairs mc:heuristic --sets 60          # one row (rows run in parallel processes)
 
 The search bots run on their work limit (``--budget-ms`` is a safety cap, 5 s by default,
 so that a loaded machine does not change the results); on the platform they also stop at a
