@@ -25,6 +25,7 @@ from referee import keys, queue
 from referee.embedded_redis import EmbeddedRedis
 from referee.games.base import DealSpec
 from referee.match.replay import verify_record
+from referee.match.row import lean_result
 from referee.match.spec import TimeControl
 from referee.procs import arena_command, start_referee, stop_process
 from sample_bots.sdk import Bot, Turn
@@ -115,4 +116,4 @@ def test_sigkill_of_a_referee_holding_a_request_changes_nothing(
         ]
         assert not any(step.get("timeout") for step in record["steps"])
         assert record["resent"] >= 1  # the request A held was sent again (with a new clock)
-        assert verify_record(record) == killed["result"]
+        assert lean_result(verify_record(record)) == killed["result"]  # referee/match/row.py
