@@ -25,10 +25,10 @@ from referee.errors import RecordStoreError
 from referee.games.base import Match, Source
 from referee.games.registry import get_game
 from referee.match.row import lean_result
+from referee.match.season_row import SeasonRow
 from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
-from referee.seasons.row import SeasonRow
 from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.standings import compute_standings, standings_rows_equal
 from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
@@ -112,7 +112,7 @@ def check_standings(conn: redis.Redis, season_id: str, problems: list[str]) -> b
     before = len(problems)
     rows = {r["bot"]: r for r in full.get("rows", [])}
     for row in kept.get("rows", []):
-        want = rows.get(row["bot"], {})
+        want: Mapping[str, object] = rows.get(row["bot"], {})
         diff = {k: (v, want.get(k)) for k, v in row.items() if want.get(k) != v}
         if diff:
             problems.append(
