@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from referee.errors import RecordStoreError
-from referee.games.base import Match, Source
+from referee.games.base import Match
 from referee.games.registry import get_game
+from referee.match.replay import apply_steps
 from referee.match.row import lean_result
 from referee.match.season_row import SeasonRow
 from referee.match.spec import redeal_seed
@@ -62,22 +63,6 @@ class VerifyReport:
             "deals_checked": self.deals_checked,
             "problems": list(self.problems),
         }
-
-
-def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
-    """Apply recorded steps (workers' record format) to a fresh match."""
-    for step in steps:
-        if step.get("takeover"):
-            continue
-        if match.is_over():
-            raise ValueError(f"the match ended before step {step!r}")
-        if step["source"] == Source.BOT:
-            if step["timeout"]:
-                match.apply_timeout()
-            else:
-                match.apply(step["answer"])
-        else:
-            match.apply(step["action"], step["source"])
 
 
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
@@ -250,7 +235,8 @@ def _check_match(
         report.problems.append(f"{m.match_id}: seats {record['spec']['seats']} != {list(m.seats)}")
     match = dealt_match(new_match, rules, m, record)
     try:
-        _replay(match, record.get("steps", []))
+        for _step in apply_steps(match, record.get("steps", [])):
+            pass
     except Exception as exc:  # a record the fresh deal cannot replay is a finding
         report.problems.append(f"{m.match_id}: replay on the re-dealt cards fails: {exc}")
         return 0
