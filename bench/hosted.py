@@ -115,7 +115,7 @@ def season(
         time.sleep(0.2)
     started = time.monotonic()
     store.start_season(conn, name)
-    while store.get_season(conn, name)["state"] != store.FINISHED:
+    while store.season_row(conn, name).state != store.FINISHED:
         time.sleep(0.05)
     wall = time.monotonic() - started
     seats = [s for r in store.committed_results(conn, name) for s in r["stats"]]

@@ -60,6 +60,7 @@ import redis
 from referee import keys
 from referee.embedded_redis import EmbeddedRedis
 from referee.match.row import row_text
+from referee.match.season_row import Standings
 from referee.match.spec import CommittedResult, MatchSpec
 from referee.seasons import store, tallies
 from referee.seasons.driver import SeasonDriver
@@ -374,7 +375,7 @@ def instrument() -> None:
         finally:
             CURRENT.fold_s += time.perf_counter() - began
 
-    def timed_recompute(conn: Any, season_id: str, *, refit: bool = True) -> dict[str, Any]:
+    def timed_recompute(conn: Any, season_id: str, *, refit: bool = True) -> Standings:
         began = time.perf_counter()
         try:
             return recompute(conn, season_id, refit=refit)
@@ -513,7 +514,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], bool | None]:
                         window = new_window()
                 if args.standings_only:
                     store.finish_if_complete(conn, SEASON)
-                while store.get_season(conn, SEASON).get("state") != store.FINISHED:
+                while store.season_row(conn, SEASON).state != store.FINISHED:
                     drive(driver, window)
             if not args.standings_only:
                 print_breakdown(raw, args.matches)

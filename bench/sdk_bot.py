@@ -50,9 +50,11 @@ import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 
 from arena.v1 import bot_pb2
-from referee.games.base import DealSpec
+from referee.games.base import DealSpec, Match
+from referee.games.loop import Turn, play_out
 from referee.games.registry import get_game
 from referee.gateway.wire import turn_batch
+from referee.match.messages import TurnMessage
 from referee.protocol import convert
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -111,30 +113,29 @@ def turn_requests(seed: int = 3, delta: bool = False) -> list[bytes]:
     game = get_game("sevens")
     match = game.new_match(game.preset("sevens"), 4, seed, [DealSpec(seed + 1)])
     out = []
-    seq = 0
-    while not match.is_over():
-        seat = match.to_act()
-        legal = match.legal_actions()
-        seq += 1
-        turn: Any = {
+
+    def first_legal(match: Match, turn: Turn) -> str:
+        request: TurnMessage = {
             "type": "turn",
             "bot": "bench",
             "match_id": "m1",
             "attempt": 1,
-            "seq": seq,
-            "seat": seat,
+            "seq": turn.seq,
+            "seat": turn.seat,
             "season": "",
-            "observation": match.observation(seat),
-            "legal_actions": legal,
+            "observation": match.observation(turn.seat),
+            "legal_actions": turn.legal,
             "clock": {"move_ms": 1000, "bank_ms": 5000, "grace_ms": 50},
         }
-        message = convert.turn_to_proto(turn)
+        message = convert.turn_to_proto(request)
         if delta:  # what a request carrying only the changes would leave to parse
             observation = message.turn.observation
             observation.rules_json = ""
             del observation.history[: max(0, len(observation.history) - 2)]
         out.append(message.SerializeToString())
-        match.apply(legal[0])
+        return turn.legal[0]
+
+    play_out(match, first_legal)
     return out
 
 

@@ -36,7 +36,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis
 from prometheus_client.core import (
@@ -49,6 +49,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from referee import keys, metrics_store
 from referee.defaults import QUEUE_NAME
+from referee.match.season_row import BadSeasonRow, SeasonRow, Standings
 from referee.queue import RunningMatches
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,15 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+@dataclass(slots=True)
+class _Season:
+    """A season as one scrape reads it: its row, its standings, its matches by state."""
+
+    row: SeasonRow
+    standings: Standings | None
+    match_counts: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass
 class _Families:
     """Gauge families of one scrape, created on first use so that empty ones are not sent."""
@@ -215,8 +225,9 @@ class ArenaCollector(Collector):
         yield from self._counters(zero_counters)
         yield from self._histograms()
 
-    def _seasons(self) -> dict[str, dict[str, Any]]:
-        """``{season id: {"hash": {...}, "standings": {...} | None, "match_counts": {...}}}``.
+    def _seasons(self) -> dict[str, _Season]:
+        """Every readable season by id: its row, standings and match counts. A hash with no
+        state or an unknown one (:class:`BadSeasonRow`) is skipped with a log line.
 
         Match states of a season in progress come from its ``season_matches`` hash (the
         workers update it in the same transaction as the match's own state hash); a
@@ -231,22 +242,25 @@ class ArenaCollector(Collector):
             pipe.hgetall(keys.season(season_id))
             pipe.get(keys.season_standings(season_id))
         replies = pipe.execute()
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, _Season] = {}
         for i, season_id in enumerate(ids):
             raw_hash, raw_standings = replies[2 * i : 2 * i + 2]
-            standings: dict[str, Any] | None = None
+            if not raw_hash:
+                continue  # being deleted
+            try:
+                row = SeasonRow.parse(season_id, raw_hash)
+            except (BadSeasonRow, ValueError) as exc:
+                log.warning("season %s skipped: %s", season_id, exc)
+                continue
+            standings: Standings | None = None
             if raw_standings:
                 try:
                     loaded = json.loads(raw_standings)
-                    standings = loaded if isinstance(loaded, dict) else None
+                    standings = cast(Standings, loaded) if isinstance(loaded, dict) else None
                 except ValueError:
                     log.warning("standings of season %s are not JSON; skipped", season_id)
-            out[season_id] = {
-                "hash": {_text(k): _text(v) for k, v in (raw_hash or {}).items()},
-                "standings": standings,
-                "match_counts": {},
-            }
-        live = [s for s in ids if out[s]["hash"].get("state") not in FINAL_SEASON_STATES]
+            out[season_id] = _Season(row, standings)
+        live = [s for s in out if out[s].row.state not in FINAL_SEASON_STATES]
         pipe = self._conn.pipeline(transaction=False)
         for season_id in live:
             pipe.hvals(keys.season_matches(season_id))
@@ -255,24 +269,23 @@ class ArenaCollector(Collector):
             for raw in states:
                 state = _text(raw) or "scheduled"
                 counts[state] = counts.get(state, 0) + 1
-            out[season_id]["match_counts"] = counts
-        for season_id in ids:
-            info = out[season_id]
-            if info["hash"].get("state") in FINAL_SEASON_STATES:
-                info["match_counts"] = _final_counts(info["hash"])
+            out[season_id].match_counts = counts
+        for info in out.values():
+            if info.row.state in FINAL_SEASON_STATES:
+                info.match_counts = _final_counts(info.row)
         return out
 
     def _season_metrics(
         self,
         fam: _Families,
         season_id: str,
-        info: Mapping[str, Any],
+        info: _Season,
         zero_counters: dict[str, set[tuple[tuple[str, str], ...]]],
     ) -> None:
-        season_hash: Mapping[str, str] = info["hash"]
-        standings: Mapping[str, Any] | None = info["standings"]
-        game = season_hash.get("game") or (standings or {}).get("game") or ""
-        state = season_hash.get("state") or "unknown"
+        row = info.row
+        standings: Mapping[str, Any] | None = info.standings
+        game = row.game or (standings or {}).get("game") or ""
+        state = str(row.state)
         labels = {"season": season_id}
         fam.gauge(
             "arena_season_info",
@@ -280,28 +293,22 @@ class ArenaCollector(Collector):
             {"season": season_id, "game": str(game), "kind": state},
             1.0,
         )
-        total = _number(season_hash.get("matches_total"))
-        done = _number(season_hash.get("matches_done"))
-        if standings is not None:
-            total = total if total is not None else _number(standings.get("matches_total"))
-            done = done if done is not None else _number(standings.get("matches_done"))
-        if total is None and info["match_counts"]:
-            total = float(sum(info["match_counts"].values()))
-        if total is not None:
+        total = float(row.matches_total)
+        done = float(row.matches_done)
+        fam.gauge(
+            "arena_season_matches_scheduled",
+            "Matches the season's schedule holds.",
+            labels,
+            total,
+        )
+        if total > 0:
             fam.gauge(
-                "arena_season_matches_scheduled",
-                "Matches the season's schedule holds.",
+                "arena_season_progress_ratio",
+                "Share of the season's matches that are done (0 to 1).",
                 labels,
-                total,
+                min(1.0, done / total),
             )
-            if total > 0 and done is not None:
-                fam.gauge(
-                    "arena_season_progress_ratio",
-                    "Share of the season's matches that are done (0 to 1).",
-                    labels,
-                    min(1.0, done / total),
-                )
-        for match_state, count in sorted(info["match_counts"].items()):
+        for match_state, count in sorted(info.match_counts.items()):
             fam.gauge(
                 "arena_season_matches",
                 "The season's matches by state (kind): scheduled, queued, running, done...",
@@ -313,7 +320,7 @@ class ArenaCollector(Collector):
                 zero_counters.setdefault("arena_matches_total", set()).add(
                     (("game", str(game)), ("kind", outcome))
                 )
-        for bot in _season_bots(season_hash):
+        for bot in _season_bots(row):
             _add_bot_zero_counters(zero_counters, season_id, bot, str(game))
         if standings is None:
             return
@@ -344,11 +351,11 @@ class ArenaCollector(Collector):
                     )
             _add_bot_zero_counters(zero_counters, season_id, bot, str(game))
 
-    def _all_match_metrics(self, fam: _Families, seasons: Mapping[str, Any]) -> None:
+    def _all_match_metrics(self, fam: _Families, seasons: Mapping[str, _Season]) -> None:
         """Matches of every season by state, and every running match (one-off ones too)."""
         counts: dict[str, int] = {}
         for info in seasons.values():
-            for match_state, count in info["match_counts"].items():
+            for match_state, count in info.match_counts.items():
                 counts[match_state] = counts.get(match_state, 0) + count
         for match_state, count in sorted(counts.items()):
             fam.gauge(
@@ -446,10 +453,10 @@ class ArenaCollector(Collector):
                 yield family
 
 
-def _season_bots(season_hash: Mapping[str, str]) -> list[str]:
+def _season_bots(row: SeasonRow) -> list[str]:
     """The bots of a season's stored spec: known from creation, before any result."""
     try:
-        spec = json.loads(season_hash.get("spec") or "{}")
+        spec = json.loads(row.spec or "{}")
     except ValueError:
         return []
     bots = spec.get("bots") if isinstance(spec, dict) else None
@@ -472,15 +479,12 @@ def _add_bot_zero_counters(
         )
 
 
-def _final_counts(season_hash: Mapping[str, str]) -> dict[str, int]:
+def _final_counts(row: SeasonRow) -> dict[str, int]:
     """Match states of a finished or cancelled season, from its counters."""
-    total = int(_number(season_hash.get("matches_total")) or 0)
-    done = int(_number(season_hash.get("matches_done")) or 0)
-    failed = int(_number(season_hash.get("matches_failed")) or 0)
-    counts = {"done": done, "failed": failed}
-    rest = total - done - failed
+    counts = {"done": row.matches_done, "failed": row.matches_failed}
+    rest = row.matches_total - row.settled
     if rest > 0:  # a cancelled season's matches that never ran
-        counts[season_hash.get("state") or "cancelled"] = rest
+        counts[str(row.state)] = rest
     return counts
 
 

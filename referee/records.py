@@ -43,8 +43,8 @@ import redis
 
 from referee import keys
 from referee.errors import ConfigError, RecordCorrupt, RecordMissing, RecordStoreError
-from referee.games.base import Source
 from referee.games.registry import get_game
+from referee.match.replay import apply_steps
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis
@@ -318,16 +318,12 @@ def expand(stored: Mapping[str, Any]) -> dict[str, Any]:
         game = get_game(spec["game"])
         rules = game.rules_from_dict(spec["rules"])
         match = game.new_match(rules, len(spec["seats"]), spec["seed"], _deals(spec))
-        steps = []
-        for step in stored["steps"]:
-            if step.get("takeover"):
-                steps.append(dict(step))
-                continue
-            if step["source"] == Source.BOT:
-                applied = match.apply_timeout() if step["timeout"] else match.apply(step["answer"])
-            else:
-                applied = match.apply(step["action"], step["source"])
-            steps.append({**step, "events": [e.to_dict() for e in applied]})
+        steps = [
+            {**step, "events": [e.to_dict() for e in applied]}
+            if not step.get("takeover")
+            else dict(step)
+            for step, applied in apply_steps(match, stored["steps"])
+        ]
         engine = json.loads(match.to_json())
         result = match.result().to_dict() if match.is_over() else None
     except Exception as exc:  # a record that does not replay is damaged, whatever the error

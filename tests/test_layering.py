@@ -77,7 +77,7 @@ GRAPH: dict[str, frozenset[str]] = {
     "platform": frozenset({"games", "match"}),
     "workers": frozenset({"arena", "games", "match", "protocol", "platform"}),
     "seasons": frozenset({"games", "match", "platform"}),
-    "metrics": frozenset({"platform"}),
+    "metrics": frozenset({"match", "platform"}),
     "hosting": frozenset({"platform"}),
     "web": frozenset({"games", "match", "platform", "seasons", "metrics", "hosting", "sdk"}),
     "gateway": frozenset({"arena", "games", "match", "platform", "seasons", "web", "hosting"}),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.games.base import PASS, RUN_SEPARATOR, Game, Match, Observation, Rules
+from referee.games.loop import Walk
 from referee.games.registry import GAMES, get_game
 
 
@@ -60,12 +61,14 @@ def find_decision(
     for seed in seeds:
         match = game.new_match(rules, players, seed)
         rng = random.Random(seed)
+        walk = Walk(match)
         for _ in range(max_steps):
-            if match.is_over():
+            turn = walk.next_turn()
+            if turn is None:
                 break
             if want(match):
                 return decision_of(match, rules.name)
-            match.apply(rng.choice(match.legal_actions()))
+            match.apply(rng.choice(turn.legal))
     return None
 
 

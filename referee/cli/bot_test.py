@@ -93,7 +93,7 @@ def _test(args: argparse.Namespace) -> int:
             if PREFIX in text and not args.field:
                 text += ". The default field registers and plays with `arena ladder serve`"
             return fail(text)
-        season = info["season"]
+        season = info.season
         print(
             f"version test {season}: {args.new} against {args.against}, {args.game}/"
             f"{args.preset or PRESETS[args.game]}, field {', '.join(field)}, up to {sets} sets",

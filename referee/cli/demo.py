@@ -147,19 +147,19 @@ def run_demo(
                 stack.callback(supervising_stop.set)
                 _wait_streams(conn, [n for n, _ in entrants], platform.logs)
             info = store.start_season(conn, name)
-            spec = SeasonSpec.from_json(info["spec"])
+            spec = SeasonSpec.from_json(info.spec)
             console.print(
-                f"season [bold]{name}[/]: {info['game']}/{info['preset']}, "
-                f"{info['matches_total']} matches of {spec.deals_per_match} deals, "
-                f"seed sha256 {info['seed_sha256'][:16]}…"
+                f"season [bold]{name}[/]: {info.game}/{info.preset}, "
+                f"{info.matches_total} matches of {spec.deals_per_match} deals, "
+                f"seed sha256 {info.seed_sha256[:16]}…"
             )
-            if info.get("duplicate"):
-                console.print(f"deals: {info['duplicate']}")
+            if info.duplicate:
+                console.print(f"deals: {info.duplicate}")
             info = watch_season(conn, name, console, top=3, timeout_s=timeout_s)
-            if info["state"] != store.FINISHED:
+            if info.state != store.FINISHED:
                 raise ArenaError(
                     f"the demo season did not finish in {timeout_s:.0f}s "
-                    f"({info['matches_done']}/{info['matches_total']} matches); logs are in "
+                    f"({info.matches_done}/{info.matches_total} matches); logs are in "
                     f"{platform.logs}"
                 )
             standings = store.get_standings(conn, name)
@@ -167,7 +167,7 @@ def run_demo(
             console.print(standings_table(standings))
             report = verify_season(conn, name)
             console.print(
-                f"seed {info['seed']} revealed; `arena season verify` re-dealt "
+                f"seed {info.seed} revealed; `arena season verify` re-dealt "
                 f"{report.deals_checked} deals of {report.matches_checked} matches: "
                 + (
                     "[green]all match the published commitment[/]"

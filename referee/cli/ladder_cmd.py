@@ -117,17 +117,17 @@ def _gauntlet(args: argparse.Namespace) -> int:
         with connect(args, socket_timeout=30) as conn:
             info = store.create_season(conn, spec)
             if args.start:
-                info = store.start_season(conn, info["season"])
+                info = store.start_season(conn, info.season)
     except ArenaError as exc:
         if "unknown bot" in str(exc) and PREFIX in str(exc):
             return fail(f"{exc}. The reference bots register with `arena ladder serve`")
         return fail(str(exc))
-    print(f"gauntlet season {info['season']}: {info['state']}, {info['matches_total']} matches")
+    print(f"gauntlet season {info.season}: {info.state}, {info.matches_total} matches")
     print(f"{args.bot} against {', '.join(spec.bots[1:])} ({spec.game}, {spec.preset})")
     print("the reference bots must be connected: arena ladder serve --server HOST:PORT")
     if not args.start:
-        print(f"start it with: arena season start {info['season']}")
-    print(f"where it lands: arena standings {info['season']}")
+        print(f"start it with: arena season start {info.season}")
+    print(f"where it lands: arena standings {info.season}")
     return 0
 
 

@@ -31,6 +31,7 @@ from rich.table import Table
 
 from referee.cli.common import Commands, add_redis_options, cell, connect, terminal_safe
 from referee.errors import ConfigError
+from referee.match.season_row import SeasonRow, Standings
 from referee.seasons import embargo, store
 from referee.seasons.model import (
     DEFAULT_RANK_BY,
@@ -40,7 +41,6 @@ from referee.seasons.model import (
     SeasonSpec,
     time_control_from_dict,
 )
-from referee.seasons.row import SeasonRow
 from referee.seasons.standings import ROW_FIELDS, ranking_words
 
 UNIT_LABEL = {"chips": "chips", "penalty_points": "penalty", "match_points": "match pts"}
@@ -293,16 +293,16 @@ def _create(args: argparse.Namespace) -> int:
     with _conn(args) as conn:
         info = store.create_season(conn, spec, words=words_from_args(args))
         if args.start:
-            info = store.start_season(conn, info["season"])
+            info = store.start_season(conn, info.season)
         absent = store.bots_without_stream(conn, spec.bots)
-    print(f"season {info['season']}: {info['state']}, {info['matches_total']} matches")
-    print(f"seed sha256 {info['seed_sha256']}")
-    if info.get("duplicate"):
-        print(f"deals: {info['duplicate']}")
-    print(f"standings ranked by {SeasonSpec.from_json(info['spec']).options.rank_by}")
+    print(f"season {info.season}: {info.state}, {info.matches_total} matches")
+    print(f"seed sha256 {info.seed_sha256}")
+    if info.duplicate:
+        print(f"deals: {info.duplicate}")
+    print(f"standings ranked by {SeasonSpec.from_json(info.spec).options.rank_by}")
     if not args.start:
-        print(f"start it with: arena season start {info['season']}")
-    _warn_no_stream(absent, SeasonSpec.from_json(info["spec"]))
+        print(f"start it with: arena season start {info.season}")
+    _warn_no_stream(absent, SeasonSpec.from_json(info.spec))
     return 0
 
 
@@ -312,14 +312,16 @@ def _warn_no_stream(absent: list[str], spec: SeasonSpec) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def _change(args: argparse.Namespace, fn: Any, verb: str) -> int:
+def _change(
+    args: argparse.Namespace, fn: Callable[[redis.Redis, str], SeasonRow], verb: str
+) -> int:
     with _conn(args) as conn:
         info = fn(conn, args.season)
-    print(f"season {args.season} {verb}: {info['state']}")
-    if info.get("seed"):
-        print(f"seed {info['seed']} (sha256 {info['seed_sha256']})")
-    elif info["state"] == store.RUNNING:
-        print(f"seed sha256 {info['seed_sha256']}")
+    print(f"season {args.season} {verb}: {info.state}")
+    if info.seed:
+        print(f"seed {info.seed} (sha256 {info.seed_sha256})")
+    elif info.state == store.RUNNING:
+        print(f"seed sha256 {info.seed_sha256}")
     return 0
 
 
@@ -349,7 +351,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     with _conn(args) as conn:
-        info = store.get_season(conn, args.season)
+        info = store.get_season(conn, args.season)  # --json: the hash as stored
         states = store.match_states(conn, args.season)
     counts: dict[str, int] = {}
     for state in states.values():
@@ -357,30 +359,31 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**info, "match_states": counts}, indent=1, sort_keys=True))
         return 0
-    spec = SeasonSpec.from_json(info["spec"])
-    print(f"season     {args.season} ({info['state']})")
+    row = SeasonRow.parse(args.season, info)
+    spec = SeasonSpec.from_json(row.spec)
+    print(f"season     {args.season} ({row.state})")
     print(
-        f"game       {terminal_safe(info['game'])} / {terminal_safe(info['preset'])}, "
+        f"game       {terminal_safe(row.game)} / {terminal_safe(row.preset)}, "
         f"tables of {spec.table_size}"
     )
     print(f"bots       {', '.join(spec.bots)}")
     print(
-        f"matches    {info['matches_done']} done, {info['matches_failed']} failed, "
-        f"{info['matches_total']} in all ("
+        f"matches    {row.matches_done} done, {row.matches_failed} failed, "
+        f"{row.matches_total} in all ("
         + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         + ")"
     )
-    print(f"decisions  {info.get('decisions', '0')}")
+    print(f"decisions  {row.decisions}")
     print(f"ranked by  {spec.options.rank_by or 'elo'}")
-    print(f"seed sha256 {info['seed_sha256']}")
-    if info.get("seed"):
-        print(f"seed       {info['seed']}  (check: arena season verify {args.season})")
+    print(f"seed sha256 {row.seed_sha256}")
+    if row.seed:
+        print(f"seed       {row.seed}  (check: arena season verify {args.season})")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     with _conn(args) as conn:
-        seasons = store.list_seasons(conn)
+        seasons = store.season_rows(conn)
     if not seasons:
         print("no seasons (arena season create season.toml)")
         return 0
@@ -390,8 +393,8 @@ def _list(args: argparse.Namespace) -> int:
     for s in seasons:
         table.add_row(
             *(
-                cell(s.get(key, ""))
-                for key in ("season", "game", "preset", "state", "matches_done", "matches_total")
+                cell(value)
+                for value in (s.season, s.game, s.preset, s.state, s.matches_done, s.matches_total)
             )
         )
     console().print(table)
@@ -426,7 +429,7 @@ class _Column:
     justify: JustifyMethod = "right"
 
 
-def _columns(standings: Mapping[str, Any]) -> list[_Column]:
+def _columns(standings: Standings) -> list[_Column]:
     rows = list(standings.get("rows", []))
     cols = [
         _Column("#", lambda r: str(r["rank"])),
@@ -479,7 +482,7 @@ class StandingsTable:
     deals won, autopilot seats), then bot names wrap. Rank, bot, Elo, the game's score
     (and ``dup_score`` in a duplicate season), matches, place and faults always show."""
 
-    def __init__(self, standings: Mapping[str, Any], top: int | None = None) -> None:
+    def __init__(self, standings: Standings, top: int | None = None) -> None:
         self.standings = standings
         self.top = top
 
@@ -533,12 +536,12 @@ class StandingsTable:
         return table
 
 
-def standings_table(standings: Mapping[str, Any], top: int | None = None) -> StandingsTable:
+def standings_table(standings: Standings, top: int | None = None) -> StandingsTable:
     """The standings for a terminal, with as many columns as its width holds."""
     return StandingsTable(standings, top)
 
 
-def standings_csv(standings: Mapping[str, Any]) -> str:
+def standings_csv(standings: Standings) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=["season", "unit", *ROW_FIELDS], lineterminator="\n")
     writer.writeheader()
@@ -549,7 +552,7 @@ def standings_csv(standings: Mapping[str, Any]) -> str:
 
 def _standings(args: argparse.Namespace) -> int:
     with _conn(args) as conn:
-        store.get_season(conn, args.season)
+        store.season_row(conn, args.season)  # NotFoundError for an unknown season
         standings = store.get_standings(conn, args.season)
         if standings is None:
             standings = store.recompute_standings(conn, args.season)
@@ -571,7 +574,7 @@ def _export(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     try:
         with _conn(args) as conn:
-            info = store.get_season(conn, args.season)
+            info = store.get_season(conn, args.season)  # season.json: the hash as stored
             archived = archive_of(conn, args.season)
             if archived is not None:  # its results and records come from its archive
                 schedule = archived.schedule
@@ -712,11 +715,11 @@ def watch_season(
     top: int = 8,
     timeout_s: float | None = None,
     interval_s: float = 0.5,
-) -> dict[str, str]:
+) -> SeasonRow:
     """A live progress bar (matches, decisions/s, ETA) and the top of the table until the
-    season ends (or ``timeout_s``); returns the season hash at the end."""
-    info = store.get_season(conn, season_id)
-    total = SeasonRow.parse(season_id, info).matches_total or 1
+    season ends (or ``timeout_s``); returns the season's row at the end."""
+    row = store.season_row(conn, season_id)
+    total = row.matches_total or 1
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -739,8 +742,7 @@ def watch_season(
 
     with Live(render(), console=console, refresh_per_second=4, transient=True) as live:
         while True:
-            info = store.get_season(conn, season_id)
-            row = SeasonRow.parse(season_id, info)
+            row = store.season_row(conn, season_id)
             done = row.settled
             decisions = store.live_decisions(conn, season_id)
             now = time.monotonic()
@@ -762,7 +764,7 @@ def watch_season(
                 break
             time.sleep(interval_s)
     console.print(progress.get_renderable())
-    return info
+    return row
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -775,5 +777,5 @@ def _watch(args: argparse.Namespace) -> int:
         return 0
     if standings:
         out.print(standings_table(standings))
-    print(f"season {args.season}: {info['state']}")
+    print(f"season {args.season}: {info.state}")
     return 0

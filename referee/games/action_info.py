@@ -13,8 +13,9 @@ pure function, so the gateway can add it to any request without asking the engin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from arena_sdk.observation import Observation
 from referee.games.base import PASS, RUN_SEPARATOR
 
 
@@ -29,17 +30,17 @@ KINDS = ("card", "run", "marriage", "forced_pass", "free_pass", "voluntary_pass"
 """Every ``ActionInfo.kind``."""
 
 
-def _int(value: Any, default: int = 0) -> int:
+def _int(value: object, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _at(values: Any, seat: int) -> int:
+def _at(values: object, seat: int) -> int:
     if isinstance(values, Sequence) and 0 <= seat < len(values):
         return _int(values[seat])
     return 0
 
 
-def _sevens_pass(obs: Mapping[str, Any], legal: Sequence[str]) -> ActionInfo:
+def _sevens_pass(obs: Observation, legal: Sequence[str]) -> ActionInfo:
     rules = obs.get("rules")
     rules = rules if isinstance(rules, Mapping) else {}
     seat = _int(obs.get("seat"), -1)
@@ -54,7 +55,7 @@ def _sevens_pass(obs: Mapping[str, Any], legal: Sequence[str]) -> ActionInfo:
     return {"action": PASS, "kind": kind, "cost": cost, "eliminates": eliminates}
 
 
-def action_info(obs: Mapping[str, Any], legal_actions: Sequence[str]) -> list[ActionInfo]:
+def action_info(obs: Observation, legal_actions: Sequence[str]) -> list[ActionInfo]:
     """One :class:`ActionInfo` per legal action, in the same order."""
     game = obs.get("game")
     out: list[ActionInfo] = []

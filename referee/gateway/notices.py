@@ -36,6 +36,7 @@ from redis.exceptions import RedisError
 from arena.v1 import bot_pb2
 from referee import keys
 from referee.aio import raise_if_cancelling
+from referee.match.season_row import BadSeasonRow, SeasonRow
 
 if TYPE_CHECKING:
     from referee.gateway.hub import Hub
@@ -148,6 +149,18 @@ async def _on_bot_notice(hub: Hub, data: Mapping[str, Any]) -> int:
     return await notify_bot(hub, bot, bot_pb2.RefereeMessage(notice=notice))
 
 
+async def _season_row(client: redis.asyncio.Redis, season: str) -> SeasonRow | None:
+    """The season's row; None when its hash is gone, or (with a log line) unreadable."""
+    fields = cast(dict[str, str], await client.hgetall(keys.season(season)))
+    if not fields:
+        return None
+    try:
+        return SeasonRow.parse(season, fields)
+    except BadSeasonRow as exc:
+        log.warning("%s; no notice read from it", exc)
+        return None
+
+
 async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, Any]) -> int:
     code_state = _EVENT_CODES.get(str(event.get("kind", "")))
     season = str(event.get("season", ""))
@@ -157,9 +170,9 @@ async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, A
     local = set(hub.sessions)
     if not local:
         return 0
-    info = cast(dict[str, str], await client.hgetall(keys.season(season)))
+    row = await _season_row(client, season)
     try:
-        bots = [str(b) for b in json.loads(info.get("spec", "{}")).get("bots", [])]
+        bots = [str(b) for b in json.loads(row.spec or "{}").get("bots", [])] if row else []
     except (ValueError, AttributeError):
         return 0
     wanted = [b for b in dict.fromkeys(bots) if b in local]
@@ -172,7 +185,7 @@ async def _on_event(hub: Hub, client: redis.asyncio.Redis, event: Mapping[str, A
         return sent
     sent = 0
     for bot in wanted:
-        message = season_notice(code, season, info.get("game", ""), state, None, bot)
+        message = season_notice(code, season, row.game if row else "", state, None, bot)
         sent += await notify_bot(hub, bot, message)
     return sent
 
@@ -193,11 +206,12 @@ async def _deliver_season_end(hub: Hub, client: redis.asyncio.Redis, bot: str, s
         return 0
     sent = 0
     try:
-        info = cast(dict[str, str], await client.hgetall(keys.season(season)))
+        row = await _season_row(client, season)
         raw = await client.get(keys.season_standings(season))
         standings = json.loads(raw) if raw else None
-        state = info.get("state", "") or "finished"
-        message = season_notice(SEASON_END, season, info.get("game", ""), state, standings, bot)
+        state = str(row.state) if row else "finished"
+        game = row.game if row else ""
+        message = season_notice(SEASON_END, season, game, state, standings, bot)
         sent = await notify_bot(hub, bot, message)
     finally:
         if not sent:  # no stream took it: keep it for the bot's next connection

@@ -22,6 +22,7 @@ from referee.errors import ArenaError, ConfigError, NotFoundError, SealedError
 from referee.games.errors import RulesError
 from referee.gateway import status
 from referee.limits import RenderCache
+from referee.match.season_row import SeasonRow, Standings
 from referee.seasons import embargo, store
 from referee.seasons.model import SeasonSpec
 
@@ -71,24 +72,24 @@ def _u32(value: int) -> int:
     return min(max(0, int(value)), _U32_MAX)
 
 
-def season_info(info: Mapping[str, str], absent: Sequence[str] = ()) -> league_pb2.SeasonInfo:
-    """A season hash as a ``SeasonInfo`` message; ``absent``: its bots with no stream
+def season_info(row: SeasonRow, absent: Sequence[str] = ()) -> league_pb2.SeasonInfo:
+    """A season's row as a ``SeasonInfo`` message; ``absent``: its bots with no stream
     (``store.bots_without_stream``), named with the warning."""
-    spec = SeasonSpec.from_json(info["spec"]) if info.get("spec") else None
+    spec = SeasonSpec.from_json(row.spec) if row.spec else None
     tc = spec.time_control if spec else None
-    seed = info.get("seed") or ""
+    seed = row.seed or ""
     return league_pb2.SeasonInfo(
-        season=info.get("season", ""),
-        game=info.get("game", ""),
-        preset=info.get("preset", ""),
-        state=info.get("state", ""),
+        season=row.season,
+        game=row.game,
+        preset=row.preset,
+        state=str(row.state),
         bots=list(spec.bots) if spec else [],
         table_size=_u32(spec.table_size) if spec else 0,
         deals_per_match=_u32(spec.deals_per_match) if spec else 0,
-        matches_total=_u32(int(info.get("matches_total") or 0)),
-        matches_done=_u32(int(info.get("matches_done") or 0)),
-        matches_failed=_u32(int(info.get("matches_failed") or 0)),
-        seed_sha256=info.get("seed_sha256", ""),
+        matches_total=_u32(row.matches_total),
+        matches_done=_u32(row.matches_done),
+        matches_failed=_u32(row.matches_failed),
+        seed_sha256=row.seed_sha256,
         seed=int(seed) if seed else 0,
         seed_revealed=bool(seed),
         time_control=league_pb2.TimeControl(
@@ -96,14 +97,14 @@ def season_info(info: Mapping[str, str], absent: Sequence[str] = ()) -> league_p
         )
         if tc
         else None,
-        spec_json=info.get("spec", ""),
-        created_at=int(info.get("created_ms") or 0) // 1000,
+        spec_json=row.spec,
+        created_at=int(row.created_ms) // 1000,
         bots_without_stream=list(absent),
         warning=store.no_stream_warning(absent, spec) if spec else "",
     )
 
 
-def standings_message(data: Mapping[str, Any] | None, season: str) -> league_pb2.Standings:
+def standings_message(data: Standings | None, season: str) -> league_pb2.Standings:
     if data is None:
         return league_pb2.Standings(season=season)
     unit = str(data.get("unit", ""))
@@ -225,7 +226,7 @@ SeasonChange = Callable[
 
 
 def _season_change(
-    change: Callable[[SyncRedis, str], dict[str, str]], does: str, warn: bool = False
+    change: Callable[[SyncRedis, str], SeasonRow], does: str, warn: bool = False
 ) -> SeasonChange:
     """The League method that ``change``s the state of ``request.season``: admin only,
     answers with the season (StartSeason, PauseSeason, ResumeSeason, CancelSeason);
@@ -236,12 +237,12 @@ def _season_change(
     ) -> league_pb2.SeasonInfo:
         await self.require_admin(context)
 
-        def run(conn: SyncRedis) -> tuple[dict[str, str], list[str]]:
-            info = change(conn, request.season)
-            if not warn or not info.get("spec"):
-                return info, []
-            bots = SeasonSpec.from_json(info["spec"]).bots
-            return info, store.bots_without_stream(conn, bots)
+        def run(conn: SyncRedis) -> tuple[SeasonRow, list[str]]:
+            row = change(conn, request.season)
+            if not warn or not row.spec:
+                return row, []
+            bots = SeasonSpec.from_json(row.spec).bots
+            return row, store.bots_without_stream(conn, bots)
 
         return season_info(*await self._run(context, run))
 
@@ -283,7 +284,7 @@ class SeasonsServicerMixin:
     ) -> league_pb2.SeasonInfo:
         await self.require_admin(context)
 
-        def create(conn: SyncRedis) -> tuple[dict[str, str], list[str]]:
+        def create(conn: SyncRedis) -> tuple[SeasonRow, list[str]]:
             spec = spec_from_request(request)
             info = store.create_season(conn, spec)
             return info, store.bots_without_stream(conn, spec.bots)
@@ -298,19 +299,19 @@ class SeasonsServicerMixin:
     async def ListSeasons(
         self, request: league_pb2.ListSeasonsRequest, context: Context
     ) -> league_pb2.ListSeasonsResponse:
-        seasons = await self._run(context, store.list_seasons)
+        seasons = await self._run(context, store.season_rows)
         return league_pb2.ListSeasonsResponse(seasons=[season_info(s) for s in seasons])
 
     async def GetSeason(
         self, request: league_pb2.SeasonRef, context: Context
     ) -> league_pb2.SeasonInfo:
-        return season_info(await self._run(context, lambda c: store.get_season(c, request.season)))
+        return season_info(await self._run(context, lambda c: store.season_row(c, request.season)))
 
     async def GetStandings(
         self, request: league_pb2.SeasonRef, context: Context
     ) -> league_pb2.Standings:
-        def get(conn: SyncRedis) -> dict[str, Any] | None:
-            store.get_season(conn, request.season)  # NotFoundError for an unknown season
+        def get(conn: SyncRedis) -> Standings | None:
+            store.season_row(conn, request.season)  # NotFoundError for an unknown season
             return store.get_standings(conn, request.season)
 
         return standings_message(await self._run(context, get), request.season)
@@ -322,7 +323,7 @@ class SeasonsServicerMixin:
 
         def get(conn: SyncRedis) -> list[Any]:
             if request.season:
-                store.get_season(conn, request.season)
+                store.season_row(conn, request.season)
             statuses = list_matches(conn, request.season or None, request.limit or 100)
             return [match_summary(s, public_result(conn, s)) for s in statuses]
 

@@ -162,11 +162,11 @@ def wanted_bots(conn: redis.Redis, store: VersionStore) -> list[str]:
     """The hosted bots (with an active version) of every season created, running or
     paused."""
     names: set[str] = set()
-    for season in seasons.list_seasons(conn):
-        if season.get("state") not in ("created", "running", "paused"):
+    for season in seasons.season_rows(conn):
+        if season.state not in (seasons.CREATED, seasons.RUNNING, seasons.PAUSED):
             continue
         try:
-            names.update(seasons.get_spec(conn, season["season"]).bots)
+            names.update(seasons.get_spec(conn, season.season).bots)
         except (NotFoundError, ValueError):
             continue
     return sorted(b for b in names if store.active_version(b) is not None)

@@ -241,12 +241,12 @@ def _ensure_season(
         )
         with contextlib.suppress(ConflictError):  # another referee created it just now
             seasons.create_season(conn, spec, tables=tables)
-    if seasons.get_season(conn, name)["state"] == seasons.CREATED:
+    if seasons.season_row(conn, name).state == seasons.CREATED:
         with contextlib.suppress(StateConflict):
             seasons.start_season(conn, name)
     if info.get("current") != name:
         conn.hset(keys.ladder(ladder_id), "current", name)
-    if info["state"] == PAUSED and seasons.get_season(conn, name)["state"] == seasons.RUNNING:
+    if info["state"] == PAUSED and seasons.season_row(conn, name).state == seasons.RUNNING:
         with contextlib.suppress(StateConflict):
             seasons.pause_season(conn, name)
     return name
@@ -272,7 +272,7 @@ def step(conn: redis.Redis, ladder_id: str) -> str:
             apply_leave(state, record)
         else:
             season = _ensure_season(conn, ladder_id, info, record)
-            if seasons.get_season(conn, season)["state"] not in seasons.ENDED:
+            if seasons.season_row(conn, season).state not in seasons.ENDED:
                 break
             apply_batch(state, int(record["size"]), [tuple(t) for t in record["tables"]])
             apply_results(state, int(record["n"]), _batch_results(conn, season))

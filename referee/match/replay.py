@@ -9,7 +9,7 @@ trick as it grows (Sedma), passes, refusals and penalties.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from referee.games.base import Event, EventKind, Match, Source
@@ -29,22 +29,39 @@ def _new_match(record: Mapping[str, Any]) -> tuple[MatchSpec, Match]:
     return spec, game.new_match(rules, len(spec.seats), spec.seed, spec.deals)
 
 
+def apply_steps(
+    match: Match, steps: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[Mapping[str, Any], list[Event]]]:
+    """The one replay of a match record's steps (what the platform applied, in order:
+    ``workers/record.py``) on ``match``, fresh from the record's spec: yields each step
+    and the events applying it made. A bot's step applies its answer, or its timeout; any
+    other source (forced, autopilot, the host's fallback) its action; a takeover step
+    (autopilot from now on) changes nothing and makes no events. ``ReplayMismatch`` when
+    a step comes after the match's end; a step lacking its answer or action raises
+    ``KeyError``, one the engine refuses a ``RulesError``.
+
+    Used by the record store (``referee.records.expand``), the web's replays, season
+    verification (``referee.seasons.verify``) and :func:`resimulate` here."""
+    for step in steps:
+        if step.get("takeover"):
+            yield step, []
+            continue
+        if match.is_over():
+            raise ReplayMismatch(f"the match ended before step {dict(step)!r}")
+        if step.get("source", Source.BOT) == Source.BOT:
+            events = match.apply_timeout() if step.get("timeout") else match.apply(step["answer"])
+        else:
+            events = match.apply(step["action"], step["source"])
+        yield step, events
+
+
 def _applied_steps(
     record: Mapping[str, Any],
-) -> Iterator[tuple[Match, dict[str, Any], list[Event]]]:
+) -> Iterator[tuple[Match, Mapping[str, Any], list[Event]]]:
     """Re-apply every step of ``record`` to a fresh match; yields (match, step, events)."""
     _spec, match = _new_match(record)
     yield match, {"start": True}, []
-    for step in record["steps"]:
-        if step.get("takeover"):
-            yield match, step, []
-            continue
-        if match.is_over():
-            raise ReplayMismatch(f"the match ended before step {step!r}")
-        if step["source"] == Source.BOT:
-            events = match.apply_timeout() if step["timeout"] else match.apply(step["answer"])
-        else:
-            events = match.apply(step["action"], step["source"])
+    for step, events in apply_steps(match, record["steps"]):
         yield match, step, events
 
 

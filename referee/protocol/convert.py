@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from google.protobuf import descriptor
+from google.protobuf.message import Message
 
 from arena.v1 import bot_pb2, game_pb2
+from arena_sdk.observation import HistoryItem, Observation
 from referee.games.action_info import action_info
 from referee.match.messages import (
     ActionResultMessage,
@@ -32,15 +33,15 @@ _RESULT_STATUS = {
 }
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _ints(values: Sequence[Any]) -> list[int]:
+def _ints(values: Sequence[int]) -> list[int]:
     return [int(v) for v in values]
 
 
-def _cards(values: Sequence[Any]) -> list[str]:
+def _cards(values: Sequence[str]) -> list[str]:
     out = []
     for card in values:
         if not isinstance(card, str):
@@ -49,14 +50,16 @@ def _cards(values: Sequence[Any]) -> list[str]:
     return out
 
 
-def observation_to_proto(obs: Mapping[str, Any]) -> Any:
+def observation_to_proto(obs: Observation) -> game_pb2.Observation:
     """A seat's observation dict -> ``arena.v1.Observation``."""
     msg = game_pb2.Observation()
     fill_observation(msg, obs)
     return msg
 
 
-def fill_observation(msg: Any, obs: Mapping[str, Any], rules_json: str | None = None) -> None:
+def fill_observation(
+    msg: game_pb2.Observation, obs: Observation, rules_json: str | None = None
+) -> None:
     """Fill an empty ``arena.v1.Observation`` in place (sub-messages are not copied).
     ``rules_json``: the rules already encoded (a match host encodes them once per match)."""
     msg.game = str(obs["game"])
@@ -108,14 +111,14 @@ def fill_observation(msg: Any, obs: Mapping[str, Any], rules_json: str | None = 
         raise ValueError(f"unknown game {game!r} in observation: expected 'sevens' or 'sedma'")
 
 
-def rules_json(obs: Mapping[str, Any]) -> str:
+def rules_json(obs: Observation) -> str:
     """The ``Observation.rules_json`` of ``obs`` (the same for every decision of a match)."""
     return _json(obs.get("rules", {}))
 
 
 def turn_to_proto(
     turn: TurnMessage, clock: Mapping[str, int] | None = None, rules: str | None = None
-) -> Any:
+) -> bot_pb2.RefereeMessage:
     """A :class:`TurnMessage` -> ``RefereeMessage(turn=TurnRequest)``.
 
     ``clock`` overrides the message's clock (a request sent again after a reconnect shows
@@ -195,14 +198,14 @@ def _opt_int32(key: bytes, n: int) -> bytes:
     return key + _int32(n) if n else b""
 
 
-def _packed_int32(key: bytes, values: Sequence[Any]) -> bytes:
+def _packed_int32(key: bytes, values: Sequence[int]) -> bytes:
     if not values:
         return b""
     body = b"".join([_int32(int(v)) for v in values])
     return key + _varint(len(body)) + body
 
 
-def _packed_bool(key: bytes, values: Sequence[Any]) -> bytes:
+def _packed_bool(key: bytes, values: Sequence[bool]) -> bytes:
     if not values:
         return b""
     body = b"".join([_VARINTS[1] if v else _VARINTS[0] for v in values])
@@ -218,7 +221,7 @@ class _Strings:
         self._field = field
         self._memo: dict[str, bytes] = {}
 
-    def one(self, text: Any) -> bytes:
+    def one(self, text: str) -> bytes:
         """The field holding ``text`` (a string: ``TypeError`` otherwise)."""
         data = self._memo.get(text) if type(text) is str else None
         if data is None:
@@ -231,7 +234,7 @@ class _Strings:
         """A singular string field: left out when empty (proto3)."""
         return self.one(text) if text else b""
 
-    def many(self, texts: Sequence[Any]) -> bytes:
+    def many(self, texts: Sequence[str]) -> bytes:
         """A repeated string field."""
         try:
             return b"".join(map(self._memo.__getitem__, texts))
@@ -248,7 +251,7 @@ _LENGTH_DELIMITED = frozenset(
 )
 
 
-def _field(message: Any, name: str) -> tuple[int, int]:
+def _field(message: type[Message], name: str) -> tuple[int, int]:
     """(number, wire type) of ``message``'s field ``name``, from the generated descriptor:
     length-delimited (2) for strings, sub-messages and proto3's packed repeated scalars,
     varint (0) for the int32, uint32, bool and enum scalars this encoder writes."""
@@ -257,12 +260,12 @@ def _field(message: Any, name: str) -> tuple[int, int]:
     return field.number, wire
 
 
-def _fkey(message: Any, name: str) -> bytes:
+def _fkey(message: type[Message], name: str) -> bytes:
     """The key of ``message``'s field ``name`` (its number and wire type)."""
     return _key(*_field(message, name))
 
 
-def _fnum(message: Any, name: str) -> int:
+def _fnum(message: type[Message], name: str) -> int:
     """The number of ``message``'s length-delimited field ``name``."""
     number, wire = _field(message, name)
     if wire != 2:
@@ -358,15 +361,15 @@ class TurnEncoder:
         self._row_cards = _Strings(_F_ROW_CARDS)
         self._trick_card = _Strings(_F_TRICK_CARD)
         self._marriage_cards = _Strings(_F_MARRIAGE_CARDS)
-        self._fixed: dict[tuple[Any, ...], bytes] = {}
-        self._rows: dict[tuple[str, tuple[Any, ...]], bytes] = {}
+        self._fixed: dict[tuple[str, str, int, int, int, int, int, str], bytes] = {}
+        self._rows: dict[tuple[str, tuple[str, ...]], bytes] = {}
         self._clocks: dict[tuple[int, int, int], bytes] = {}
-        self._arrays: dict[tuple[bytes, tuple[Any, ...]], bytes] = {}
+        self._arrays: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
         self._infos: dict[tuple[str, str, int, bool], bytes] = {}
         self._history_entries: dict[tuple[int, str, str, str], bytes] = {}
         self._history_deal = -1  # the deal of the last request's history,
         self._history_bytes: list[bytes] = []  # its entries encoded,
-        self._history_last: Any = None  # and its last entry
+        self._history_last: HistoryItem | None = None  # and its last entry
 
     def encode(self, turn: TurnMessage, clock: Mapping[str, int] | None = None) -> bytes:
         """``turn_to_proto(turn, clock, rules_json).SerializeToString()``, parse-equal.
@@ -406,7 +409,7 @@ class TurnEncoder:
         )
         return _K_TURN + _varint(len(body)) + body
 
-    def _observation(self, obs: Mapping[str, Any]) -> bytes:
+    def _observation(self, obs: Observation) -> bytes:
         game = str(obs["game"])
         fixed_key = (
             game,
@@ -454,7 +457,7 @@ class TurnEncoder:
             ]
         )
 
-    def _ints(self, key: bytes, values: Sequence[Any]) -> bytes:
+    def _ints(self, key: bytes, values: Sequence[int]) -> bytes:
         """A packed repeated int32 field (the same values: the same bytes, made once)."""
         memo_key = (key, tuple(values))
         data = self._arrays.get(memo_key)
@@ -462,14 +465,14 @@ class TurnEncoder:
             data = self._arrays[memo_key] = _packed_int32(key, values)
         return data
 
-    def _bools(self, key: bytes, values: Sequence[Any]) -> bytes:
+    def _bools(self, key: bytes, values: Sequence[bool]) -> bytes:
         memo_key = (key, tuple(values))  # (1,) and (True,) are one key: one encoding too
         data = self._arrays.get(memo_key)
         if data is None:
             data = self._arrays[memo_key] = _packed_bool(key, values)
         return data
 
-    def _history(self, entries: Sequence[Mapping[str, Any]], deal: int) -> bytes:
+    def _history(self, entries: Sequence[HistoryItem], deal: int) -> bytes:
         """The encoded history: a deal's history only grows (the engines append events), so
         the entries of the last request of the same deal are reused when the new history is
         as long and ends the old part with the same entry; otherwise it starts over."""
@@ -508,7 +511,7 @@ class TurnEncoder:
             self._history_last = entries[-1]
         return b"".join(parts)
 
-    def _sevens(self, obs: Mapping[str, Any]) -> bytes:
+    def _sevens(self, obs: Observation) -> bytes:
         table = obs.get("table", {})
         memo = self._rows
         rows = []
@@ -530,7 +533,7 @@ class TurnEncoder:
             ]
         )
 
-    def _sedma(self, obs: Mapping[str, Any]) -> bytes:
+    def _sedma(self, obs: Observation) -> bytes:
         parts = []
         for side in obs.get("sides", ()):
             seats = self._ints(_K_SIDE_SEATS, side)
@@ -550,7 +553,7 @@ class TurnEncoder:
             parts.append(_K_MARRIAGE + _varint(len(cards)) + cards)
         return b"".join(parts)
 
-    def _action_info(self, obs: Mapping[str, Any], legal: Sequence[str]) -> bytes:
+    def _action_info(self, obs: Observation, legal: Sequence[str]) -> bytes:
         memo = self._infos
         parts = []
         for info in action_info(obs, [str(a) for a in legal]):
@@ -574,7 +577,7 @@ def _opt_uint32(key: bytes, n: int) -> bytes:
     return key + _uint32(n) if n else b""
 
 
-def action_result_to_proto(msg: ActionResultMessage) -> Any:
+def action_result_to_proto(msg: ActionResultMessage) -> bot_pb2.RefereeMessage:
     status = _RESULT_STATUS.get(msg["status"])
     if status is None:
         raise ValueError(f"unknown action_result status {msg['status']!r}")
@@ -653,7 +656,7 @@ class ResultEncoder:
         return _K_RESULT + _varint(len(body)) + body
 
 
-def match_start_to_proto(msg: MatchStartMessage) -> Any:
+def match_start_to_proto(msg: MatchStartMessage) -> bot_pb2.RefereeMessage:
     start = bot_pb2.MatchStart(
         match_id=msg["match_id"],
         attempt=int(msg["attempt"]),
@@ -668,7 +671,7 @@ def match_start_to_proto(msg: MatchStartMessage) -> Any:
     return bot_pb2.RefereeMessage(match_start=start)
 
 
-def deal_end_to_proto(msg: DealEndMessage) -> Any:
+def deal_end_to_proto(msg: DealEndMessage) -> bot_pb2.RefereeMessage:
     end = bot_pb2.DealEnd(
         match_id=msg["match_id"],
         attempt=int(msg["attempt"]),
@@ -681,7 +684,7 @@ def deal_end_to_proto(msg: DealEndMessage) -> Any:
     return bot_pb2.RefereeMessage(deal_end=end)
 
 
-def match_end_to_proto(msg: MatchEndMessage) -> Any:
+def match_end_to_proto(msg: MatchEndMessage) -> bot_pb2.RefereeMessage:
     end = bot_pb2.MatchEnd(
         match_id=msg["match_id"],
         attempt=int(msg["attempt"]),
@@ -695,7 +698,7 @@ def match_end_to_proto(msg: MatchEndMessage) -> Any:
 
 def notification_to_proto(
     msg: ActionResultMessage | MatchStartMessage | DealEndMessage | MatchEndMessage,
-) -> Any:
+) -> bot_pb2.RefereeMessage:
     """Any inbox notification -> its ``RefereeMessage``."""
     kind = msg["type"]
     if kind == "action_result":

@@ -35,6 +35,7 @@ import redis
 
 from referee import keys
 from referee.errors import ConfigError, RecordCorrupt, StateConflict
+from referee.match.season_row import Standings
 from referee.seasons import store
 
 ARCHIVE_FORMAT = 1
@@ -49,7 +50,7 @@ class SeasonArchive:
     season: str
     info: dict[str, str]
     schedule: list[dict[str, Any]]
-    standings: dict[str, Any] | None
+    standings: Standings | None
     matches: dict[str, dict[str, Any]] = field(default_factory=dict)
     archived_ms: int = 0
 

@@ -66,11 +66,11 @@ def season_collusion(conn: redis.Redis, season_id: str) -> CollusionReport:
     reports what it has played so far)."""
     from referee.queue import get_record, get_result
 
-    info = store.get_season(conn, season_id)
+    row = store.season_row(conn, season_id)
     report = CollusionReport(season_id)
-    spec = SeasonSpec.from_json(info["spec"])
+    spec = SeasonSpec.from_json(row.spec)
     game = get_game(spec.game)
-    rules = game.rules_from_dict(json.loads(info["rules"]))
+    rules = game.rules_from_dict(json.loads(row.rules))
     played: list[PlayedMatch] = []
     for m in map(ScheduledMatch.from_dict, store.get_schedule(conn, season_id)):
         if get_result(conn, m.match_id) is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from referee.match.season_row import ROW_FIELDS, Standings
 from referee.match.spec import CommittedResult
 from referee.seasons.tallies import (
     Tallies,
@@ -40,30 +41,6 @@ __all__ = [
     "standings_rows_equal",
 ]
 
-ROW_FIELDS = (
-    "bot",
-    "rank",
-    "matches",
-    "deals",
-    "deals_won",
-    "avg_place",
-    "score",
-    "illegal_passes",
-    "invalid_actions",
-    "timeouts",
-    "autopilot_seats",
-    "fallbacks",
-    "elo",
-    "elo_low",
-    "elo_high",
-    "live_elo",
-    "openskill_mu",
-    "openskill_sigma",
-    "openskill_ordinal",
-    "dup_score",
-    "dup_hands",
-)
-
 
 Boards = Mapping[str, Sequence[tuple[str, int]]]
 """Field duplicate: per match id, the (board label, rotation) of each of its deals."""
@@ -87,7 +64,7 @@ def compute_standings(
     now_ms: float | None = None,
     boards: Boards | None = None,
     rank_by: str = "elo",
-) -> dict[str, Any]:
+) -> Standings:
     """The standings JSON of a season from all its committed results (``boards``: the
     field-duplicate boards of its matches, for ``dup_score``), ranked by ``rank_by``
     (:func:`rank_key`). The same fold and refit as the stored tallies

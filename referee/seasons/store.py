@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ import redis
 from referee import keys, lua
 from referee.errors import ConfigError, ConflictError, NotFoundError, StateConflict
 from referee.match.row import parse_row
+from referee.match.season_row import BadSeasonRow, SeasonRow, Standings
 from referee.match.spec import (
     CommittedResult,
     FallbackMode,
@@ -49,7 +51,6 @@ from referee.seasons.model import (
     random_seed,
     seed_sha256,
 )
-from referee.seasons.row import SeasonRow
 from referee.seasons.schedule import (
     GIVEN_KIND,
     ScheduledMatch,
@@ -59,6 +60,8 @@ from referee.seasons.schedule import (
 )
 from referee.seasons.standings import compute_standings
 from referee.seasons.versiontest import SCHEDULE_KIND, VERSUS_NOTE, versus_schedule
+
+log = logging.getLogger(__name__)
 
 CREATED = SeasonState.CREATED
 RUNNING = SeasonState.RUNNING
@@ -118,7 +121,8 @@ def _transition(
 
 
 def get_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
-    """The season hash; NotFoundError naming the command that lists seasons."""
+    """The season hash as stored, untyped (what an archive keeps; product code reads
+    :func:`season_row`); NotFoundError naming the command that lists seasons."""
     info = cast(dict[str, str], conn.hgetall(keys.season(season_id)))
     if not info:
         raise NotFoundError(f"no season {season_id!r}: `arena season list` shows them")
@@ -133,26 +137,30 @@ def season_row(conn: redis.Redis, season_id: str) -> SeasonRow:
 
 def get_spec(conn: redis.Redis, season_id: str) -> SeasonSpec:
     """The season spec (with the seed only once it is revealed)."""
-    info = get_season(conn, season_id)
-    spec = SeasonSpec.from_json(info["spec"])
-    return spec.with_seed(int(info["seed"])) if info.get("seed") else spec
+    row = season_row(conn, season_id)
+    spec = SeasonSpec.from_json(row.spec)
+    return spec.with_seed(int(row.seed)) if row.seed else spec
 
 
-def list_seasons(conn: redis.Redis) -> list[dict[str, str]]:
-    """Every season hash, oldest first."""
+def season_rows(conn: redis.Redis) -> list[SeasonRow]:
+    """Every season, oldest first; a hash with no state or an unknown one is skipped with
+    a log line (:class:`BadSeasonRow`), an empty one (being deleted) silently."""
     ids = cast(list[str], conn.zrange(keys.SEASONS, 0, -1))
-    out: list[dict[str, str]] = []
+    out: list[SeasonRow] = []
     for season_id in ids:
         info = cast(dict[str, str], conn.hgetall(keys.season(season_id)))
-        if info:
-            info["season"] = season_id
-            out.append(info)
+        if not info:
+            continue
+        try:
+            out.append(SeasonRow.parse(season_id, info))
+        except BadSeasonRow as exc:
+            log.warning("%s; skipped", exc)
     return out
 
 
-def get_standings(conn: redis.Redis, season_id: str) -> dict[str, Any] | None:
+def get_standings(conn: redis.Redis, season_id: str) -> Standings | None:
     raw = conn.get(keys.season_standings(season_id))
-    return None if raw is None else cast(dict[str, Any], json.loads(raw))
+    return None if raw is None else cast(Standings, json.loads(raw))
 
 
 def get_schedule(conn: redis.Redis, season_id: str) -> list[dict[str, Any]]:
@@ -283,7 +291,7 @@ def create_season(
     words: Words | None = None,
     versus_pairs: int = 0,
     tables: Sequence[Sequence[str]] | None = None,
-) -> dict[str, str]:
+) -> SeasonRow:
     """Validate ``spec``, draw its seed if it has none, schedule it and store it (state
     ``created``). ConflictError if the name is taken; ConfigError lists every problem of
     the spec at once, naming fields in ``words`` (the interface the user used).
@@ -358,25 +366,25 @@ def create_season(
     pipe.zadd(keys.SEASONS, {season_id: created})
     pipe.execute()
     publish(conn, "season_created", season_id, data={"matches_total": len(schedule)})
-    return get_season(conn, season_id)
+    return season_row(conn, season_id)
 
 
-def start_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+def start_season(conn: redis.Redis, season_id: str) -> SeasonRow:
     """created -> running: the seed's SHA-256 is published; the driver enqueues matches."""
     _transition(conn, season_id, RUNNING, [CREATED], {"started_ms": str(now_ms())})
-    info = get_season(conn, season_id)
-    publish(conn, "season_started", season_id, data={"seed_sha256": info["seed_sha256"]})
-    return info
+    row = season_row(conn, season_id)
+    publish(conn, "season_started", season_id, data={"seed_sha256": row.seed_sha256})
+    return row
 
 
-def pause_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+def pause_season(conn: redis.Redis, season_id: str) -> SeasonRow:
     """running -> paused: no new matches are enqueued; those in flight finish and count."""
     _transition(conn, season_id, PAUSED, [RUNNING])
     publish(conn, "season_paused", season_id)
-    return get_season(conn, season_id)
+    return season_row(conn, season_id)
 
 
-def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+def resume_season(conn: redis.Redis, season_id: str) -> SeasonRow:
     """paused -> running; failed matches are scheduled again (they keep their seeds)."""
     _transition(conn, season_id, RUNNING, [PAUSED])
     for match_id in sorted(cast(set[str], conn.smembers(failed_key(season_id)))):
@@ -386,7 +394,7 @@ def resume_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
             [match_id, SCHEDULED],
         )
     publish(conn, "season_resumed", season_id)
-    return get_season(conn, season_id)
+    return season_row(conn, season_id)
 
 
 def _reveal_fields(conn: redis.Redis, season_id: str) -> dict[str, str]:
@@ -426,7 +434,7 @@ def _queue_season_end(conn: redis.Redis, season_id: str) -> None:
     pipe.execute()
 
 
-def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
+def cancel_season(conn: redis.Redis, season_id: str) -> SeasonRow:
     """Stop a season for good.
 
     At once, in one step: the state becomes ``cancelled`` and every match not yet running
@@ -458,7 +466,7 @@ def cancel_season(conn: redis.Redis, season_id: str) -> dict[str, str]:
     _queue_season_end(conn, season_id)
     publish(conn, "season_cancelled", season_id, data={"running": _still_running(conn, season_id)})
     reveal_if_settled(conn, season_id)
-    return get_season(conn, season_id)
+    return season_row(conn, season_id)
 
 
 def _still_running(conn: redis.Redis, season_id: str) -> int:
@@ -468,8 +476,8 @@ def _still_running(conn: redis.Redis, season_id: str) -> int:
 def reveal_if_settled(conn: redis.Redis, season_id: str) -> bool:
     """A cancelled season's seed is revealed once none of its matches is queued or
     running (a retried match is queued again: it still counts as able to play)."""
-    info = get_season(conn, season_id)
-    if info.get("state") != CANCELLED or info.get("seed") or _still_running(conn, season_id):
+    row = season_row(conn, season_id)
+    if row.state != CANCELLED or row.seed or _still_running(conn, season_id):
         return False
     seed = conn.get(secret_key(season_id))
     if not seed:
@@ -564,11 +572,11 @@ def top_up(conn: redis.Redis, season_id: str) -> int:
     if not conn.set(lock_key(season_id), token, nx=True, px=10_000):
         return 0
     try:
-        info = get_season(conn, season_id)
-        if info.get("state") != RUNNING:
+        row = season_row(conn, season_id)
+        if row.state != RUNNING:
             return 0
-        spec = SeasonSpec.from_json(info["spec"])
-        rules = json.loads(info["rules"])
+        spec = SeasonSpec.from_json(row.spec)
+        rules = json.loads(row.rules)
         states = match_states(conn, season_id)
         in_flight = sum(1 for s in states.values() if s in IN_FLIGHT)
         room = spec.options.window - in_flight
@@ -601,9 +609,9 @@ def rescue_lost(conn: redis.Redis, season_id: str, older_than_ms: float) -> list
     from referee.queue import enqueue_match, job_id, write_state
 
     rescued: list[str] = []
-    info = get_season(conn, season_id)
-    spec = SeasonSpec.from_json(info["spec"])
-    rules = json.loads(info["rules"])
+    row = season_row(conn, season_id)
+    spec = SeasonSpec.from_json(row.spec)
+    rules = json.loads(row.rules)
     schedule = {d["match_id"]: d for d in get_schedule(conn, season_id)}
     cutoff = now_ms() - older_than_ms
     for match_id, state in match_states(conn, season_id).items():
@@ -688,17 +696,17 @@ def season_boards(conn: redis.Redis, season_id: str) -> dict[str, list[tuple[str
     }
 
 
-def full_standings(conn: redis.Redis, season_id: str) -> dict[str, Any]:
+def full_standings(conn: redis.Redis, season_id: str) -> Standings:
     """Standings from ALL the season's counted results, from scratch (the check of the
     stored tallies: ``arena season verify``); not stored."""
-    info = get_season(conn, season_id)
-    spec = SeasonSpec.from_json(info["spec"])
+    row = season_row(conn, season_id)
+    spec = SeasonSpec.from_json(row.spec)
     return compute_standings(
         season_id,
         spec.game,
         spec.bots,
         committed_results(conn, season_id),
-        matches_total=int(info.get("matches_total", 0)),
+        matches_total=row.matches_total,
         boards=season_boards(conn, season_id),
         rank_by=spec.options.rank_by or "elo",
     )
@@ -797,12 +805,12 @@ def checkpoints(conn: redis.Redis, season_id: str) -> list[dict[str, Any]]:
     return [json.loads(p) for p in points]
 
 
-def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True) -> dict[str, Any]:
+def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True) -> Standings:
     """The standings from the stored tallies, with the ratings refitted first (``refit``:
     a point of the season's history is added too) or as the last refit left them; stored
     unless newer ones are."""
-    info = get_season(conn, season_id)
-    spec = SeasonSpec.from_json(info["spec"])
+    row = season_row(conn, season_id)
+    spec = SeasonSpec.from_json(row.spec)
     stored = _read_tallies(conn, season_id)
     names = tallies.names_of(spec.bots, stored)
     raw = None if refit else conn.get(keys.season_ratings(season_id))
@@ -817,7 +825,7 @@ def recompute_standings(conn: redis.Redis, season_id: str, *, refit: bool = True
         spec.bots,
         stored,
         ratings,
-        matches_total=int(info.get("matches_total", 0)),
+        matches_total=row.matches_total,
         rank_by=spec.options.rank_by or "elo",
     )
     text = json.dumps(standings, separators=(",", ":"))

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from referee.match.season_row import StandingRow, Standings
 from referee.match.spec import CommittedResult
 from referee.seasons.ratings import (
     ELO_MEAN,
@@ -456,7 +457,7 @@ def standings_of(
     matches_total: int = 0,
     now_ms: float | None = None,
     rank_by: str = "elo",
-) -> dict[str, Any]:
+) -> Standings:
     """The standings JSON (docs/seasons.md) from the tallies and the last refit."""
     from openskill.models import PlackettLuce
 
@@ -465,7 +466,7 @@ def standings_of(
     model = PlackettLuce()
     names = names_of(bots, tallies)
     fit = ratings.fit
-    rows: list[dict[str, Any]] = []
+    rows: list[StandingRow] = []
     for name in names:
         t = tallies.bots.get(name, {})
         deals = int(t.get("deals", 0))

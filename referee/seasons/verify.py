@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from referee.errors import RecordStoreError
-from referee.games.base import Match, Source
+from referee.games.base import Match
 from referee.games.registry import get_game
+from referee.match.replay import apply_steps
 from referee.match.row import lean_result
+from referee.match.season_row import SeasonRow
 from referee.match.spec import redeal_seed
 from referee.seasons import store
 from referee.seasons.model import SeasonSpec, seed_sha256
-from referee.seasons.row import SeasonRow
 from referee.seasons.schedule import GIVEN_KIND, ScheduledMatch, build_schedule, given_schedule
 from referee.seasons.standings import compute_standings, standings_rows_equal
 from referee.seasons.versiontest import SCHEDULE_KIND, versus_schedule
@@ -64,22 +65,6 @@ class VerifyReport:
         }
 
 
-def _replay(match: Match, steps: list[dict[str, Any]]) -> None:
-    """Apply recorded steps (workers' record format) to a fresh match."""
-    for step in steps:
-        if step.get("takeover"):
-            continue
-        if match.is_over():
-            raise ValueError(f"the match ended before step {step!r}")
-        if step["source"] == Source.BOT:
-            if step["timeout"]:
-                match.apply_timeout()
-            else:
-                match.apply(step["answer"])
-        else:
-            match.apply(step["action"], step["source"])
-
-
 def verify_season(conn: redis.Redis, season_id: str) -> VerifyReport:
     """Check the season's seed commitment, schedule and every recorded deal: from its live
     keys, or from its archive once archived (``referee.seasons.archive``)."""
@@ -112,7 +97,7 @@ def check_standings(conn: redis.Redis, season_id: str, problems: list[str]) -> b
     before = len(problems)
     rows = {r["bot"]: r for r in full.get("rows", [])}
     for row in kept.get("rows", []):
-        want = rows.get(row["bot"], {})
+        want: Mapping[str, object] = rows.get(row["bot"], {})
         diff = {k: (v, want.get(k)) for k, v in row.items() if want.get(k) != v}
         if diff:
             problems.append(
@@ -250,7 +235,8 @@ def _check_match(
         report.problems.append(f"{m.match_id}: seats {record['spec']['seats']} != {list(m.seats)}")
     match = dealt_match(new_match, rules, m, record)
     try:
-        _replay(match, record.get("steps", []))
+        for _step in apply_steps(match, record.get("steps", [])):
+            pass
     except Exception as exc:  # a record the fresh deal cannot replay is a finding
         report.problems.append(f"{m.match_id}: replay on the re-dealt cards fails: {exc}")
         return 0

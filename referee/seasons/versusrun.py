@@ -18,6 +18,7 @@ import redis
 
 from referee import keys
 from referee.errors import ConfigError, NotFoundError
+from referee.match.season_row import SeasonRow
 from referee.seasons import store
 from referee.seasons.model import MAX_SEASON_MATCHES, SeasonSpec
 from referee.seasons.paired import PairedSummary, Sprt, paired_interval
@@ -115,7 +116,7 @@ def start_versus(
     name: str = "",
     seed: int | None = None,
     versions: VersionEntry | None = None,
-) -> dict[str, str]:
+) -> SeasonRow:
     """Create and start the season of a version test of up to ``sets`` duplicate sets
     (``versions``: see :func:`resolve_entry`)."""
     named = (new, old, *field)
@@ -126,8 +127,8 @@ def start_versus(
     info = store.create_season(conn, spec, versus_pairs=pairs_for(sets, deals))
     pinned = [e for text, e in zip(named, entries, strict=True) if ENTRY_VERSION_SEP in text]
     if pinned:  # the bot supervisor starts them now that a season wants them
-        _await_streams(conn, info["season"], pinned, VERSION_START_S)
-    return store.start_season(conn, info["season"])
+        _await_streams(conn, info.season, pinned, VERSION_START_S)
+    return store.start_season(conn, info.season)
 
 
 def _await_streams(conn: redis.Redis, season: str, names: list[str], within_s: float) -> None:

@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aredis
 
 from referee import keys, lua, metrics_store
 from referee.match.row import parse_row
+from referee.match.season_row import BadSeasonRow, SeasonRow, Standings
 from referee.metrics import WORKER_STALE_S
 from referee.seasons.standings import ranking_words
+
+log = logging.getLogger(__name__)
 
 RECENT_MATCHES = 20
 RECENT_SCAN = 500
@@ -65,24 +69,30 @@ def to_int(value: Any, default: int = 0) -> int:
         return default
 
 
-def _season_entry(season_id: str, raw: Mapping[Any, Any] | None) -> dict[str, Any]:
-    fields = {text(k): text(v) for k, v in (raw or {}).items()}
+def _season_entry(season_id: str, raw: Mapping[Any, Any] | None) -> dict[str, Any] | None:
+    """The season's row for a page; None for an empty hash (being deleted) or, with a log
+    line, one :class:`SeasonRow` cannot read (no state, an unknown one)."""
+    if not raw:
+        return None
+    try:
+        row = SeasonRow.parse(season_id, raw)
+    except (BadSeasonRow, ValueError) as exc:
+        log.warning("season %s not shown: %s", season_id, exc)
+        return None
     bots: list[str] = []
     with contextlib.suppress(ValueError, TypeError, AttributeError):
-        bots = [str(b) for b in json.loads(fields.get("spec", "{}")).get("bots", [])]
-    total = to_int(fields.get("matches_total"))
-    done = to_int(fields.get("matches_done"))
-    failed = to_int(fields.get("matches_failed"))
+        bots = [str(b) for b in json.loads(row.spec or "{}").get("bots", [])]
+    total = row.matches_total
     return {
         "season": season_id,
-        "game": fields.get("game", ""),
-        "preset": fields.get("preset", ""),
-        "state": fields.get("state", "unknown"),
+        "game": row.game,
+        "preset": row.preset,
+        "state": str(row.state),
         "matches_total": total,
-        "matches_done": done,
-        "matches_failed": failed,
-        "percent": round(100.0 * (done + failed) / total, 1) if total else 0.0,
-        "created_ms": to_int(fields.get("created_ms")),
+        "matches_done": row.matches_done,
+        "matches_failed": row.matches_failed,
+        "percent": round(100.0 * row.settled / total, 1) if total else 0.0,
+        "created_ms": int(row.created_ms),
         "bots": bots,
     }
 
@@ -96,21 +106,21 @@ async def load_seasons(conn: aredis.Redis, limit: int = MAX_SEASONS_LISTED) -> l
         for season_id in ids:
             pipe.hgetall(keys.season(season_id))
         hashes = await pipe.execute()
-    return [_season_entry(s, raw) for s, raw in zip(ids, hashes, strict=True)]
+    entries = (_season_entry(s, raw) for s, raw in zip(ids, hashes, strict=True))
+    return [e for e in entries if e is not None]
 
 
 async def load_season(conn: aredis.Redis, season_id: str) -> dict[str, Any] | None:
-    raw = await conn.hgetall(keys.season(season_id))
-    return _season_entry(season_id, raw) if raw else None
+    return _season_entry(season_id, await conn.hgetall(keys.season(season_id)))
 
 
-async def load_standings(conn: aredis.Redis, season_id: str) -> dict[str, Any] | None:
+async def load_standings(conn: aredis.Redis, season_id: str) -> Standings | None:
     """The stored standings JSON (``ValueError`` if it is not JSON)."""
     raw = await conn.get(keys.season_standings(season_id))
     if raw is None:
         return None
     loaded = json.loads(raw)
-    return loaded if isinstance(loaded, dict) else None
+    return cast(Standings, loaded) if isinstance(loaded, dict) else None
 
 
 def display_rows(standings: Mapping[str, Any] | None) -> list[dict[str, Any]]:

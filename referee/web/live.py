@@ -27,6 +27,7 @@ from aiohttp import web
 from referee import keys, metrics_store
 from referee.errors import LimitExceeded
 from referee.limits import Slots
+from referee.match.season_row import Standings
 from referee.web import charts, history, league
 from referee.web.responses import error, refused
 
@@ -182,10 +183,10 @@ class LiveFeed:
         season = await league.load_season(self.conn, season_id)
         if season is None:
             raise KeyError(season_id)
-        standings: dict[str, Any] | None = None
+        standings: Standings | None = None
         with contextlib.suppress(ValueError):
             standings = await league.load_standings(self.conn, season_id)
-        unit = str((standings or {}).get("unit", ""))
+        unit = str(standings.get("unit", "")) if standings else ""
         elo_svg, score_svg = await self._chart_svgs(season)
         return {
             "selected": season_id,

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from referee.games.base import DealSpec, Event, Match, Source
+from referee.games.base import DealSpec, Event, Match
 from referee.games.registry import get_game
+from referee.match.replay import ReplayMismatch, apply_steps
 
 
 class RecordError(ValueError):
@@ -44,21 +45,13 @@ class RecordView:
         """Re-apply the steps to a fresh match: (match after the step, step, its events);
         a takeover step (autopilot from now on) changes nothing and yields no events."""
         match = self.new_match()
-        for step in self.steps:
-            if step.get("takeover"):
-                yield match, step, []
-                continue
-            if match.is_over():
-                raise RecordError(f"the match ended before step {dict(step)!r}")
-            if step.get("source", Source.BOT) == Source.BOT:
-                events = (
-                    match.apply_timeout()
-                    if step.get("timeout")
-                    else match.apply(str(step.get("answer")))
-                )
-            else:
-                events = match.apply(str(step["action"]), str(step["source"]))
-            yield match, step, events
+        try:
+            for step, events in apply_steps(match, self.steps):
+                yield match, step, events
+        except ReplayMismatch as exc:
+            raise RecordError(str(exc)) from None
+        except (KeyError, TypeError) as exc:
+            raise RecordError(f"a step lacks or garbles {exc}") from None
 
 
 def read_record(record: Mapping[str, Any]) -> RecordView:

@@ -61,9 +61,9 @@ def test_cancel_stops_new_matches_and_reveals_the_seed_only_when_settled(
         info = store.cancel_season(conn, "cx")
         states = store.match_states(conn, "cx")
         in_flight = {m for m, s in states.items() if s in ("running", "queued")}
-        assert info["state"] == store.CANCELLED
+        assert info.state == store.CANCELLED
         if in_flight:  # something of the season can still play: the seed stays secret
-            assert info["seed"] == ""
+            assert info.seed == ""
         stopped = {m for m, s in states.items() if s == store.CANCELLED_MATCH}
         assert stopped, states
 

@@ -100,11 +100,11 @@ def test_a_memorising_bot_never_meets_a_shuffle_again(embedded_redis: EmbeddedRe
 
         leaky = store.create_season(conn, _season("mem-leaky", DUPLICATE_SAME_TABLE))
         field = store.create_season(conn, _season("mem-field", True))
-        assert "field duplicate" in field["duplicate"] and "2 tables" in field["duplicate"]
+        assert "field duplicate" in field.duplicate and "2 tables" in field.duplicate
         for info in (leaky, field):
-            store.start_season(conn, info["season"])
+            store.start_season(conn, info.season)
         for info in (leaky, field):
-            _wait_finished(conn, info["season"])
+            _wait_finished(conn, info.season)
 
         caught_leaky = sum(len(b.caught.get("mem-leaky", ())) for b in named.values())
         caught_field = sum(len(b.caught.get("mem-field", ())) for b in named.values())

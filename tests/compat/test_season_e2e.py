@@ -28,6 +28,7 @@ import pytest
 from referee import bots, keys
 from referee.cli.main import main as arena_main
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.season_row import Standings
 from referee.match.spec import TimeControl
 from referee.procs import stop_process
 from referee.seasons import store
@@ -75,7 +76,7 @@ def wait_connected(platform: Platform, names: list[str], timeout: float = 60.0) 
         time.sleep(0.1)
 
 
-def play_season(platform: Platform, name: str, entrants: list[str]) -> dict[str, Any]:
+def play_season(platform: Platform, name: str, entrants: list[str]) -> Standings:
     spec = SeasonSpec(
         name=name,
         game="sevens",

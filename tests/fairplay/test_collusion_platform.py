@@ -140,7 +140,7 @@ def test_the_report_names_the_colluding_pair_and_no_other(
             seed=33,
             options=SeasonOptions(window=8),
         )
-        season = store.create_season(platform.conn, spec)["season"]
+        season = store.create_season(platform.conn, spec).season
         store.start_season(platform.conn, season)
         deadline = time.monotonic() + 240
         while store.get_season(platform.conn, season)["state"] != store.FINISHED:

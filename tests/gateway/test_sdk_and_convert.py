@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from arena.v1 import internal_pb2
+from arena_sdk.observation import Observation
 from referee import bots, keys
 from referee.cli.main import main as arena
 from referee.errors import AuthError, ConfigError, ConflictError, NotFoundError
@@ -63,7 +64,7 @@ SEDMA_OBSERVATION: dict[str, Any] = {
     "observation", [sevens_observation(2, deal_hands(4, 1)), SEDMA_OBSERVATION], ids=str
 )
 def test_observation_round_trip(observation: dict[str, Any]) -> None:
-    proto = convert.observation_to_proto(observation)
+    proto = convert.observation_to_proto(cast(Observation, observation))
     assert sdk.observation_to_dict(proto) == observation
 
 
@@ -71,13 +72,13 @@ def test_only_documented_fields_are_relayed() -> None:
     """A worker bug that put every hand or the seed into an observation leaks nothing."""
     hands = deal_hands(4, 2)
     observation = {**sevens_observation(0, hands), "hands": hands, "seed": 12345}
-    proto = convert.observation_to_proto(observation)
+    proto = convert.observation_to_proto(cast(Observation, observation))
     text = str(proto)
     assert "12345" not in text
     for card in hands[1] + hands[2] + hands[3]:
         assert f'"{card}"' not in text
     with pytest.raises(ValueError, match="unknown game"):
-        convert.observation_to_proto({**observation, "game": "poker"})
+        convert.observation_to_proto(cast(Observation, {**observation, "game": "poker"}))
 
 
 def test_keepalive_settings_agree() -> None:

@@ -511,13 +511,13 @@ def test_a_version_test_seats_two_hosted_versions_of_one_bot(hosting: Hosting) -
         hosting.conn, "vt@v2", "vt@v1", field, "sevens", sets=2, deals=1,
         preset="fan-tan", name="vt-hosted", versions=hosting.store.version_entry,
     )  # fmt: skip
-    spec = store.get_spec(hosting.conn, info["season"])
+    spec = store.get_spec(hosting.conn, info.season)
     assert spec.bots[:2] == ("vt.v2", "vt.v1")
     assert hosting.store.versions("vt.v2")[0].language == "c"
     assert hosting.store.versions("vt.v1")[0].language == "script"
     assert hosting.store.version_entry("vt", 2) == "vt.v2"  # made once, then reused
-    out = run_versus(hosting.conn, info["season"], timeout_s=120)
+    out = run_versus(hosting.conn, info.season, timeout_s=120)
     assert len(out.sets) == 2 and out.state == store.FINISHED, out
-    stats = [s for r in store.committed_results(hosting.conn, info["season"]) for s in r["stats"]]
+    stats = [s for r in store.committed_results(hosting.conn, info.season) for s in r["stats"]]
     assert {s["bot"] for s in stats} == {"vt.v2", "vt.v1", *field}
     assert all(s["timeouts"] == 0 and not s["autopilot"] for s in stats), stats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -296,3 +297,18 @@ def test_works_with_a_decoding_client_too(conn: redis.Redis, redis_client: redis
 
     decoded, raw = stable(scrape(redis_client)), stable(scrape(conn))
     assert decoded == raw and len(raw) > 100
+
+
+def test_a_season_hash_with_no_state_or_an_unknown_one_is_skipped(
+    conn: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    league_data.write_season(conn, "fine")
+    league_data.write_season(conn, "odd", state="archiving")
+    league_data.write_season(conn, "bare")
+    conn.hdel(keys.season("bare"), "state")
+    with caplog.at_level(logging.WARNING, logger="referee.metrics"):
+        text = scrape(conn)
+    seasons = {s.labels["season"] for s in samples(text) if s.name == "arena_season_info"}
+    assert seasons == {"fine"}
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "odd" in logged and "bare" in logged and "skipped" in logged

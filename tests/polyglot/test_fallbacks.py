@@ -13,13 +13,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from referee import bots, keys, queue
 from referee.cli.seasons import standings_csv
 from referee.embedded_redis import EmbeddedRedis
+from referee.match.season_row import StandingRow
 from referee.match.spec import TimeControl
 from referee.metrics_store import read_counters
 from referee.procs import stop_process
@@ -84,7 +84,7 @@ def wait_finished(platform: Platform, names: list[str], timeout: float = 180.0) 
         time.sleep(0.2)
 
 
-def rows(platform: Platform, name: str) -> dict[str, dict[str, Any]]:
+def rows(platform: Platform, name: str) -> dict[str, StandingRow]:
     standings = store.get_standings(platform.conn, name)
     assert standings is not None
     return {r["bot"]: r for r in standings["rows"]}
@@ -136,7 +136,9 @@ def test_fallback_answers_are_counted_everywhere_and_can_be_refused(
         assert counted["fb-stdio"]["fallbacks"] > 0
         assert counted["fb-ok-1"]["fallbacks"] == 0
         assert counted["fb-raises"]["invalid_actions"] == 0
-        csv_text = standings_csv(store.get_standings(conn, "fb-count") or {})
+        standings = store.get_standings(conn, "fb-count")
+        assert standings is not None
+        csv_text = standings_csv(standings)
         assert "fallbacks" in csv_text.splitlines()[0].split(",")
 
         # fallback = "invalid": the same answers are refused as invalid actions (failures:

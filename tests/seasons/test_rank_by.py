@@ -101,10 +101,10 @@ def test_a_new_season_stores_its_games_default_and_an_old_one_ranks_by_elo(
     assert DEFAULT_RANK_BY == {"sevens": "score", "sedma": "elo"}
     for game, expected in DEFAULT_RANK_BY.items():
         info = store.create_season(conn, _spec(game))
-        assert json.loads(info["spec"])["options"]["rank_by"] == expected
-        assert store.recompute_standings(conn, info["season"])["rank_by"] == expected
+        assert json.loads(info.spec)["options"]["rank_by"] == expected
+        assert store.recompute_standings(conn, info.season)["rank_by"] == expected
     info = store.create_season(conn, _spec("sevens", rank_by="place"))
-    assert store.recompute_standings(conn, info["season"])["rank_by"] == "place"
+    assert store.recompute_standings(conn, info.season)["rank_by"] == "place"
     # a season stored before rank_by existed: its spec has no such option
     old = json.loads(store.get_season(conn, "sevens-default")["spec"])
     del old["options"]["rank_by"]

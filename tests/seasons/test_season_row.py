@@ -1,16 +1,19 @@
-"""The season hash as one typed row (``referee/seasons/row.py``): what a season's creation
+"""The season hash as one typed row (``referee/match/season_row.py``): what a season's creation
 writes parses back to the row it was built from, field by field, and the counters the
 Lua scripts change read as numbers."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 import redis
 
 from referee import keys
+from referee.match.season_row import ROW_FIELDS, BadSeasonRow, SeasonRow, StandingRow, Standings
 from referee.match.spec import SeasonState
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
-from referee.seasons.row import SeasonRow
 
 
 def _spec(name: str) -> SeasonSpec:
@@ -31,10 +34,10 @@ def test_a_created_season_reads_back_as_its_row(redis_client: redis.Redis) -> No
     row = store.season_row(redis_client, "row-1")
     assert row.season == "row-1" and row.state is SeasonState.CREATED
     assert row.game == "sevens" and row.preset == "fan-tan" and row.schedule == ""
-    assert row.matches_total == int(info["matches_total"]) > 0
+    assert row.matches_total == info.matches_total > 0
     assert (row.matches_done, row.matches_failed, row.decisions) == (0, 0, 0)
     assert row.started_ms is None and row.finished_ms is None and row.seed is None
-    assert row.created_ms == float(info["created_ms"]) > 0
+    assert row.created_ms == info.created_ms > 0
     stored = redis_client.hgetall(keys.season("row-1"))
     assert row.to_hash() == stored  # written through the row: the same strings
     # the counters and the state as the scripts and transitions leave them
@@ -68,3 +71,35 @@ def test_a_row_parses_bytes_and_round_trips() -> None:
     raw = {k.encode(): v.encode() for k, v in row.to_hash().items()}
     assert SeasonRow.parse("s", raw) == row
     assert row.owners_map() == {"a": "ann"} and row.settled == 6
+
+
+def test_a_hash_with_no_state_or_an_unknown_one_is_refused_in_words() -> None:
+    with pytest.raises(BadSeasonRow, match="has no state"):
+        SeasonRow.parse("s", {"game": "sevens"})
+    with pytest.raises(BadSeasonRow, match="unknown state 'archiving'"):
+        SeasonRow.parse("s", {"state": "archiving"})
+
+
+def test_listing_skips_an_unreadable_hash_with_a_log_line(
+    redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.create_season(redis_client, _spec("row-ok"), require_registered=False)
+    for name, fields in (("row-none", {"game": "sevens"}), ("row-odd", {"state": "archiving"})):
+        redis_client.zadd(keys.SEASONS, {name: 1})
+        for field, value in fields.items():
+            redis_client.hset(keys.season(name), field, value)
+    redis_client.zadd(keys.SEASONS, {"row-gone": 2})  # listed, its hash deleted: silent
+    with caplog.at_level(logging.WARNING, logger="referee.seasons.store"):
+        rows = store.season_rows(redis_client)
+    assert [r.season for r in rows] == ["row-ok"]
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 2 and all("skipped" in m for m in logged), logged
+    assert any("row-none" in m for m in logged) and any("row-odd" in m for m in logged)
+
+
+def test_a_standings_row_declares_every_field_the_standings_write() -> None:
+    from referee.seasons.tallies import Ratings, Tallies, standings_of
+
+    table = standings_of("s", "sevens", ["a", "b"], Tallies(), Ratings(), now_ms=1)
+    assert set(table) == set(Standings.__annotations__)
+    assert all(tuple(r) == ROW_FIELDS == tuple(StandingRow.__annotations__) for r in table["rows"])

@@ -6,9 +6,7 @@ in-process with the platform's schedule, engine and policies."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -16,6 +14,7 @@ from rich.console import Console
 from referee.cli.demo import DEMO_BOTS, demo_spec
 from referee.cli.seasons import standings_table
 from referee.games.policies import POLICIES
+from referee.match.season_row import Standings
 from referee.seasons.inprocess import play_season
 from referee.seasons.model import SeasonSpec
 from referee.seasons.schedule import build_schedule
@@ -25,7 +24,7 @@ DUP_BOTS = (*DEMO_BOTS, ("random-3", "random"), ("first-legal-3", "first-legal")
 
 
 @cache
-def demo_standings(rank_by: str) -> dict[str, Any]:
+def demo_standings(rank_by: str) -> Standings:
     """The standings of the demo's season (six bots, fan-tan), played in-process."""
     spec = demo_spec("sevens", "demo-sevens-151236", 20261203)
     results = play_season(spec, 20261203, {n: POLICIES[k] for n, k in DEMO_BOTS})
@@ -35,7 +34,7 @@ def demo_standings(rank_by: str) -> dict[str, Any]:
 
 
 @cache
-def duplicate_standings() -> dict[str, Any]:
+def duplicate_standings() -> Standings:
     """A field-duplicate season of eight bots at tables of 4 (each shuffle at 2 tables)."""
     spec = SeasonSpec.from_dict(
         {
@@ -60,7 +59,7 @@ def duplicate_standings() -> dict[str, Any]:
     )
 
 
-def render(standings: Mapping[str, Any], width: int) -> str:
+def render(standings: Standings, width: int) -> str:
     console = Console(width=width, record=True, color_system=None)
     console.print(standings_table(standings))
     return console.export_text()

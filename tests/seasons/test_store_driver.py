@@ -102,9 +102,9 @@ def _drive(conn: redis.Redis, season: str, drv: SeasonDriver) -> None:
 
 def test_create_validates_and_keeps_the_seed_secret(conn: redis.Redis) -> None:
     info = store.create_season(conn, _spec())
-    assert info["state"] == "created" and info["matches_total"] == "3"
-    assert info["seed_sha256"] == seed_sha256(99)
-    assert "seed" not in info and json.loads(info["spec"])["seed"] is None
+    assert info.state == "created" and info.matches_total == 3
+    assert info.seed_sha256 == seed_sha256(99)
+    assert info.seed is None and json.loads(info.spec)["seed"] is None
     assert store.get_schedule(conn, "s1")[0]["match_id"] == "s1-m0000"
     with pytest.raises(ConflictError, match="exists already"):
         store.create_season(conn, _spec())
@@ -127,14 +127,14 @@ def test_state_changes_are_guarded(conn: redis.Redis) -> None:
     store.create_season(conn, _spec())
     with pytest.raises(ConflictError, match="only when it is paused"):
         store.resume_season(conn, "s1")
-    assert store.start_season(conn, "s1")["state"] == "running"
-    assert store.pause_season(conn, "s1")["state"] == "paused"
+    assert store.start_season(conn, "s1").state == "running"
+    assert store.pause_season(conn, "s1").state == "paused"
     drv = SeasonDriver(conn)
     drv.step(block_ms=5)
     assert not any(s == "queued" for s in store.match_states(conn, "s1").values())
-    assert store.resume_season(conn, "s1")["state"] == "running"
+    assert store.resume_season(conn, "s1").state == "running"
     info = store.cancel_season(conn, "s1")
-    assert info["state"] == "cancelled" and info["seed"] == "99"
+    assert info.state == "cancelled" and info.seed == "99"
     with pytest.raises(ConflictError):
         store.start_season(conn, "s1")
 

@@ -8,9 +8,11 @@ events it produced are compared with the info's kind, cost and ``eliminates``.
 from __future__ import annotations
 
 import random
+from typing import cast
 
 import pytest
 
+from arena_sdk.observation import Observation
 from referee.games.action_info import KINDS, action_info
 from referee.games.base import PASS, RUN_SEPARATOR, EventKind, Match
 from referee.games.registry import get_game
@@ -102,6 +104,6 @@ def test_sedma_actions_are_free_cards_and_marriages() -> None:
 def test_a_pass_with_odd_rules_still_gets_an_answer() -> None:
     """A request whose rules object is incomplete still gets kinds (defaults: no chips)."""
     obs = {"game": "sevens", "seat": 1, "rules": {"start_card": "7D"}, "passes": [0, 1]}
-    assert action_info(obs, ["pass"]) == [
+    assert action_info(cast(Observation, obs), ["pass"]) == [
         {"action": "pass", "kind": "forced_pass", "cost": 0, "eliminates": False}
     ]

@@ -1,5 +1,9 @@
-"""The season hash (``keys.season``) as one typed row: every field named, parsed once
-(:meth:`SeasonRow.parse`) and written back as Redis holds it (:meth:`SeasonRow.to_hash`).
+"""A season's rows, typed: the season hash (``keys.season``) as :class:`SeasonRow`, every
+field named, parsed once (:meth:`SeasonRow.parse`) and written back as Redis holds it
+(:meth:`SeasonRow.to_hash`); the standings JSON (``keys.season_standings``, docs/seasons.md)
+as :class:`Standings` of :class:`StandingRow`. Pure: the readers (store, League API, web,
+metrics, CLI, ladder, supervisor) fetch the hashes and skip, with a log line, a hash
+:meth:`SeasonRow.parse` refuses (:class:`BadSeasonRow`).
 
 The counters ``matches_done``, ``matches_failed`` and ``decisions`` are changed in Redis by
 the Lua scripts of ``referee.lua`` (``COUNT_DONE``, ``COUNT_FAILED``, ``UNFAIL``), the
@@ -11,8 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from referee.match.spec import SeasonState
+
+
+class BadSeasonRow(ValueError):
+    """A season hash with no state or a state :class:`SeasonState` does not name (a hash
+    being deleted, or written by a later version): its readers skip it."""
 
 
 def _text(value: str | bytes) -> str:
@@ -59,11 +69,18 @@ class SeasonRow:
 
     @classmethod
     def parse(cls, season: str, fields: Mapping[str, str] | Mapping[bytes, bytes]) -> SeasonRow:
-        """The row of the hash ``fields`` (str or bytes, as the connection decodes)."""
+        """The row of the hash ``fields`` (str or bytes, as the connection decodes);
+        :class:`BadSeasonRow` when it has no state or one :class:`SeasonState` lacks."""
         raw = {_text(k): _text(v) for k, v in fields.items()}
+        try:
+            state = SeasonState(raw["state"])
+        except KeyError:
+            raise BadSeasonRow(f"season {season!r} has no state") from None
+        except ValueError:
+            raise BadSeasonRow(f"season {season!r} has an unknown state {raw['state']!r}") from None
         return cls(
             season=season,
-            state=SeasonState(raw["state"]),
+            state=state,
             spec=raw.get("spec", ""),
             game=raw.get("game", ""),
             preset=raw.get("preset", ""),
@@ -115,3 +132,58 @@ class SeasonRow:
     def owners_map(self) -> dict[str, str]:
         owners: dict[str, str] = json.loads(self.owners or "{}")
         return owners
+
+
+class StandingRow(TypedDict):
+    """One bot's row of the standings (docs/seasons.md, "Standings"), as
+    ``referee.seasons.tallies.standings_of`` writes it."""
+
+    bot: str
+    rank: int
+    matches: int
+    deals: int
+    deals_won: int
+    avg_place: float
+    score: float | int
+    illegal_passes: int
+    invalid_actions: int
+    timeouts: int
+    autopilot_seats: int
+    fallbacks: int
+    elo: float
+    elo_low: float
+    elo_high: float
+    live_elo: float
+    openskill_mu: float
+    openskill_sigma: float
+    openskill_ordinal: float
+    dup_score: float
+    dup_hands: int
+
+
+ROW_FIELDS: tuple[str, ...] = tuple(StandingRow.__annotations__)
+"""The fields of a standings row, in the order the CSV export writes them."""
+
+
+class EloInterval(TypedDict):
+    """How the Elo intervals were made: matches (the clusters), the Student-t quantile on
+    matches - 1 degrees of freedom, and a warning when they are too few."""
+
+    matches: int
+    quantile: float
+    warning: str
+
+
+class Standings(TypedDict):
+    """A season's standings JSON (docs/seasons.md). Standings stored before ``rank_by`` and
+    ``elo_interval`` existed lack them (ranked by Elo)."""
+
+    season: str
+    game: str
+    unit: str
+    matches_done: int
+    matches_total: int
+    updated_ms: int
+    rank_by: NotRequired[str]
+    rows: list[StandingRow]
+    elo_interval: NotRequired[EloInterval]
