@@ -425,6 +425,7 @@ def run_matches(
             strikes=0,
         )
         assert queue.enqueue_match(conn, spec)
+    enqueued_s = time.time() - start_ms / 1000.0
     # One pipelined poll every 50 ms (its commands are counted and taken out below). The
     # end is the last commit's own stamp, so the poll interval does not add to it.
     pending = list(ids)
@@ -456,7 +457,11 @@ def run_matches(
     results = [queue.get_result(conn, m) for m in ids]
     end_ms = max(r["finished_ms"] for r in results if r is not None)
     wall = (end_ms - start_ms) / 1000.0
-    print(f"{prefix}: {count} match(es) done in {wall:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"{prefix}: {count} match(es) done in {wall:.1f} s (enqueued in {enqueued_s:.2f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     records = [queue.get_record(conn, m) for m in ids]
     cpu = {k: after_cpu[k] - before_cpu[k] for k in after_cpu}
     return Run(wall, [r for r in records if r is not None], used, cpu, per_command)
