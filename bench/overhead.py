@@ -17,12 +17,22 @@ each figure printed beside its target and a baseline measured in the same run:
   apart; co-hosted, the hosts' CPU is the referee's);
 * Redis commands per decision (``INFO commandstats`` deltas over the run, the bench's own
   polling taken out), and per command for the 16-match run;
-* scale: 256 matches in one (co-hosting referee) process, 16 bots of concurrency 64 thinking 200 ms:
-  decisions/s against the ideal (256 x 5/s), host and referee peak RSS, timeouts;
+* scale (``SCALE_CASES``, one deal per match): 256 matches in one co-hosting referee, 16
+  bots of concurrency 64 thinking 200 ms; and more matches than slots, 160 matches queued
+  on a referee of 64 slots (``arena up``'s default on this machine), 8 bots thinking
+  100 ms. Decisions/s against two ideals: the naive one (every slot deciding once per think
+  time, 256 x 5/s) and the reachable one: a match's decisions are in sequence, so with no
+  overhead at all the longest match bounds the wall time (256 matches of 1 deal: about
+  1,000/s, not 1,280/s), and with more matches than slots the schedule does (each slot
+  taking the next queued match when its last ends). Also the delay per decision (wall less
+  think) p50 / p99, how late the last match started, CPU per decision (referee and bots),
+  the referee's peak RSS, timeouts. ``--scale-only`` runs just these, ``--tree`` for
+  another checkout, ``--ab TREE --rounds N`` alternated with TREE's;
 * clock accuracy: bots that answer 20 ms inside and 20 ms over their limit; how many of
   their decisions were judged wrongly.
 
     .venv/bin/python bench/overhead.py [--quick] [--skip-scale]
+    .venv/bin/python bench/overhead.py --scale-only [--tree TREE | --ab TREE [--rounds N]]
     .venv/bin/python bench/overhead.py --serve-bots    # (internal) one bot process
 """
 
@@ -31,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import heapq
 import json
 import os
 import re
@@ -42,7 +53,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -414,6 +425,7 @@ def run_matches(
             strikes=0,
         )
         assert queue.enqueue_match(conn, spec)
+    enqueued_s = time.time() - start_ms / 1000.0
     # One pipelined poll every 50 ms (its commands are counted and taken out below). The
     # end is the last commit's own stamp, so the poll interval does not add to it.
     pending = list(ids)
@@ -445,7 +457,11 @@ def run_matches(
     results = [queue.get_result(conn, m) for m in ids]
     end_ms = max(r["finished_ms"] for r in results if r is not None)
     wall = (end_ms - start_ms) / 1000.0
-    print(f"{prefix}: {count} match(es) done in {wall:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"{prefix}: {count} match(es) done in {wall:.1f} s (enqueued in {enqueued_s:.2f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     records = [queue.get_record(conn, m) for m in ids]
     cpu = {k: after_cpu[k] - before_cpu[k] for k in after_cpu}
     return Run(wall, [r for r in records if r is not None], used, cpu, per_command)
@@ -540,7 +556,16 @@ def main() -> int:
         help="only the 16-match instant-bot run, alternating this checkout's platform with "
         "TREE's (another checkout, e.g. main) --rounds times; prints each with the ratio",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of --ab")
+    parser.add_argument("--rounds", type=int, help="rounds of --ab (3)")
+    parser.add_argument(
+        "--scale-only",
+        action="store_true",
+        help="only the scale rows (256 matches; more matches than slots); with --ab TREE "
+        "alternated with TREE's platform and bots for --rounds",
+    )
+    parser.add_argument(
+        "--tree", metavar="TREE", help="with --scale-only, run TREE's platform and bots"
+    )
     parser.add_argument(
         "--ab-bots",
         action="store_true",
@@ -561,9 +586,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.serve_bots:
         return serve_bots()
+    if args.scale_only:
+        if args.ab:
+            return scale_compare({"base": args.ab, "this": args.tree}, args.rounds or 3)
+        return scale_compare({"tree" if args.tree else "this": args.tree}, args.rounds or 1)
     if args.ab:
         return compare(
-            args.ab, args.rounds, args.ab_bots, args.profile, args.inline_choose, args.think_ms
+            args.ab, args.rounds or 3, args.ab_bots, args.profile, args.inline_choose, args.think_ms
         )
     deals = 2 if args.quick else 4
     rows: list[tuple[str, str, str]] = []
@@ -663,7 +692,8 @@ def main() -> int:
                 run = run_matches(conn, pids, "sep16", list(named), 16, deals, fast)
                 row_of_run(rows, label, run)
         if not args.skip_scale:
-            scale(conn, server, rows, deals=1)
+            for case_no, case in enumerate(SCALE_CASES):
+                scale_rows(rows, scale_run(conn, server, case, f"s{case_no}"))
         conn.close()
     width = max(len(k) for k, _, _ in rows)
     print(f"| {'measure':<{width}} | measured | target |\n|{'-' * (width + 2)}|---|---|")
@@ -761,49 +791,203 @@ def compare(
     return 0
 
 
-def scale(
-    conn: redis.Redis, server: EmbeddedRedis, rows: list[tuple[str, str, str]], deals: int
-) -> None:
-    """256 matches in one process (a referee co-hosting them); 16 bots of concurrency 64
-    thinking 200 ms."""
-    count, think_s = 256, 0.200
+@dataclass(frozen=True)
+class ScaleCase:
+    """A scale scenario: ``count`` fan-tan matches of one deal at tables of 4 on one
+    co-hosting referee of ``slots`` slots, ``bots`` SDK bots of concurrency 64 thinking
+    ``think_s``."""
+
+    label: str
+    count: int
+    slots: int
+    think_s: float
+    bots: int
+    target: float  # the share of the reachable ideal to reach
+
+    @property
+    def naive_ideal(self) -> float:
+        """Decisions/s if every slot made one decision per think time all run long."""
+        return min(self.count, self.slots) / self.think_s
+
+
+SCALE_CASES = (
+    ScaleCase("256 matches in one process, bots thinking 200 ms", 256, 256, 0.200, 16, 0.85),
+    # ``arena up``'s default slots (DEFAULT_MATCHES, one process on 2 cores), a season's
+    # queue longer than them
+    ScaleCase(
+        "more matches than slots: 160 on 64 slots, bots thinking 100 ms", 160, 64, 0.100, 8, 0.95
+    ),
+)
+
+
+def reachable_makespan_s(decisions: list[int], slots: int, think_s: float) -> float:
+    """The shortest wall time a platform with no overhead could play these matches in, in
+    queue order: a match's decisions are in sequence (``think_s`` each), so it lasts
+    ``decisions x think_s``; each slot takes the next queued match when its last one ends
+    (with no more matches than slots: the longest match)."""
+    free = [0.0] * min(slots, max(1, len(decisions)))
+    heapq.heapify(free)
+    end = 0.0
+    for n in decisions:
+        start = heapq.heappop(free)
+        finish = start + n * think_s
+        end = max(end, finish)
+        heapq.heappush(free, finish)
+    return end
+
+
+@dataclass
+class ScaleResult:
+    case: ScaleCase
+    decisions: int
+    wall_s: float
+    reachable_s: float
+    timeouts: int
+    delay_p50: float
+    delay_p99: float
+    start_spread_s: float  # the last match's start after the first's (records' estimate)
+    peak_rss_mb: float
+    cpu_ms: dict[str, float]  # per decision
+    commands: float  # Redis commands per decision
+
+    @property
+    def rate(self) -> float:
+        return self.decisions / self.wall_s
+
+    @property
+    def reachable(self) -> float:
+        return self.decisions / self.reachable_s
+
+
+def scale_run(
+    conn: redis.Redis, server: EmbeddedRedis, case: ScaleCase, tag: str, tree: str | None = None
+) -> ScaleResult:
+    """One scale scenario on a fresh co-hosting referee (its code and the bots' from
+    ``tree`` when given)."""
     slow = TimeControl(move_ms=2000, bank_ms=5000, grace_ms=50, queue_ms=60_000)
-    with platform(server.url, processes=1, matches=count) as (addr, pids):
+    with platform(server.url, processes=1, matches=case.slots, tree=tree) as (addr, pids):
         assert server.pid is not None
         pids["redis"] = server.pid
-        named = {f"big{i}": TimedBot(delay_s=think_s, concurrency=64) for i in range(16)}
-        with running_bots(conn, addr, named), PeakRss(pids) as peaks:
-            run = run_matches(conn, pids, "s256", list(named), count, deals, slow, table=4)
-    steps = asked_steps(run.records)
-    rate = len(steps) / run.wall_s
-    ideal = count / think_s
-    timeouts = sum(1 for s in steps if s["timeout"])
-    # the ramp (first decisions) and the tail (last matches ending) are in the wall time
+        named = {
+            f"{tag}b{i}": TimedBot(delay_s=case.think_s, concurrency=64) for i in range(case.bots)
+        }
+        with running_bots(conn, addr, named, tree), PeakRss(pids) as peaks:
+            run = run_matches(conn, pids, tag, list(named), case.count, 1, slow, table=4)
+    by_id = {r["match_id"]: r for r in run.records}
+    ordered = [by_id[f"{tag}-{i}"] for i in range(case.count) if f"{tag}-{i}" in by_id]
+    per_match = [len(asked_steps([r])) for r in ordered]
+    steps = asked_steps(ordered)
+    delays = [s["wall_ms"] - s["think_ms"] for s in steps]
+    # a match's start: its end less the wall time of its decisions (the time between
+    # them, and its commit, are small beside 100-200 ms thinks)
+    starts = [r["finished_ms"] - sum(s["wall_ms"] for s in asked_steps([r])) for r in ordered]
+    n = len(steps)
+    return ScaleResult(
+        case=case,
+        decisions=n,
+        wall_s=run.wall_s,
+        reachable_s=reachable_makespan_s(per_match, case.slots, case.think_s),
+        timeouts=sum(1 for s in steps if s["timeout"]),
+        delay_p50=pct(delays, 0.5),
+        delay_p99=pct(delays, 0.99),
+        start_spread_s=(max(starts) - min(starts)) / 1000.0 if case.count <= case.slots else 0.0,
+        peak_rss_mb=peaks.peak["referee"],
+        cpu_ms={k: v * 1000 / n for k, v in run.cpu.items()},
+        commands=run.commands / n,
+    )
+
+
+def scale_rows(rows: list[tuple[str, str, str]], got: ScaleResult) -> None:
+    case = got.case
     rows.append(
         (
-            "scale: 256 matches in one process, bots thinking 200 ms: decisions/s",
-            f"{rate:,.0f}/s = {rate / ideal:.0%} of the ideal {ideal:,.0f}/s "
-            f"({len(steps)} decisions in {run.wall_s:.1f} s; timeouts {timeouts})",
-            ">= 85%, no timeouts",
+            f"scale: {case.label}: decisions/s",
+            f"{got.rate:,.0f}/s = {got.rate / got.reachable:.0%} of the reachable ideal "
+            f"{got.reachable:,.0f}/s ({got.rate / case.naive_ideal:.0%} of the naive "
+            f"{case.naive_ideal:,.0f}/s; {got.decisions} decisions in {got.wall_s:.1f} s "
+            f"against {got.reachable_s:.1f} s; timeouts {got.timeouts})",
+            f">= {case.target:.0%} of the reachable ideal, no timeouts",
         )
     )
-    rows.append(
-        (
-            "scale: peak RSS, the referee with its 256 matches",
-            f"{peaks.peak['referee']:.0f} MB",
-            "host <= 300 MB",
-        )
+    spread = (
+        f"; the last match started {got.start_spread_s:.1f} s after the first"
+        if (case.count <= case.slots)
+        else ""
     )
-    used = {k: v * 1000 / len(steps) for k, v in run.cpu.items()}
+    used = got.cpu_ms
     rows.append(
         (
-            "scale: platform CPU ms per decision; Redis commands per decision",
-            f"{used['referee'] + used['hosts'] + used['redis']:.3f} = referee "
-            f"{used['referee']:.3f} + hosts {used['hosts']:.3f} + Redis {used['redis']:.3f} "
-            f"(bots' processes {used['bots']:.3f}); {run.commands / len(steps):.3f}",
+            f"scale: {case.label}: delay per decision p50 / p99; CPU ms per decision",
+            f"{got.delay_p50:.1f} / {got.delay_p99:.1f} ms{spread}; referee "
+            f"{used['referee']:.3f} + Redis {used['redis']:.3f} (bots' processes "
+            f"{used['bots']:.3f}); Redis commands per decision {got.commands:.3f}",
             "",
         )
     )
+    rows.append(
+        (
+            f"scale: {case.label}: peak RSS of the referee",
+            f"{got.peak_rss_mb:.0f} MB",
+            "host <= 300 MB" if case.slots == 256 else "",
+        )
+    )
+
+
+def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
+    """(``--scale-only``) The scale scenarios alone, for each of ``trees`` (name: checkout,
+    None for this one), alternated round by round on one Redis; each round's rows, then the
+    medians side by side."""
+    got: dict[tuple[str, str], list[ScaleResult]] = {}
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
+        conn = redis.Redis.from_url(server.url, decode_responses=True)
+        for round_no in range(rounds):
+            order = list(trees) if round_no % 2 == 0 else list(reversed(trees))
+            for case_no, case in enumerate(SCALE_CASES):
+                for side in order:
+                    loads.append(os.getloadavg()[0])
+                    result = scale_run(
+                        conn, server, case, f"x{side}{round_no}c{case_no}", trees[side]
+                    )
+                    got.setdefault((side, case.label), []).append(result)
+                    print(
+                        f"{side} round {round_no}: {case.label}: {result.rate:,.0f}/s = "
+                        f"{result.rate / result.reachable:.0%} of {result.reachable:,.0f}/s, "
+                        f"delay p50/p99 {result.delay_p50:.1f}/{result.delay_p99:.1f} ms, "
+                        f"referee {result.cpu_ms['referee']:.3f} bots "
+                        f"{result.cpu_ms['bots']:.3f} ms/decision, timeouts {result.timeouts}, "
+                        f"load {loads[-1]:.1f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        conn.close()
+    names = list(trees)
+    print(f"| scale, {rounds} round(s) | " + " | ".join(f"{n}: median (all)" for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    for case in SCALE_CASES:
+        metrics: dict[str, Callable[[ScaleResult], float]] = {
+            "% of the reachable ideal": lambda r: 100 * r.rate / r.reachable,
+            "decisions/s": lambda r: r.rate,
+            "delay p50 ms": lambda r: r.delay_p50,
+            "delay p99 ms": lambda r: r.delay_p99,
+            "referee CPU ms/decision": lambda r: r.cpu_ms["referee"],
+            "bots' CPU ms/decision": lambda r: r.cpu_ms["bots"],
+            "timeouts": lambda r: float(r.timeouts),
+        }
+        if case.count <= case.slots:
+            metrics["last start after first, s"] = lambda r: r.start_spread_s
+        for metric, of in metrics.items():
+            cells = []
+            for side in names:
+                values = [of(r) for r in got[(side, case.label)]]
+                each = ", ".join(f"{v:.3g}" for v in values)
+                cells.append(f"{statistics.median(values):.3g} ({each})")
+            print(f"| {case.label}: {metric} | " + " | ".join(cells) + " |")
+    print(
+        f"({', '.join(f'{k} = {v or ROOT}' for k, v in trees.items())}; load average "
+        f"{min(loads):.1f}-{max(loads):.1f}; {time.strftime('%H:%M:%S', time.gmtime())} UTC)"
+    )
+    return 0
 
 
 if __name__ == "__main__":

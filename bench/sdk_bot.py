@@ -218,8 +218,9 @@ async def measure(
     window: int,
     base_tree: str | None,
     profile: str | None = None,
-) -> float:
-    """CPU ms per decision of one bot process playing ``decisions`` turns."""
+) -> tuple[float, float]:
+    """CPU ms per decision of one bot process playing ``decisions`` turns, and the wall ms
+    per decision (``window`` open at once: the referee's wait for the answers)."""
     warm = 200
     referee = Referee(requests, decisions, window, warm)
     server = grpc.aio.server()
@@ -247,6 +248,7 @@ async def measure(
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
         start = cpu_s(bot.pid)
+        started = time.perf_counter()
         if profile:
             spy = subprocess.Popen(
                 [
@@ -259,6 +261,7 @@ async def measure(
             )
         await asyncio.wait_for(referee.done.wait(), 300)
         used = cpu_s(bot.pid) - start
+        wall = time.perf_counter() - started
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -266,7 +269,7 @@ async def measure(
         bot.kill()
         bot.wait()
         await server.stop(None)
-    return used * 1000.0 / decisions
+    return used * 1000.0 / decisions, wall * 1000.0 / decisions
 
 
 def main() -> int:
@@ -287,32 +290,39 @@ def main() -> int:
         variants += [f"{v}@base" for v in variants]
     requests = {False: turn_requests(), True: turn_requests(delta=True)}
     runs: dict[str, list[float]] = {v: [] for v in variants}
+    walls: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
             profile = None
             if args.profile:
                 os.makedirs(args.profile, exist_ok=True)
                 profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
-            runs[variant].append(
-                asyncio.run(
-                    measure(
-                        variant,
-                        requests[variant.split("@")[0].endswith("-delta")],
-                        args.decisions,
-                        args.window,
-                        args.base_tree,
-                        profile,
-                    )
+            cpu_ms, wall_ms = asyncio.run(
+                measure(
+                    variant,
+                    requests[variant.split("@")[0].endswith("-delta")],
+                    args.decisions,
+                    args.window,
+                    args.base_tree,
+                    profile,
                 )
             )
-            print(f"{variant}: {runs[variant][-1]:.3f} ms", file=sys.stderr, flush=True)
+            runs[variant].append(cpu_ms)
+            walls[variant].append(wall_ms)
+            print(f"{variant}: {cpu_ms:.3f} ms ({wall_ms:.3f} wall)", file=sys.stderr, flush=True)
     base = statistics.median(runs[variants[0]])
-    print(f"| variant | bot CPU ms per decision, median (all) | vs {variants[0]} |")
-    print("|---|---|---|")
+    print(
+        f"| variant | bot CPU ms per decision, median (all) | vs {variants[0]} | wall ms per "
+        "decision, median |"
+    )
+    print("|---|---|---|---|")
     for variant in variants:
         mid = statistics.median(runs[variant])
         each = ", ".join(f"{x:.3f}" for x in runs[variant])
-        print(f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} |")
+        print(
+            f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} | "
+            f"{statistics.median(walls[variant]):.3f} |"
+        )
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
         f"{len(requests[False])} distinct requests, {time.strftime('%H:%M:%S')}, load average "

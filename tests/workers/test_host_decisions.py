@@ -597,3 +597,59 @@ def test_an_attempt_that_cannot_record_its_reveal_is_left_to_the_janitor(
     assert isinstance(run, _Run) and not run.played
     assert jobs == [("ok", "left")]
     assert "m1" not in host.runs and host._slot_free.is_set()
+
+
+def test_a_backlog_starts_several_matches_at_once_and_never_more_than_the_slots(
+    host: MatchHost,  # noqa: F811
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_dequeue_loop``'s starts (``START_AT_ONCE``): with matches waiting, the host
+    takes several at once (dequeues in flight together, the extra ones from the seasons'
+    queue without waiting), fills its ``max_matches`` slots and takes no more while they
+    are busy; a slot freed takes the next queued match. Matches that start play
+    (``_play``, a stand-in here), each once."""
+    host.max_matches = 10
+    ids = [f"m{i}" for i in range(13)]
+    for mid in ids:
+        assert queue.enqueue_match(redis_client, make_spec(mid))
+    in_flight = [0, 0]  # now, most at once
+    dequeue = host._dequeue
+
+    def counted(*args: Any) -> Any:
+        in_flight[0] += 1
+        in_flight[1] = max(in_flight[1], in_flight[0])
+        try:
+            time.sleep(0.05)  # every start overlaps the others of its burst
+            return dequeue(*args)
+        finally:
+            in_flight[0] -= 1
+
+    played: list[str] = []
+    release = asyncio.Event()
+
+    async def play(running: Running, started: Started) -> None:
+        played.append(started.spec.match_id)
+        await release.wait()
+        host._done(started.spec.match_id)
+
+    monkeypatch.setattr(host, "_dequeue", counted)
+    monkeypatch.setattr(host, "_play", play)
+
+    async def scenario() -> None:
+        loop_task = asyncio.ensure_future(host._dequeue_loop())
+        deadline = time.monotonic() + 10
+        while len(played) < 10 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # time to take more, if it would
+        assert sorted(played) == sorted(ids[:10]) and len(host.runs) == 10
+        assert in_flight[1] == host_module.START_AT_ONCE
+        assert redis_client.llen(host.queue.key) == 3
+        release.set()  # the ten end: the three left start
+        while len(played) < 13 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        host.request_stop()
+        await asyncio.wait_for(loop_task, 5)
+
+    asyncio.run(scenario())
+    assert sorted(played) == sorted(ids) and redis_client.llen(host.queue.key) == 0
