@@ -19,6 +19,8 @@ import pytest
 import redis
 
 from referee import keys, queue
+from referee.bots import STREAM_STALE_MS
+from referee.gateway.hub import HOUSEKEEPING_S, SWEEP_S
 from referee.procs import arena_command
 from referee.seasons import store
 from referee.seasons.model import TIME_CONTROL_MIN
@@ -388,6 +390,17 @@ def test_a_referee_host_cut_off_its_bots_fail_over_and_open_decisions_are_resent
     )
 
 
+def only_live_stream_records(client: redis.Redis) -> bool:
+    """Every bot's ``bot_streams`` records were refreshed lately (each live stream refreshes
+    its own every HOUSEKEEPING_S): none is a dead stream's, waiting for the sweep."""
+    recent_ms = time.time() * 1000 - 2.5 * HOUSEKEEPING_S * 1000
+    for name, _ in BOTS:
+        records = client.hvals(keys.bot_streams(name))
+        if any(json.loads(r)["seen_ms"] < recent_ms for r in records):
+            return False
+    return True
+
+
 PER_INSTANCE = ("arena_redis_up", "arena_collector_duration_seconds")
 """Facts about one referee process, not the league: one series per referee is right."""
 
@@ -440,6 +453,13 @@ def test_dashboard_queries_aggregate_across_referees(deployment: Deployment) -> 
     assert begun.returncode == 0, begun.stdout + begun.stderr
     info = d.query(lambda c: wait_finished(c, "prom"))
     assert info["state"] == "finished", info
+    # The open-streams gauge moves when a sweep purges the record of a stream that an earlier
+    # test's cut-off referee left (STREAM_STALE_MS after its last refresh): the two servers
+    # would sample it on either side of that moment. Wait until only live records remain.
+    deadline = time.monotonic() + (STREAM_STALE_MS / 1000 + SWEEP_S) * 2
+    while not d.query(only_live_stream_records):
+        assert time.monotonic() < deadline, "stream records of dead streams were never swept"
+        time.sleep(0.5)
     time.sleep(2.5)  # both have scraped the final numbers: gauges hold still from here
     end = time.time()
     # rates over the whole season: not zero at its end, and comparable between the two
