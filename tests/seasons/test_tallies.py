@@ -171,7 +171,10 @@ def test_each_refit_stores_a_checkpoint_thinned_over_the_season(
     spec = SeasonSpec.from_dict(
         {"name": "t", "game": "sevens", "preset": "fan-tan", "bots": BOTS, "table_size": 4}
     )
-    conn.hset(keys.season("t"), mapping={"spec": spec.to_json(), "matches_total": "30"})
+    conn.hset(
+        keys.season("t"),
+        mapping={"spec": spec.to_json(), "state": "running", "matches_total": "30"},
+    )
     for result in synthetic(random.Random(4), 30):
         fold = tallies.fold_of(result, None, BOTS)
         assert store.count_done(conn, "t", result["match_id"], 9, fold)
