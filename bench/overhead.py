@@ -973,6 +973,7 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
             "referee CPU ms/decision": lambda r: r.cpu_ms["referee"],
             "bots' CPU ms/decision": lambda r: r.cpu_ms["bots"],
             "timeouts": lambda r: float(r.timeouts),
+            "referee peak RSS MB": lambda r: r.peak_rss_mb,
         }
         if case.count <= case.slots:
             metrics["last start after first, s"] = lambda r: r.start_spread_s

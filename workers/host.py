@@ -107,7 +107,7 @@ START_AT_ONCE: Final = 8
 """Matches a host starts at once after a dequeue found one waiting: each start is
 about ten Redis round trips in a thread, which wait for the interpreter lock while the loop
 plays the matches already started; one at a time, the last of 256 queued matches started
-1.6-4.4 s after the first (README "Performance")."""
+1.7-4.4 s after the first, 8 at a time 1.6-3.0 s (README "Performance")."""
 COMMIT_RETRY_S: Final = 0.5
 COMMIT_GIVE_UP_S: Final = 120.0
 """A commit that cannot reach Redis for this long is given up (the janitor re-runs the
