@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import heapq
 import json
@@ -846,6 +847,7 @@ class ScaleResult:
     delay_p50: float
     delay_p99: float
     start_spread_s: float  # the last match's start after the first's (records' estimate)
+    handoff_ms: tuple[float, float]  # a slot's gap between two matches, p50 and p90
     peak_rss_mb: float
     cpu_ms: dict[str, float]  # per decision
     commands: float  # Redis commands per decision
@@ -857,6 +859,25 @@ class ScaleResult:
     @property
     def reachable(self) -> float:
         return self.decisions / self.reachable_s
+
+
+def handoffs_ms(starts: list[float], ends: list[float], slots: int) -> tuple[float, float]:
+    """A slot's idle time between two matches, p50 and p90 (0, 0 with no more matches
+    than slots): each match past the first ``slots`` to start is paired with the latest
+    end before its start not yet paired (the slot that end freed); the gap covers the
+    ended match's record, commit and job end, and the next one's dequeue and start.
+    ``ends`` are the matches' last decisions (``finished_ms``), ``starts`` estimates that
+    leave out the time between a match's decisions: the gaps are upper bounds."""
+    order = sorted(starts)
+    free = sorted(ends)
+    gaps: list[float] = []
+    for start in order[slots:]:
+        at = bisect.bisect_right(free, start)
+        if at:
+            gaps.append(start - free.pop(at - 1))
+    if not gaps:
+        return 0.0, 0.0
+    return pct(gaps, 0.5), pct(gaps, 0.9)
 
 
 def scale_run(
@@ -883,6 +904,7 @@ def scale_run(
     starts = [r["finished_ms"] - sum(s["wall_ms"] for s in asked_steps([r])) for r in ordered]
     n = len(steps)
     return ScaleResult(
+        handoff_ms=handoffs_ms(starts, [r["finished_ms"] for r in ordered], case.slots),
         case=case,
         decisions=n,
         wall_s=run.wall_s,
@@ -912,7 +934,8 @@ def scale_rows(rows: list[tuple[str, str, str]], got: ScaleResult) -> None:
     spread = (
         f"; the last match started {got.start_spread_s:.1f} s after the first"
         if (case.count <= case.slots)
-        else ""
+        else f"; a slot's gap between matches p50 {got.handoff_ms[0]:.0f} ms, p90 "
+        f"{got.handoff_ms[1]:.0f} ms"
     )
     used = got.cpu_ms
     rows.append(
@@ -973,9 +996,13 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
             "referee CPU ms/decision": lambda r: r.cpu_ms["referee"],
             "bots' CPU ms/decision": lambda r: r.cpu_ms["bots"],
             "timeouts": lambda r: float(r.timeouts),
+            "referee peak RSS MB": lambda r: r.peak_rss_mb,
         }
         if case.count <= case.slots:
             metrics["last start after first, s"] = lambda r: r.start_spread_s
+        else:
+            metrics["a slot's gap between matches p50 ms"] = lambda r: r.handoff_ms[0]
+            metrics["a slot's gap between matches p90 ms"] = lambda r: r.handoff_ms[1]
         for metric, of in metrics.items():
             cells = []
             for side in names:

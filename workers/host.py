@@ -107,7 +107,7 @@ START_AT_ONCE: Final = 8
 """Matches a host starts at once after a dequeue found one waiting: each start is
 about ten Redis round trips in a thread, which wait for the interpreter lock while the loop
 plays the matches already started; one at a time, the last of 256 queued matches started
-1.6-4.4 s after the first (README "Performance")."""
+1.7-4.4 s after the first, 8 at a time 1.6-3.0 s (README "Performance")."""
 COMMIT_RETRY_S: Final = 0.5
 COMMIT_GIVE_UP_S: Final = 120.0
 """A commit that cannot reach Redis for this long is given up (the janitor re-runs the
@@ -175,8 +175,8 @@ class MatchHost:
         # The heartbeat and the blocking dequeue have threads of their own: a busy pool
         # (directory reads, commits) must never delay a heartbeat into looking dead.
         self.beat_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-beat")
-        self.dequeue_executor = ThreadPoolExecutor(
-            max_workers=START_AT_ONCE, thread_name_prefix="host-deq"
+        self.dequeue_executor = ThreadPoolExecutor(  # the blocking one and START_AT_ONCE more
+            max_workers=START_AT_ONCE + 1, thread_name_prefix="host-deq"
         )
         self.router = Router(secret, self._lookup, root_certificates, local=hub)
         self.runs: dict[str, Running] = {}
@@ -292,16 +292,22 @@ class MatchHost:
         return out
 
     async def _dequeue_loop(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self.stopping.is_set():
             queues = self._open_queues()
             if not queues:
                 self._slot_free.clear()
                 await self._slot_free.wait()
                 continue
+            taking = loop.run_in_executor(self.dequeue_executor, self._dequeue, queues)
+            if self.queue not in queues:
+                # Every season slot is busy and this dequeue waits on the casual queue
+                # alone, up to DEQUEUE_WAIT_S: a season slot freed meanwhile takes the next
+                # season match now, not when that wait ends (a slot stood idle half a
+                # second on average between two matches, README "Performance").
+                await self._refill_while(taking)
             try:
-                got = await asyncio.get_running_loop().run_in_executor(
-                    self.dequeue_executor, self._dequeue, queues
-                )
+                got = await taking
             except redis.RedisError as exc:
                 log.warning("dequeue failed (%s); retrying in 1 s", exc)
                 self._outage = True
@@ -317,25 +323,45 @@ class MatchHost:
             # A job came: more may be waiting. Start up to START_AT_ONCE more at once, each
             # from the seasons' queue without waiting (casual jobs keep the one dequeue
             # above, which counts their slots).
-            more = min(START_AT_ONCE, self.max_matches - self._season_runs())
-            if more > 0:
-                loop = asyncio.get_running_loop()
-                for extra in await asyncio.gather(
-                    *(
-                        loop.run_in_executor(
-                            self.dequeue_executor, self._dequeue, [self.queue], False
-                        )
-                        for _ in range(more)
-                    ),
-                    return_exceptions=True,
-                ):
-                    if isinstance(extra, redis.RedisError):
-                        log.warning("dequeue failed (%s)", extra)
-                        self._outage = True
-                    elif isinstance(extra, BaseException):
-                        log.error("dequeue failed", exc_info=extra)
-                    elif extra is not None:
-                        self._begin(extra)
+            await self._start_more()
+
+    async def _refill_while(self, taking: asyncio.Future[Any]) -> None:
+        """Until ``taking`` ends, start season matches (:meth:`_start_more`) whenever a slot
+        is freed, unless the host is stopping."""
+        while not taking.done():
+            freed = asyncio.ensure_future(self._slot_free.wait())
+            try:
+                await asyncio.wait((taking, freed), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                freed.cancel()
+            if self.stopping.is_set():
+                return  # no new matches; the caller waits for the dequeue
+            if not taking.done():
+                # cleared before the starts: a slot freed while they run is seen next round
+                self._slot_free.clear()
+                await self._start_more()
+
+    async def _start_more(self) -> None:
+        """Start up to START_AT_ONCE season matches at once, as many as season slots are
+        free, each taken from the seasons' queue without waiting."""
+        more = min(START_AT_ONCE, self.max_matches - self._season_runs())
+        if more <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        for extra in await asyncio.gather(
+            *(
+                loop.run_in_executor(self.dequeue_executor, self._dequeue, [self.queue], False)
+                for _ in range(more)
+            ),
+            return_exceptions=True,
+        ):
+            if isinstance(extra, redis.RedisError):
+                log.warning("dequeue failed (%s)", extra)
+                self._outage = True
+            elif isinstance(extra, BaseException):
+                log.error("dequeue failed", exc_info=extra)
+            elif extra is not None:
+                self._begin(extra)
 
     def _season_runs(self) -> int:
         return sum(1 for r in self.runs.values() if not r.casual)

@@ -653,3 +653,47 @@ def test_a_backlog_starts_several_matches_at_once_and_never_more_than_the_slots(
 
     asyncio.run(scenario())
     assert sorted(played) == sorted(ids) and redis_client.llen(host.queue.key) == 0
+
+
+def test_a_season_slot_freed_during_the_casual_wait_takes_the_next_match_at_once(
+    host: MatchHost,  # noqa: F811
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_refill_while``: with every season slot busy the host's one blocking dequeue
+    waits on the casual queue alone (``DEQUEUE_WAIT_S``, 2 s here); a season slot freed
+    meanwhile takes the next queued season match at once, not when that wait ends."""
+    monkeypatch.setattr(host_module, "DEQUEUE_WAIT_S", 2)
+    host.max_matches = 2
+    for mid in ("m0", "m1", "m2"):
+        assert queue.enqueue_match(redis_client, make_spec(mid))
+    started_at: dict[str, float] = {}
+    end_first = asyncio.Event()
+    hold = asyncio.Event()
+
+    async def play(running: Running, started: Started) -> None:
+        mid = started.spec.match_id
+        started_at[mid] = time.monotonic()
+        await (end_first if mid == "m0" else hold).wait()
+        host._done(mid)
+
+    monkeypatch.setattr(host, "_play", play)
+
+    async def scenario() -> float:
+        loop_task = asyncio.ensure_future(host._dequeue_loop())
+        deadline = time.monotonic() + 10
+        while len(started_at) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # the dequeue now waits on the casual queue
+        assert set(started_at) == {"m0", "m1"}
+        freed = time.monotonic()
+        end_first.set()
+        while "m2" not in started_at and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        host.request_stop()
+        hold.set()
+        await asyncio.wait_for(loop_task, 5)
+        return started_at["m2"] - freed
+
+    took = asyncio.run(scenario())  # the casual wait had 1.7 s left
+    assert took < 0.8, f"m2 started {took:.2f} s after the slot was freed"
