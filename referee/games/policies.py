@@ -70,6 +70,7 @@ POLICIES: dict[str, Policy] = {
     "heuristic": ladder.heuristic_policy,
     "mc": ladder.MONTE_CARLO,
     "ismcts": ladder.ISMCTS,
+    "solver": ladder.SOLVER,
 }
 
 
