@@ -47,7 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rules = preset(args.preset)
     hits: dict[int, list[float]] = {}
-    values = {"heuristic": 0.0, "best": 0.0, "solver": 0.0}
+    variants: dict[str, dict[str, object]] = {
+        "solver": {},
+        "solver z=1": {"confidence": 1.0},
+        "solver z=2": {"confidence": 2.0},
+        "solver 4x": {"worlds": 4 * args.worlds},
+        "solver 4x z=1": {"worlds": 4 * args.worlds, "confidence": 1.0},
+    }
+    values = {"heuristic": 0.0, "best": 0.0, **dict.fromkeys(variants, 0.0)}
     decisions = 0
     started = time.perf_counter()
     for i in range(args.sets):
@@ -81,19 +88,21 @@ def main(argv: list[str] | None = None) -> int:
                 row[2] += 1
                 q = exact.solve(deal.fr, true, deal.table, hero, [0.0] * 4, 10**8)
                 assert q is not None
-                choice = bots.solver(
-                    obs,
-                    legal,
-                    random.Random(seed + left),
-                    args.worlds,
-                    52,
-                    10**7,
-                    time.perf_counter() + 60,
-                    0,
-                )
                 values["heuristic"] += q[text_move(action)]
                 values["best"] += max(q.values())
-                values["solver"] += q[text_move(choice)]
+                for name, kw in variants.items():
+                    choice = bots.solver(
+                        obs,
+                        legal,
+                        random.Random(seed + left),
+                        int(kw.get("worlds", args.worlds)),  # type: ignore[call-overload]
+                        52,
+                        10**7,
+                        time.perf_counter() + 60,
+                        0,
+                        confidence=kw.get("confidence"),  # type: ignore[arg-type]
+                    )
+                    values[name] += q[text_move(choice)]
                 decisions += 1
             match.apply(action)
     print(f"{args.preset}, {args.sets} deals, heuristic decisions with <= {args.cards} cards")

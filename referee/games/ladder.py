@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from referee.games.cards import Card
-from referee.games.search import SearchState, beats, paired_best, position
+from referee.games.search import CONFIDENCE, SearchState, beats, paired_best, position
 from referee.games.sedma import heuristic as sedma_heuristic
 from referee.games.sedma.rules import rules_from_dict
 from referee.games.sevens import bots as sevens_bots
@@ -225,6 +225,7 @@ class Solver:
     rollout_worlds: int = 0
     opponents: str = "belief"
     hero_max: bool = True
+    confidence: float | None = CONFIDENCE
     budget_ms: int = DEFAULT_BUDGET_MS
 
     def with_budget(self, budget_ms: int) -> Solver:
@@ -251,6 +252,7 @@ class Solver:
             self.rollout_worlds,
             self.opponents,
             self.hero_max,
+            self.confidence,
         )
 
 

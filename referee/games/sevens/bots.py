@@ -229,14 +229,17 @@ def solver(
     rollout_worlds: int,
     opponents: str = "belief",
     hero_max: bool = True,
+    confidence: float | None = None,
 ) -> str:
     """The best of ``legal`` by determinized search with an exact endgame (module
     docstring): with at most ``exact_cards`` cards in the hands, at most ``worlds``
     worlds drawn from the belief in proportion to their weights, each solved exactly
     (``exact.solve``, at most ``node_limit`` states; a world past it is skipped), none
     started after ``deadline``; the move with the best mean probability of winning over
-    the solved worlds (the heuristic's move on a tie). Earlier, or when no world was
-    solved, :func:`determinized` with ``rollout_worlds``."""
+    the solved worlds (the heuristic's move on a tie), or with ``confidence`` the
+    heuristic's move unless another beats it world by world by that many standard errors
+    (``search.paired_best``). Earlier, or when no world was solved, :func:`determinized`
+    with ``rollout_worlds``."""
     if opponents not in OPPONENT_MODELS:
         raise ValueError(f"opponent model {opponents!r}: use one of {OPPONENT_MODELS}")
     belief = SevensBelief(obs)
@@ -247,7 +250,7 @@ def solver(
         return determinized(obs, legal, rng, rollout_worlds, deadline)
     moves = [text_move(a) for a in legal]
     default = heuristic_move(start, rng)  # its own hand only
-    totals = dict.fromkeys(moves, 0.0)
+    per_world: list[list[float]] = [[] for _ in moves]
     solved = 0
     pool: list[tuple[list[int], list[float]]] = []
     for _ in range(worlds):
@@ -262,16 +265,21 @@ def solver(
         values = exact.solve(deal.fr, deal.hands, deal.table, seat, shares, node_limit, hero_max)
         if values is not None:
             solved += 1
-            for m in moves:
-                totals[m] += values.get(m, 0.0)
+            for k, m in enumerate(moves):
+                per_world[k].append(values.get(m, 0.0))
         if time.perf_counter() > deadline:
             break
     if not solved:
         return determinized(obs, legal, rng, rollout_worlds, deadline)
-    best = max(totals.values())
-    if default in totals and totals[default] >= best - 1e-12:
-        return move_text(default)
-    return move_text(max(moves, key=lambda m: (totals[m], -m)))
+    if default not in moves:
+        return move_text(max(moves, key=lambda m: (sum(per_world[moves.index(m)]), -m)))
+    k0 = moves.index(default)
+    if confidence is not None:
+        return legal[paired_best(per_world, k0, confidence)]
+    totals = [sum(row) for row in per_world]
+    if totals[k0] >= max(totals) - 1e-12:
+        return legal[k0]
+    return move_text(max(moves, key=lambda m: (totals[moves.index(m)], -m)))
 
 
 def _resample(
