@@ -252,6 +252,8 @@ def solver(
     default = heuristic_move(start, rng)  # its own hand only
     per_world: list[list[float]] = [[] for _ in moves]
     solved = 0
+    if exact.load() is None:  # the Python solver: keep a world within the move's clock
+        node_limit = min(node_limit, exact.PYTHON_NODE_LIMIT)
     pool: list[tuple[list[int], list[float]]] = []
     for _ in range(worlds):
         if not pool:
