@@ -18,8 +18,12 @@ Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
   most visited action is played if its mean return beats the heuristic's action's by more
   than a standard error (``search.beats``), else the heuristic's action.
 
-In the Sevens family with one card a turn both run on the fast engine and the belief
-(``sevens/bots.py``: ``sevens_worlds`` and ``sevens_iterations`` are their work limits).
+* ``solver`` (the Sevens family's top rung): worlds drawn from the belief, each solved
+  exactly by expectimax once few cards are left (``sevens/exact.py``); in Sedma, ``ismcts``.
+
+In the Sevens family with one card a turn all three run on the fast engine and the belief
+(``sevens/bots.py``: ``sevens_worlds``, ``sevens_iterations`` and ``worlds`` are their work
+limits).
 
 The search bots stop at the first of two limits: their work limit (``worlds`` or
 ``iterations``, which makes them deterministic given their ``random.Random``) and their
