@@ -13,8 +13,15 @@ independent, and there are thousands).
 itself and random play for the others, as the others really play; the win as utility).
 What it wins is roughly what a search could win if the belief were exact.
 
+``exact`` is the exact bound: shown the true hands, once at most ``--exact-cards`` cards
+are in the hands it plays the card of the highest probability of winning by expectimax
+(``referee/games/sevens/exact.py``: itself maximising, the others modelled as uniformly
+random, as they are here), the heuristic before. With ``--exact-cards 52`` it is the
+perfect-information optimum against three random players.
+
     .venv/bin/python bench/sevens_heuristic.py --sets 5000    # ~1 min a preset on one core
     .venv/bin/python bench/sevens_heuristic.py --policies oracle --sets 300 --playouts 60
+    .venv/bin/python bench/sevens_heuristic.py --policies heuristic,exact --sets 100
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from referee.games.base import DealSpec, derive_seed
+from referee.games.sevens import exact
 from referee.games.sevens.fast import FastDeal, heuristic_move, random_move
 from referee.games.sevens.match import SevensMatch
 from referee.games.sevens.rules import preset
@@ -61,6 +69,23 @@ def oracle(playouts: int) -> Move:
             if wins > best_wins:
                 best, best_wins = m, wins
         return best
+
+    return move
+
+
+def exact_policy(exact_cards: int) -> Move:
+    """The exact bound of the module docstring (the heuristic above ``exact_cards``)."""
+
+    def move(deal: FastDeal, rng: random.Random) -> int:
+        moves = deal.legal_moves()
+        if len(moves) == 1:
+            return moves[0]
+        if sum(h.bit_count() for h in deal.hands) <= exact_cards and exact.qualifies(deal):
+            shares = [0.0] * deal.n
+            values = exact.solve(deal.fr, deal.hands, deal.table, deal.to_act, shares, 10**8)
+            if values:
+                return max(values, key=lambda m: (values[m], -m))
+        return heuristic_move(deal, rng)
 
     return move
 
@@ -99,10 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", type=int, default=5000, help="duplicate sets (5000)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--presets", default="sevens,fan-tan")
-    parser.add_argument("--policies", default="heuristic,random", help="and oracle")
+    parser.add_argument("--policies", default="heuristic,random", help="and oracle, exact")
     parser.add_argument("--playouts", type=int, default=60, help="oracle's per move (60)")
+    parser.add_argument(
+        "--exact-cards", type=int, default=52, help="exact: solve from this many cards (52)"
+    )
     args = parser.parse_args(argv)
-    policies = {"heuristic": heuristic_move, "random": random_move, "oracle": oracle(args.playouts)}
+    policies = {
+        "heuristic": heuristic_move,
+        "random": random_move,
+        "oracle": oracle(args.playouts),
+        "exact": exact_policy(args.exact_cards),
+    }
     print(f"fast engine, seed {args.seed}, {args.sets} sets of 4 deals, vs 3 random")
     print(f"{'preset':<8} {'bot':<10} {'won':>6} {'95%':>7} {'score/deal':>10} {'95%':>6} {'s':>5}")
     for preset_name in args.presets.split(","):

@@ -9,7 +9,7 @@ random choices are seeded from ``(seed, match index, seq)`` (the match index is 
 matches it plays at once, however often the match is retried, and in two seasons of one
 seed (the end-to-end tests compare a disturbed season with an undisturbed one).
 
-The search policies of the ladder (``mc``, ``ismcts``: referee/games/ladder.py) think
+The search policies of the ladder (``mc``, ``ismcts``, ``solver``: referee/games/ladder.py) think
 for at most ``--budget-ms`` per move (200 by default), and never more than a third of the
 move clock the referee sends with the turn.
 """
@@ -39,6 +39,9 @@ class PolicyBot(Bot):
     ) -> None:
         self.name = policy_name
         self._policy: Policy = POLICIES[policy_name]
+        prepare = getattr(self._policy, "prepare", None)
+        if prepare is not None:
+            prepare()  # e.g. the solver's C build: before the first move's clock runs
         self._budget_ms = budget_ms
         self._seed = seed
         self._per_turn = per_turn_seed
@@ -73,7 +76,7 @@ def run(argv: Sequence[str] | None = None) -> None:
     pre.add_argument("--seed", type=int, default=None)
     pre.add_argument("--per-turn-seed", action="store_true")
     pre.add_argument(
-        "--budget-ms", type=int, default=None, help="think time per move of mc and ismcts"
+        "--budget-ms", type=int, default=None, help="think time per move of mc, ismcts and solver"
     )
     known, rest = pre.parse_known_args(argv)
     main(PolicyBot(known.policy, known.seed, known.per_turn_seed, known.budget_ms), rest)

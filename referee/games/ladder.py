@@ -18,8 +18,12 @@ Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
   most visited action is played if its mean return beats the heuristic's action's by more
   than a standard error (``search.beats``), else the heuristic's action.
 
-In the Sevens family with one card a turn both run on the fast engine and the belief
-(``sevens/bots.py``: ``sevens_worlds`` and ``sevens_iterations`` are their work limits).
+* ``solver`` (the Sevens family's top rung): worlds drawn from the belief, each solved
+  exactly by expectimax once few cards are left (``sevens/exact.py``); in Sedma, ``ismcts``.
+
+In the Sevens family with one card a turn all three run on the fast engine and the belief
+(``sevens/bots.py``: ``sevens_worlds``, ``sevens_iterations`` and ``worlds`` are their work
+limits).
 
 The search bots stop at the first of two limits: their work limit (``worlds`` or
 ``iterations``, which makes them deterministic given their ``random.Random``) and their
@@ -38,10 +42,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from referee.games.cards import Card
-from referee.games.search import SearchState, beats, paired_best, position
+from referee.games.search import CONFIDENCE, SearchState, beats, paired_best, position
 from referee.games.sedma import heuristic as sedma_heuristic
 from referee.games.sedma.rules import rules_from_dict
 from referee.games.sevens import bots as sevens_bots
+from referee.games.sevens import exact
 from referee.games.sevens import heuristic as sevens_heuristic
 from referee.games.sevens.rules import cached_rules
 from referee.games.sevens.tables import tables_for
@@ -208,5 +213,53 @@ class Ismcts:
         return best
 
 
+@dataclass(frozen=True)
+class Solver:
+    """Determinized search with an exact endgame (the ``solver`` rung, the Sevens
+    family's top; ``sevens/bots.py``, ``sevens/exact.py``): while more than ``exact_cards``
+    cards are in the hands, ``mc``'s rollouts over ``rollout_worlds`` worlds (0 by default:
+    the heuristic's move, which they did not beat, docs/ladder.md), then every sampled world
+    solved exactly by expectimax (the other seats moving by ``opponents``,
+    ``sevens_bots.OPPONENT_MODELS``). In Sedma, and in Sevens with runs, it plays as
+    ``ismcts``."""
+
+    worlds: int = 32
+    exact_cards: int = 28
+    node_limit: int = 200_000
+    rollout_worlds: int = 0
+    opponents: str = "belief"
+    hero_max: bool = True
+    confidence: float | None = CONFIDENCE
+    budget_ms: int = DEFAULT_BUDGET_MS
+
+    def with_budget(self, budget_ms: int) -> Solver:
+        return replace(self, budget_ms=budget_ms)
+
+    def prepare(self) -> None:
+        """Build the C solver now (``exact.load``) rather than inside a first move's clock."""
+        exact.load()
+
+    def __call__(self, obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
+        if len(legal) == 1:
+            return legal[0]
+        if not sevens_bots.supports(obs):
+            return ISMCTS.with_budget(self.budget_ms)(obs, legal, rng)
+        deadline = time.perf_counter() + self.budget_ms / 1000.0
+        return sevens_bots.solver(
+            obs,
+            legal,
+            rng,
+            self.worlds,
+            self.exact_cards,
+            self.node_limit,
+            deadline,
+            self.rollout_worlds,
+            self.opponents,
+            self.hero_max,
+            self.confidence,
+        )
+
+
 MONTE_CARLO = MonteCarlo()
 ISMCTS = Ismcts()
+SOLVER = Solver()

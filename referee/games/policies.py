@@ -10,9 +10,10 @@ them. Every policy is deterministic given its ``random.Random``.
   wild cards in Sedma) as long as it can, and otherwise plays the card whose rank is
   farthest from 7 (in Sevens that extends rows towards its own cards last, so it opens
   the way for others as little as possible).
-* ``heuristic``, ``mc``, ``ismcts``: the reference bots of the strength ladder
-  (``referee/games/ladder.py``): rules of thumb, determinized Monte Carlo and
-  Information Set MCTS, with a time budget per move.
+* ``heuristic``, ``mc``, ``ismcts``, ``solver``: the reference bots of the strength ladder
+  (``referee/games/ladder.py``): rules of thumb, determinized Monte Carlo, Information
+  Set MCTS and (Sevens family) sampled worlds solved exactly in the endgame, with a time
+  budget per move.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ POLICIES: dict[str, Policy] = {
     "heuristic": ladder.heuristic_policy,
     "mc": ladder.MONTE_CARLO,
     "ismcts": ladder.ISMCTS,
+    "solver": ladder.SOLVER,
 }
 
 

@@ -63,7 +63,7 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
         "ref-heuristic": PolicyBot("heuristic", seed=1),
         "ref-mc": PolicyBot("mc", seed=2, budget_ms=BUDGET_MS),
         "ref-ismcts": PolicyBot("ismcts", seed=3, budget_ms=BUDGET_MS),
-        "ref-heuristic-2": PolicyBot("heuristic", seed=4),
+        "ref-solver": PolicyBot("solver", seed=4, budget_ms=BUDGET_MS),
     }
     names = list(named)
     matches = _matches()
@@ -72,10 +72,10 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
     ids = []
     with bots_in_threads(platform, named):
         for i, (game, preset, players) in enumerate(matches):
-            # rotate the seats from match to match; mc and ismcts play every match
+            # rotate the seats from match to match; the search bots play every 3-seat match
             seats = [names[(i + k) % 4] for k in range(players)]
             if players <= 3:
-                seats = ["ref-mc", "ref-ismcts", "ref-heuristic"][:players]
+                seats = ["ref-mc", "ref-ismcts", "ref-solver"][:players]
             spec = MatchSpec(
                 match_id=f"ladder-{i:02d}-{preset}",
                 game=game,
@@ -99,7 +99,7 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
             assert stats["illegal_passes"] == 0, (match_id, seats[seat], stats)
             assert not stats["autopilot"], (match_id, seats[seat], stats)
             seen.add(seats[seat])
-    assert {"ref-heuristic", "ref-mc", "ref-ismcts"} <= seen
+    assert set(named) <= seen
 
 
 def _wait(platform: Platform, match_ids: list[str], timeout: float = 240.0) -> None:

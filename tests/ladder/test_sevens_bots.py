@@ -10,9 +10,10 @@ import time
 import pytest
 
 from referee.games.base import DealSpec
-from referee.games.ladder import Ismcts, MonteCarlo
-from referee.games.sevens import bots
-from referee.games.sevens.fast import FastDeal, heuristic_move
+from referee.games.ladder import Ismcts, MonteCarlo, Solver
+from referee.games.sevens import bots, exact
+from referee.games.sevens.belief import SevensBelief
+from referee.games.sevens.fast import FastDeal, heuristic_move, text_move
 from referee.games.sevens.match import SevensMatch
 from referee.games.sevens.rules import PRESETS
 
@@ -32,6 +33,7 @@ def _mid_deal(preset: str, seed: int, steps: int = 10) -> SevensMatch:
 def test_search_bots_play_legal_moves_in_every_preset(preset: str) -> None:
     mc = MonteCarlo(sevens_worlds=8, budget_ms=1000)
     ism = Ismcts(sevens_iterations=40, budget_ms=1000)
+    solver = Solver(worlds=4, exact_cards=20, budget_ms=1000)
     rng = random.Random(preset)
     seed = rng.getrandbits(32)
     match = SevensMatch(PRESETS[preset], 4, seed, [DealSpec(seed)])
@@ -40,18 +42,24 @@ def test_search_bots_play_legal_moves_in_every_preset(preset: str) -> None:
         legal = match.legal_actions()
         obs = match.observation(seat)
         assert bots.supports(obs)
-        action = (mc if seat % 2 else ism)(obs, legal, rng)
+        action = (mc, ism, solver, solver)[seat % 4](obs, legal, rng)
         assert action in legal
         match.apply(action)
 
 
 def test_search_bots_are_deterministic_given_their_generator() -> None:
-    match = _mid_deal("fan-tan", 4)
-    obs = match.observation(match.to_act())
-    legal = match.legal_actions()
-    for policy in (MonteCarlo(sevens_worlds=20, budget_ms=60_000), Ismcts(budget_ms=60_000)):
-        first = policy(obs, legal, random.Random(9))
-        assert all(policy(obs, legal, random.Random(9)) == first for _ in range(2))
+    early = _mid_deal("fan-tan", 4)
+    late = _mid_deal("fan-tan", 4, steps=30)  # in the solver's exact range
+    for policy in (
+        MonteCarlo(sevens_worlds=20, budget_ms=60_000),
+        Ismcts(budget_ms=60_000),
+        Solver(worlds=8, exact_cards=30, budget_ms=60_000),
+    ):
+        for match in (early, late):
+            obs = match.observation(match.to_act())
+            legal = match.legal_actions()
+            first = policy(obs, legal, random.Random(9))
+            assert all(policy(obs, legal, random.Random(9)) == first for _ in range(2))
 
 
 def test_search_bots_stop_at_their_deadline() -> None:
@@ -93,3 +101,78 @@ def test_utility_is_the_rules_own() -> None:
         if preset == "sevens":
             assert sorted(values) == [0.0, 0.0, 0.0, 1.0]
         assert all(-1.0 <= v <= 1.0 for v in values)
+
+
+def _endgame(preset: str, seed: int, left: int) -> SevensMatch | None:
+    """A match of ``preset`` played at random until at most ``left`` cards are in the
+    hands and the seat to act has a choice; None if the deal ended first."""
+    rng = random.Random(seed)
+    match = SevensMatch(PRESETS[preset], 4, seed, [DealSpec(seed)])
+    while not match._results:
+        legal = match.legal_actions()
+        in_hands = sum(h.bit_count() for h in match._hands)
+        if in_hands <= left and len(legal) > 1:
+            return match
+        match.apply(legal[rng.randrange(len(legal))])
+    return None
+
+
+@pytest.mark.parametrize("preset", ["sevens", "fan-tan"])
+def test_solver_plays_the_best_move_of_the_worlds_it_is_shown(
+    preset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shown the true hands in every world, the solver plays a move of the highest exact
+    value in the true deal (SV-25: the first to empty its hand wins), against random
+    opponents and, in its own later moves, either maximising or playing the heuristic."""
+    checked = 0
+    for seed in range(8):
+        match = _endgame(preset, seed, 24)
+        if match is None:
+            continue
+        hands = list(match._hands)
+        monkeypatch.setattr(SevensBelief, "sample", lambda self, rng, h=hands: list(h))
+        seat = match.to_act()
+        obs = match.observation(seat)
+        legal = match.legal_actions()
+        deal = FastDeal.from_match(match)
+        for hero_max in (True, False):
+            shares = [0.0] * 4
+            shares[seat] = 1.0
+            values = exact.solve_python(
+                deal.fr, deal.hands, deal.table, seat, shares, hero_max=hero_max
+            )
+            assert values is not None
+            best = max(values.values())
+            choice = bots.solver(
+                obs,
+                legal,
+                random.Random(seed),
+                3,
+                52,
+                10**6,
+                time.perf_counter() + 60,
+                0,
+                "random",
+                hero_max,
+            )
+            assert values[text_move(choice)] == pytest.approx(best, abs=1e-12)
+        checked += 1
+    assert checked >= 5
+
+
+def test_solver_plays_alike_with_the_c_and_the_python_solver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if exact.load() is None:
+        pytest.skip("no C compiler here")
+    positions = [m for m in (_endgame("sevens", s, 18) for s in range(6)) if m is not None]
+    assert len(positions) >= 4
+    policy = Solver(worlds=6, budget_ms=60_000)
+    with_c = [
+        policy(m.observation(m.to_act()), m.legal_actions(), random.Random(1)) for m in positions
+    ]
+    monkeypatch.setenv("ARENA_EXACT_ENGINE", "python")
+    with_py = [
+        policy(m.observation(m.to_act()), m.legal_actions(), random.Random(1)) for m in positions
+    ]
+    assert with_c == with_py

@@ -13,6 +13,12 @@ when the rules play one card a turn.
   their own UCB: the bots it meets are not minimax players), the seat's utility backed
   up. Unlike :func:`determinized` it plans its own later moves rather than leaving them
   to the heuristic, and spends its playouts on the moves that look best.
+* :func:`solver`: determinized search with an exact endgame. While more than
+  ``exact_cards`` cards are in the hands it is :func:`determinized`; from then on each
+  world drawn from the belief is solved exactly by expectimax (``exact.py``: the seat
+  maximises its probability of winning, the other seats move by their model) and the
+  move with the best mean over the worlds is played. Outside the solver's scope (free or
+  voluntary passes, eliminations, skips) it is :func:`determinized` throughout.
 
 The playouts model each other seat as a mixture: each of its moves is the heuristic's
 with the seat's share of heuristic play and a uniformly random legal move otherwise. The
@@ -35,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.games.search import beats, paired_best
+from referee.games.sevens import exact
 from referee.games.sevens.belief import SevensBelief
 from referee.games.sevens.fast import FastDeal, heuristic_move, move_text, random_move, text_move
 
@@ -203,6 +210,78 @@ def ismcts(
         if not beats((a.visits, a.total, a.sq), (b.visits, b.total, b.sq)):
             chosen = default  # the search is not sure enough to overrule the heuristic
     return move_text(chosen)
+
+
+OPPONENT_MODELS = ("belief", "random")
+"""The solver's opponent models: ``belief``, each other seat the heuristic with its
+posterior share in the world (``SevensBelief.model``), else random; ``random``, every
+other seat uniformly random."""
+
+
+def solver(
+    obs: Mapping[str, Any],
+    legal: Sequence[str],
+    rng: random.Random,
+    worlds: int,
+    exact_cards: int,
+    node_limit: int,
+    deadline: float,
+    rollout_worlds: int,
+    opponents: str = "belief",
+    hero_max: bool = True,
+    confidence: float | None = None,
+) -> str:
+    """The best of ``legal`` by determinized search with an exact endgame (module
+    docstring): with at most ``exact_cards`` cards in the hands, at most ``worlds``
+    worlds drawn from the belief in proportion to their weights, each solved exactly
+    (``exact.solve``, at most ``node_limit`` states; a world past it is skipped), none
+    started after ``deadline``; the move with the best mean probability of winning over
+    the solved worlds (the heuristic's move on a tie), or with ``confidence`` the
+    heuristic's move unless another beats it world by world by that many standard errors
+    (``search.paired_best``). Earlier, or when no world was solved, :func:`determinized`
+    with ``rollout_worlds``."""
+    if opponents not in OPPONENT_MODELS:
+        raise ValueError(f"opponent model {opponents!r}: use one of {OPPONENT_MODELS}")
+    belief = SevensBelief(obs)
+    seat = belief.seat
+    start = belief.deal(belief.sample(rng))
+    left = sum(h.bit_count() for h in start.hands)
+    if left > exact_cards or not exact.qualifies(start) or start.to_act != seat:
+        return determinized(obs, legal, rng, rollout_worlds, deadline)
+    moves = [text_move(a) for a in legal]
+    default = heuristic_move(start, rng)  # its own hand only
+    per_world: list[list[float]] = [[] for _ in moves]
+    solved = 0
+    if exact.load() is None:  # the Python solver: keep a world within the move's clock
+        node_limit = min(node_limit, exact.PYTHON_NODE_LIMIT)
+    pool: list[tuple[list[int], list[float]]] = []
+    for _ in range(worlds):
+        if not pool:
+            pool = _resample(belief, rng, 16)
+        hands, shares = pool.pop()
+        if opponents == "random":
+            shares = [0.0] * belief.n
+        shares = list(shares)
+        shares[seat] = 1.0  # its own later moves, unless it maximises: the heuristic
+        deal = belief.deal(hands)
+        values = exact.solve(deal.fr, deal.hands, deal.table, seat, shares, node_limit, hero_max)
+        if values is not None:
+            solved += 1
+            for k, m in enumerate(moves):
+                per_world[k].append(values.get(m, 0.0))
+        if time.perf_counter() > deadline:
+            break
+    if not solved:
+        return determinized(obs, legal, rng, rollout_worlds, deadline)
+    if default not in moves:
+        return move_text(max(moves, key=lambda m: (sum(per_world[moves.index(m)]), -m)))
+    k0 = moves.index(default)
+    if confidence is not None:
+        return legal[paired_best(per_world, k0, confidence)]
+    totals = [sum(row) for row in per_world]
+    if totals[k0] >= max(totals) - 1e-12:
+        return legal[k0]
+    return move_text(max(moves, key=lambda m: (totals[moves.index(m)], -m)))
 
 
 def _resample(
