@@ -15,8 +15,11 @@ wins the deal (SV-25).
 
 from __future__ import annotations
 
+import hashlib
 import random
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +142,34 @@ def test_qualifies_only_where_table_and_seat_are_the_state() -> None:
     assert played is not None and exact.qualifies(played)
     free = FastDeal.from_match(SevensMatch(PRESETS["shichi-narabe"], 4, 1, [DealSpec(1, 0, 0)]))
     assert not exact.qualifies(free)  # free passes and elimination (SV-22, SV-23)
+
+
+def test_a_cached_library_anyone_else_could_write_is_never_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library is loaded into the bot's process: one found in the cache is reused only
+    when it and its folder are writable by this user alone; the shared temporary folder is
+    never searched for one (another user could plant ``/tmp/sevens_exact-<hash>.so``)."""
+    if exact.build(tmp_path / "probe") is None:
+        pytest.skip("no C compiler here")
+    digest = hashlib.sha256(exact.SOURCE.read_bytes()).hexdigest()[:16]
+    planted_dir = tmp_path / "planted"
+    planted_dir.mkdir(mode=0o700)
+    planted = planted_dir / f"sevens_exact-{digest}.so"
+    planted.write_bytes(b"not a library")
+    planted.chmod(0o666)  # writable by others: refused, not rebuilt over
+    assert exact.build(planted_dir) is None
+    planted.chmod(0o700)  # ours alone: reused as the cache it is
+    assert exact.build(planted_dir) == planted
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)  # a folder anyone may write to: nothing is built or loaded there
+    assert exact.build(open_dir) is None
+    assert not list(open_dir.iterdir())
+    # without a usable cache, the library is built in a fresh private folder, not in /tmp
+    monkeypatch.setattr(exact, "_cache_dir", lambda: open_dir)
+    built = exact.build()
+    assert built is not None and built.parent != Path(tempfile.gettempdir())
+    assert built.parent.name.startswith("arena-exact-")
+    assert built.parent.stat().st_mode & 0o777 == 0o700
+    assert not list(open_dir.iterdir())

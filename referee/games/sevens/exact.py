@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from referee.games.sevens import heuristic
@@ -71,6 +71,16 @@ def qualifies(deal: FastDeal) -> bool:
 # ---------------------------------------------------------------------- Python solver
 
 
+def playable_cards(row_playable: Callable[[int], int], table: int) -> int:
+    """The cards playable on ``table`` (a 52-bit set, 13 bits a suit), row by row."""
+    return (
+        row_playable(table & ROW_BITS)
+        | row_playable((table >> 13) & ROW_BITS) << 13
+        | row_playable((table >> 26) & ROW_BITS) << 26
+        | row_playable((table >> 39) & ROW_BITS) << 39
+    )
+
+
 def solve_python(
     fr: FastRules,
     hands: Sequence[int],
@@ -90,12 +100,7 @@ def solve_python(
     memo: dict[int, float] = {}
 
     def playable(t: int) -> int:
-        return (
-            rp(t & ROW_BITS)
-            | rp((t >> 13) & ROW_BITS) << 13
-            | rp((t >> 26) & ROW_BITS) << 26
-            | rp((t >> 39) & ROW_BITS) << 39
-        )
+        return playable_cards(rp, t)
 
     class Abort(Exception):
         pass
@@ -170,19 +175,35 @@ def _cache_dir() -> Path:
     return Path(base) / "arena"
 
 
+def _trusted(path: Path) -> bool:
+    """``path`` is ours and nobody else may write it: a library found in a cache is loaded
+    into this process, so one another user could have planted or changed is never used."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def build(out_dir: Path | None = None) -> Path | None:
-    """Compile ``exact.c`` into ``out_dir`` (the cache directory by default), named by the
-    source's hash; the library's path, or None when no compiler builds it."""
+    """Compile ``exact.c`` into ``out_dir`` (the cache directory by default, else a fresh
+    private temporary directory), named by the source's hash; the library's path, or None
+    when no compiler builds it. A cached library is reused only when it and its directory
+    are ours and writable by us alone (:func:`_trusted`)."""
     source = SOURCE.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
-    candidates = [out_dir] if out_dir is not None else [_cache_dir(), Path(tempfile.gettempdir())]
-    for directory in candidates:
-        assert directory is not None
-        lib = directory / f"sevens_exact-{digest}.so"
-        if lib.exists():
-            return lib
+    for directory in [out_dir] if out_dir is not None else [_cache_dir(), None]:
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            if directory is None:  # never a shared, predictable path such as /tmp/x.so
+                directory = Path(tempfile.mkdtemp(prefix="arena-exact-"))
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _trusted(directory):
+                continue
+            lib = directory / f"sevens_exact-{digest}.so"
+            if lib.exists():
+                if _trusted(lib):
+                    return lib
+                continue
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
             os.close(fd)
             cc = os.environ.get("CC", "cc")
@@ -196,6 +217,7 @@ def build(out_dir: Path | None = None) -> Path | None:
                 os.unlink(tmp)
                 print(f"exact.c did not build: {done.stderr.decode()[:500]}", file=sys.stderr)
                 return None
+            os.chmod(tmp, 0o700)
             os.replace(tmp, lib)  # atomic: a concurrent builder loads a whole file
             return lib
         except (OSError, subprocess.SubprocessError):
@@ -271,13 +293,8 @@ def solve_c(
     )
     if used < 0:
         return None
-    p = (
-        fr.row_playable(table & ROW_BITS)
-        | fr.row_playable((table >> 13) & ROW_BITS) << 13
-        | fr.row_playable((table >> 26) & ROW_BITS) << 26
-        | fr.row_playable((table >> 39) & ROW_BITS) << 39
-    )
-    return {c: out[c] for c in bits(hands[hero] & ~table & p)}
+    able = hands[hero] & ~table & playable_cards(fr.row_playable, table)
+    return {c: out[c] for c in bits(able)}
 
 
 def solve(
