@@ -58,7 +58,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from referee.games.base import DealSpec, derive_seed
+from referee.games.base import DealSpec, Match, derive_seed
+from referee.games.loop import After, Chooser, Turn, play_out
 from referee.games.policies import POLICIES, Policy
 from referee.games.registry import get_game
 from referee.match.spec import CommittedResult
@@ -233,6 +234,24 @@ TARGETS = {
 """The targets of the top rung against ``random`` (docs/ladder.md)."""
 
 
+def set_chooser(
+    pols: Mapping[str, Policy], seats: Sequence[str], set_seed: int, rotation: int
+) -> Chooser:
+    """Seat ``s`` answers with the policy of ``seats[s]``, its generator seeded per
+    decision from the set, the rotation and the decision's number."""
+
+    def choose(match: Match, turn: Turn) -> str:
+        rng = random.Random(derive_seed(set_seed, rotation, turn.seq, bits=64))
+        return pols[seats[turn.seat]](match.observation(turn.seat), turn.legal, rng)
+
+    return choose
+
+
+def deal_ended(match: Match) -> After:
+    """Stop the loop once the match's first deal has a result (a set is one deal)."""
+    return lambda _turn, _events: bool(match.deal_results())
+
+
 def play_set(
     game_name: str,
     preset: str,
@@ -249,16 +268,12 @@ def play_set(
     out = []
     for k, seats in enumerate(seats_of):
         match = game.new_match(rules, len(seats), set_seed, [DealSpec(set_seed, 0, 0)])
-        turn = 0
-        while not match.is_over() and not match.deal_results():
-            seat = match.to_act()
-            legal = match.legal_actions()
-            if len(legal) == 1:
-                match.apply(legal[0])
-                continue
-            turn += 1
-            rng = random.Random(derive_seed(set_seed, k, turn, bits=64))
-            match.apply(pols[seats[seat]](match.observation(seat), legal, rng))
+        play_out(
+            match,
+            set_chooser(pols, seats, set_seed, k),
+            autoplay_forced=True,
+            after=deal_ended(match),
+        )
         deal = match.deal_results()[0]
         me = seats.index(hero)
         place = {s: i for i, group in enumerate(deal.order) for s in group}
