@@ -154,6 +154,18 @@ AREAS: dict[str, Area] = {
         ("tests/gateway/test_relay.py", "tests/gateway/test_answer_checks.py"),
         fork=False,
     ),
+    # The season hash read and written as a typed row (the League API, web, metrics, CLI).
+    "season-row": Area(("referee/match/season_row.py",), ("tests/seasons/test_season_row.py",)),
+    # The one replay of a record's steps (record store, web replays, verification) and the
+    # record told in words.
+    "replay": Area(
+        ("referee/match/replay.py",),
+        (
+            "tests/workers/test_apply_steps.py",
+            "tests/workers/test_replay_text.py",
+            "tests/web/test_replay_frames.py",
+        ),
+    ),
 }
 # What a match host decides about its matches (workers/host.py): which attempts are
 # superseded and which matches heartbeat (tick), what a played match ends as (_play), the
