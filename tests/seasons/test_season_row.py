@@ -5,6 +5,7 @@ Lua scripts change read as numbers."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 import redis
@@ -103,3 +104,43 @@ def test_a_standings_row_declares_every_field_the_standings_write() -> None:
     table = standings_of("s", "sevens", ["a", "b"], Tallies(), Ratings(), now_ms=1)
     assert set(table) == set(Standings.__annotations__)
     assert all(tuple(r) == ROW_FIELDS == tuple(StandingRow.__annotations__) for r in table["rows"])
+
+
+def test_a_hash_of_only_its_state_reads_as_the_defaults_and_writes_every_field() -> None:
+    """A season created by an earlier version (fields added since are missing) reads with
+    the empty defaults, not a crash, and writes back every field under its own name."""
+    row = SeasonRow.parse("old", {"state": "created"})
+    assert row == SeasonRow(
+        season="old",
+        state=SeasonState.CREATED,
+        spec="",
+        game="",
+        preset="",
+        rules="{}",
+        owners="{}",
+        seed_sha256="",
+    )
+    assert (row.duplicate, row.schedule, row.created_ms, row.started_ms) == ("", "", 0.0, None)
+    assert (row.matches_total, row.matches_done, row.decisions, row.seed) == (0, 0, 0, None)
+    assert row.owners_map() == {} and replace(row, owners="").owners_map() == {}
+    assert row.to_hash() == {
+        "spec": "",
+        "state": "created",
+        "game": "",
+        "preset": "",
+        "rules": "{}",
+        "owners": "{}",
+        "seed_sha256": "",
+        "duplicate": "",
+        "schedule": "",
+        "matches_total": "0",
+        "matches_done": "0",
+        "matches_failed": "0",
+        "decisions": "0",
+        "created_ms": "0",
+        "started_ms": "",
+        "finished_ms": "",
+    }
+    given = SeasonRow.parse("v", {"state": "running", "schedule": "versus", "duplicate": "on"})
+    assert (given.schedule, given.duplicate) == ("versus", "on")
+    assert given.to_hash()["schedule"] == "versus"

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from referee.games.base import Source
+from referee.games.base import DealSpec, Source
+from referee.games.errors import RulesError
 from referee.games.registry import get_game
 from referee.match.replay import ReplayMismatch, apply_steps, verify_record
 from referee.web.records import RecordError, read_record
@@ -58,3 +59,56 @@ def test_a_step_after_the_end_or_without_its_answer_is_refused_by_every_reader()
     lacking = {**record, "steps": [{"deal": 0, "seat": 0, "source": Source.BOT}]}
     with pytest.raises(RecordError, match="answer"):
         list(read_record(lacking).applied())
+
+
+def _dealt_record(deals: list[DealSpec]) -> dict[str, Any]:
+    """A sevens record of a match dealt by ``deals`` (not the seed's own deals), played by
+    first-legal moves, each step a bot's answer without a ``source`` key (the record's
+    shape for a bot's step: the source is written only when it is not the bot)."""
+    game = get_game("sevens")
+    rules = game.preset("sevens")
+    match = game.new_match(rules, 4, 11, deals)
+    steps = []
+    while not match.is_over():
+        seat, deal = match.to_act(), match.deal_index()
+        answer = match.legal_actions()[0]
+        match.apply(answer)
+        steps.append({"deal": deal, "seat": seat, "answer": answer, "timeout": False})
+    return {
+        "spec": {
+            "match_id": "m-dealt",
+            "game": "sevens",
+            "rules": rules.to_dict(),
+            "seats": [f"bot{i}" for i in range(4)],
+            "seed": 11,
+            "deals": [d.to_dict() for d in deals],
+            "season": "",
+        },
+        "rules": rules.to_dict(),
+        "steps": steps,
+        "result": match.result().to_dict(),
+    }
+
+
+def test_verification_rebuilds_the_recorded_deals_and_returns_the_recorded_result() -> None:
+    """The record's own deals are dealt again (a duplicate board's shuffle and dealer, not
+    the match seed's), and a step with no ``source`` is the bot's answer."""
+    record = _dealt_record([DealSpec(seed=9_001, rotation=1, dealer=2)])
+    assert verify_record(record) == record["result"]
+    undealt = {**record, "spec": {**record["spec"], "deals": None}}
+    with pytest.raises((ReplayMismatch, RulesError)):
+        verify_record(undealt)
+
+
+def test_verification_refuses_a_record_that_stops_early_or_claims_another_result() -> None:
+    record = played_record("sevens", "fan-tan", 4, seed=6)
+    short = {**record, "steps": record["steps"][:-1]}
+    with pytest.raises(ReplayMismatch, match=r"^the recorded steps do not finish the match$"):
+        verify_record(short)
+    totals = record["result"]["totals"]
+    claimed = {**record, "result": {**record["result"], "totals": [t + 1 for t in totals]}}
+    with pytest.raises(ReplayMismatch) as refused:
+        verify_record(claimed)
+    assert str(refused.value) == (
+        f"re-simulated totals {totals} differ from the recorded {[t + 1 for t in totals]}"
+    )
