@@ -156,14 +156,24 @@ AREAS: dict[str, Area] = {
     ),
     # The season hash read and written as a typed row (the League API, web, metrics, CLI).
     "season-row": Area(("referee/match/season_row.py",), ("tests/seasons/test_season_row.py",)),
-    # The one replay of a record's steps (record store, web replays, verification) and the
-    # record told in words.
+    # The one replay of a record's steps (record store, web replays, verification): its
+    # functions only; the record told in words (``render_replay``) is wording.
     "replay": Area(
         ("referee/match/replay.py",),
         (
             "tests/workers/test_apply_steps.py",
             "tests/workers/test_replay_text.py",
             "tests/web/test_replay_frames.py",
+        ),
+        functions=tuple(
+            f"referee.match.replay.x_{name}__mutmut_*"
+            for name in (
+                "_new_match",
+                "apply_steps",
+                "_applied_steps",
+                "resimulate",
+                "verify_record",
+            )
         ),
     ),
 }
