@@ -343,11 +343,19 @@ class MatchHost:
 
     async def _start_more(self) -> None:
         """Start up to START_AT_ONCE season matches at once, as many as season slots are
-        free, each taken from the seasons' queue without waiting."""
+        free and jobs wait in the seasons' queue, each taken without waiting."""
         more = min(START_AT_ONCE, self.max_matches - self._season_runs())
         if more <= 0:
             return
         loop = asyncio.get_running_loop()
+        try:  # one LLEN rather than a dequeue per free slot that finds the queue empty
+            waiting: int = await loop.run_in_executor(
+                self.dequeue_executor, self.rq_conn.llen, self.queue.key
+            )
+        except redis.RedisError as exc:
+            log.warning("queue length unknown (%s)", exc)
+            return
+        more = min(more, waiting)
         for extra in await asyncio.gather(
             *(
                 loop.run_in_executor(self.dequeue_executor, self._dequeue, [self.queue], False)
