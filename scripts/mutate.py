@@ -134,7 +134,11 @@ AREAS: dict[str, Area] = {
         ),
     ),
     "ratings": Area(("referee/seasons/ratings.py",), ("tests/seasons/test_ratings.py",)),
-    "standings": Area(("referee/seasons/standings.py",), ("tests/seasons/test_standings.py",)),
+    # test_rank_by: the rank_by orders and their words (an embedded Redis, no process)
+    "standings": Area(
+        ("referee/seasons/standings.py",),
+        ("tests/seasons/test_standings.py", "tests/seasons/test_rank_by.py"),
+    ),
     # test_tokens and test_protocol run an in-process referee (no process per mutant): they
     # reach the interceptor and the token watch's stream ending over real gRPC.
     "auth": Area(
