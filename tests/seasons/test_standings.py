@@ -14,6 +14,9 @@ from referee.seasons.standings import (
     compute_standings,
     duplicate_scores,
     placings_of,
+    rank_key,
+    ranking_words,
+    standings_rows_equal,
 )
 
 
@@ -389,3 +392,49 @@ def test_a_deal_whose_seats_are_all_one_bot_is_no_placing() -> None:
     assert placings_of(alone) == []
     rows = {r["bot"]: r for r in compute_standings("o", "sevens", ["a"], [alone])["rows"]}
     assert rows["a"]["deals"] == 0 and rows["a"]["matches"] == 1
+
+
+def _row(bot: str, **fields: Any) -> dict[str, Any]:
+    base = {"bot": bot, "elo": 1500.0, "matches": 1, "score": 0, "deals": 1, "avg_place": 2.0}
+    return base | fields
+
+
+def test_rank_by_score_is_per_match_played_best_first_then_elo_then_name() -> None:
+    rows = [
+        _row("a", matches=2, score=10, elo=1500.0),  # 5 a match
+        _row("b", matches=1, score=6, elo=1400.0),  # 6 a match, one match fewer
+        _row("c", matches=0, score=0, elo=1700.0),  # no match yet: last whatever its Elo
+        _row("d", matches=2, score=10, elo=1550.0),  # 5 a match, higher Elo than a
+        _row("e", matches=2, score=10, elo=1500.0),  # a's twin: the name decides
+    ]
+    assert [r["bot"] for r in sorted(rows, key=rank_key("score", "chips"))] == list("bdaec")
+    penalties = [_row("x", score=5), _row("y", score=3), _row("z", matches=0, elo=1600.0)]
+    by_penalty = sorted(penalties, key=rank_key("score", "penalty_points"))
+    assert [r["bot"] for r in by_penalty] == ["y", "x", "z"]  # fewer points first
+
+
+def test_rank_by_place_is_lower_first_then_elo_and_elo_is_the_default() -> None:
+    rows = [
+        _row("a", avg_place=2.5, elo=1600.0),
+        _row("b", avg_place=1.5, elo=1400.0),
+        _row("c", avg_place=1.5, elo=1450.0),
+        _row("d", deals=0, avg_place=0.0, elo=1700.0),  # no deal yet: last
+    ]
+    assert [r["bot"] for r in sorted(rows, key=rank_key("place", "chips"))] == list("cbad")
+    assert [r["bot"] for r in sorted(rows, key=rank_key("elo", "chips"))] == list("dacb")
+    empty = compute_standings("s", "sevens", ["p", "q"], [])
+    assert empty["rank_by"] == "elo" and empty["matches_total"] == 0
+
+
+def test_the_ranking_is_told_in_words_and_stamps_do_not_make_standings_differ() -> None:
+    assert ranking_words({"rank_by": "score"}, "chips") == "chips per match"
+    assert ranking_words({"rank_by": "score"}, "") == "score per match"
+    assert ranking_words({"rank_by": "place"}, "chips") == "average place"
+    assert ranking_words({"rank_by": "elo"}, "chips") == "Elo"
+    assert ranking_words(None, "chips") == "Elo"  # stored before rank_by existed
+    assert ranking_words({}, "chips") == "Elo"
+    assert ranking_words({"rank_by": "later"}, "chips") == "later"
+    a = {"season": "s", "rows": [1], "updated_ms": 1.0}
+    assert standings_rows_equal(a, {**a, "updated_ms": 2.0})
+    assert not standings_rows_equal(a, {**a, "rows": [2]})
+    assert not standings_rows_equal(a, {"season": "s", "updated_ms": 1.0})

@@ -291,6 +291,39 @@ def test_a_commit_is_retried_while_redis_is_away_and_given_up_after_a_while(
         assert len(calls) == tries
 
 
+def test_a_commit_that_loses_deletes_the_record_it_wrote_and_a_winner_keeps_it(
+    host: MatchHost,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins the end of ``_commit``: a refused commit (superseded, or the match committed by
+    another attempt) deletes the record this attempt wrote from the host's record store, a
+    store away for that delete changes nothing, and a commit that wins keeps its record."""
+    ref = records.RecordRef(host.records.url, "matches/s1/m1/a4-d.json.zst", "d" * 64, 1)
+    monkeypatch.setattr(records, "save_record", lambda store, record: ref)
+    won = [False]
+    monkeypatch.setattr(host_module, "commit", lambda conn, *args: won[0])
+    deleted: list[tuple[Any, Any]] = []
+    store_away = [False]
+
+    def delete(found: Any, store: Any) -> None:
+        deleted.append((found, store))
+        if store_away[0]:
+            raise RecordStoreError("the record store is away")
+
+    monkeypatch.setattr(records, "delete_record", delete)
+    run = SimpleNamespace(
+        spec=make_spec(), attempt=4, committed_result=lambda: {"r": 1}, record=lambda: {}
+    )
+    assert asyncio.run(host._commit(run)) is False  # type: ignore[arg-type]
+    assert deleted == [(ref, host.records)]
+    store_away[0] = True
+    assert asyncio.run(host._commit(run)) is False  # type: ignore[arg-type]
+    assert len(deleted) == 2
+    won[0] = True
+    assert asyncio.run(host._commit(run)) is True  # type: ignore[arg-type]
+    assert len(deleted) == 2
+
+
 def test_a_record_store_away_holds_the_commit_until_it_is_back_or_given_up(
     host: MatchHost,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
