@@ -184,7 +184,9 @@ AREAS: dict[str, Area] = {
 # What a match host decides about its matches (workers/host.py): which attempts are
 # superseded and which matches heartbeat (tick), what a played match ends as (_play), the
 # commit retried while Redis is away (_commit), the matches handed back on a stop, a
-# dequeued match started at once or its job ended (_dequeue), a job a dead host dequeued
+# dequeued match started at once or its job ended (_dequeue), the backlog started several
+# at once and a slot freed during the casual wait refilled (_start_more, _refill_while), a
+# job a dead host dequeued
 # but never started queued again (_give_back_unstarted_jobs).
 HOST_DECISIONS = tuple(
     f"workers.host.xǁMatchHostǁ{name}__mutmut_*"
@@ -196,6 +198,8 @@ HOST_DECISIONS = tuple(
         "_finish",
         "_hand_back",
         "_dequeue",
+        "_refill_while",
+        "_start_more",
         "_give_back_unstarted_jobs",
     )
 )
