@@ -186,8 +186,7 @@ AREAS: dict[str, Area] = {
 # commit retried while Redis is away (_commit), the matches handed back on a stop, a
 # dequeued match started at once or its job ended (_dequeue), the backlog started several
 # at once and a slot freed during the casual wait refilled (_start_more, _refill_while), a
-# job a dead host dequeued
-# but never started queued again (_give_back_unstarted_jobs).
+# job a dead host dequeued but never started queued again (_give_back_unstarted_jobs).
 HOST_DECISIONS = tuple(
     f"workers.host.xǁMatchHostǁ{name}__mutmut_*"
     for name in (
