@@ -732,3 +732,43 @@ def test_a_season_slot_freed_during_the_casual_wait_takes_the_next_match_at_once
     # is half of that, room for a loaded machine's scheduling (at once is a few ms idle)
     took = asyncio.run(scenario())
     assert took < 1.8, f"m2 started {took:.2f} s after the slot was freed"
+
+
+def test_extra_starts_take_only_the_seasons_queue_without_waiting_and_survive_its_errors(
+    host: MatchHost,  # noqa: F811
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pins ``_start_more``: with every slot busy it asks Redis nothing; otherwise it reads
+    the seasons' queue length once and makes at most that many dequeues, each of the
+    seasons' queue alone and without waiting; a dequeue that Redis fails marks an outage
+    (the loop's wait-and-retry) instead of ending the loop, and one that raises anything
+    else is logged while the other starts go on."""
+    calls: list[tuple[Any, ...]] = []
+    outcomes: list[Any] = []
+
+    def dequeue(queues: Any, wait: Any) -> Any:
+        calls.append((queues, wait))
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(host, "_dequeue", dequeue)
+    lengths: list[str] = []
+
+    def llen(key: str) -> int:
+        lengths.append(key)
+        return 2
+
+    monkeypatch.setattr(host.rq_conn, "llen", llen)
+    host.max_matches = 0  # every slot busy
+    asyncio.run(host._start_more())
+    assert lengths == [] and calls == []
+    host.max_matches = 8
+    outcomes[:] = [redis.ConnectionError("Redis is away"), ValueError("a bad job")]
+    host._outage = False
+    asyncio.run(host._start_more())  # two waiting: two dequeues, neither starts a match
+    assert lengths == [host.queue.key]
+    assert len(calls) == 2 and all(q == [host.queue] and w is False for q, w in calls)
+    assert host._outage is True and host.runs == {}
