@@ -772,3 +772,32 @@ def test_extra_starts_take_only_the_seasons_queue_without_waiting_and_survive_it
     assert lengths == [host.queue.key]
     assert len(calls) == 2 and all(q == [host.queue] and w is False for q, w in calls)
     assert host._outage is True and host.runs == {}
+
+
+def test_the_grace_counts_from_the_stop_request_not_from_the_end_of_the_dequeue(
+    host: MatchHost,  # noqa: F811
+) -> None:
+    """Pins the grace of ``_finish``: a stop requested a while ago (the dequeue waiting for
+    a job took that long to notice) leaves only the rest of the grace; with no stop time
+    recorded the whole grace is given. A match that needs 0.3 s more is cancelled when
+    less is left and finishes when enough is."""
+
+    async def finish(stop_at: float, grace_s: float) -> bool:
+        """Whether a match needing 0.3 s more was cancelled by ``_finish(grace_s)``."""
+        host._stop_at = stop_at
+
+        async def plays() -> None:
+            await asyncio.sleep(0.3)
+            host._done("m1")
+
+        running = _running(None)
+        host.runs = {"m1": running}
+        running.task = asyncio.ensure_future(plays())
+        await host._finish(grace_s)
+        assert host.runs == {}
+        return running.task.cancelled()
+
+    now = time.monotonic
+    assert asyncio.run(finish(now() - 5.0, 5.2)) is True  # 0.2 s left of the grace
+    assert asyncio.run(finish(now() - 0.1, 3.1)) is False  # 3.0 s left
+    assert asyncio.run(finish(0.0, 1.0)) is False  # no stop time: the whole second
