@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import bisect
 import contextlib
+import dataclasses
 import heapq
 import json
 import os
@@ -568,6 +569,12 @@ def main() -> int:
         "--tree", metavar="TREE", help="with --scale-only, run TREE's platform and bots"
     )
     parser.add_argument(
+        "--load-sweep",
+        action="store_true",
+        help="with --scale-only, each scale case at 1, 1/2 and 1/4 of its decision rate "
+        "(--rounds of each): what the machine's load costs of the reachable ideal",
+    )
+    parser.add_argument(
         "--ab-bots",
         action="store_true",
         help="with --ab, each side's bots also import the SDK from that side's tree",
@@ -588,6 +595,8 @@ def main() -> int:
     if args.serve_bots:
         return serve_bots()
     if args.scale_only:
+        if args.load_sweep:
+            return scale_sweep(args.rounds or 1)
         if args.ab:
             return scale_compare({"base": args.ab, "this": args.tree}, args.rounds or 3)
         return scale_compare({"tree" if args.tree else "this": args.tree}, args.rounds or 1)
@@ -1015,6 +1024,85 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
         f"{min(loads):.1f}-{max(loads):.1f}; {time.strftime('%H:%M:%S', time.gmtime())} UTC)"
     )
     return 0
+
+
+LOAD_FACTORS = (1, 2, 4)
+"""``--load-sweep``: each scale case at its own decision rate, and at a half and a quarter."""
+
+
+def at_load(case: ScaleCase, factor: int) -> ScaleCase:
+    """``case`` with its decisions per second divided by ``factor`` and nothing else that
+    the reachable ideal measures changed: 256 matches in one process think ``factor``
+    times longer (still 256 at once); more matches than slots keep their think time and
+    their number of waves, on ``factor`` times fewer slots and matches (each match as
+    long as before)."""
+    if factor == 1:
+        return case
+    if case.count <= case.slots:
+        return dataclasses.replace(case, think_s=case.think_s * factor)
+    return dataclasses.replace(case, count=case.count // factor, slots=case.slots // factor)
+
+
+def scale_sweep(rounds: int) -> int:
+    """(``--scale-only --load-sweep``) Each scale case at 1, 1/2 and 1/4 of its decision
+    rate (:func:`at_load`): how much of the reachable ideal is lost to the machine's
+    load (the CPU cores the referee, Redis and the bots use) rather than to anything a
+    match costs whatever the load."""
+    got: dict[tuple[str, int], list[ScaleResult]] = {}
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
+        conn = redis.Redis.from_url(server.url, decode_responses=True)
+        for round_no in range(rounds):
+            for case_no, case in enumerate(SCALE_CASES):
+                for factor in LOAD_FACTORS:
+                    load = os.getloadavg()[0]
+                    result = scale_run(
+                        conn, server, at_load(case, factor), f"s{round_no}c{case_no}f{factor}"
+                    )
+                    got.setdefault((case.label, factor), []).append(result)
+                    print(
+                        f"round {round_no}: {case.label} at 1/{factor} of its rate: "
+                        f"{result.rate / result.reachable:.1%} of the reachable ideal, "
+                        f"{cores_used(result):.2f} cores, load {load:.1f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        conn.close()
+    print(
+        "| case | rate | % of the reachable ideal | decisions/s | CPU cores used (referee, "
+        "Redis, bots) | delay p50 / p99 ms | a slot's gap between matches p50 / p90 ms |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for case in SCALE_CASES:
+        for factor in LOAD_FACTORS:
+            runs = got[(case.label, factor)]
+            shape = at_load(case, factor)
+            setup = f"{shape.count} on {shape.slots} slots, think {shape.think_s * 1000:.0f} ms"
+            gaps = (
+                "-"
+                if shape.count <= shape.slots
+                else f"{_median(runs, lambda r: r.handoff_ms[0]):.0f} / "
+                f"{_median(runs, lambda r: r.handoff_ms[1]):.0f}"
+            )
+            print(
+                f"| {case.label} | 1/{factor}: {setup} "
+                f"| {_median(runs, lambda r: 100 * r.rate / r.reachable):.1f} "
+                f"| {_median(runs, lambda r: r.rate):,.0f} "
+                f"| {_median(runs, cores_used):.2f} "
+                f"| {_median(runs, lambda r: r.delay_p50):.1f} / "
+                f"{_median(runs, lambda r: r.delay_p99):.0f} | {gaps} |"
+            )
+    print(f"({rounds} round(s), medians; {time.strftime('%H:%M:%S', time.gmtime())} UTC)")
+    return 0
+
+
+def cores_used(result: ScaleResult) -> float:
+    """The CPU cores the run kept busy: its CPU per decision (every process counted, the
+    bench's own polling too) times its decisions per second."""
+    return sum(result.cpu_ms.values()) * result.rate / 1000.0
+
+
+def _median(runs: list[ScaleResult], of: Callable[[ScaleResult], float]) -> float:
+    return statistics.median(of(r) for r in runs)
 
 
 if __name__ == "__main__":
