@@ -62,6 +62,7 @@ from referee.defaults import (
 )
 from referee.errors import RecordStoreError
 from referee.match.messages import now_ms
+from referee.procs import settle_garbage_collector
 from referee.queue import RunningMatches
 from workers import metrics
 from workers.attempts import (
@@ -754,6 +755,7 @@ def run_host(
         grace_s=grace_s,
         root_certificates=root_certificates,
     )
+    settle_garbage_collector()
     asyncio.run(host.run())
 
 

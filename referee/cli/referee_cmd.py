@@ -24,6 +24,7 @@ from referee.errors import ConfigError
 from referee.gateway.hub import FLOOD_COOLDOWN_S, JUNK_BURST, JUNK_PER_S, Hub
 from referee.gateway.server import RefereeConfig, run_referee
 from referee.limits import Limits
+from referee.procs import settle_garbage_collector
 from workers.host import MatchHost
 
 
@@ -243,6 +244,7 @@ def _run(args: argparse.Namespace) -> int:
     problem = config.link_plaintext_problem()
     if problem:
         raise ConfigError(problem)
+    settle_garbage_collector()
     try:
         asyncio.run(run_referee(config, cohost=cohost))
     except OSError as exc:  # the port is taken, a TLS file is missing...
