@@ -22,6 +22,13 @@ perfect-information optimum against three random players.
     .venv/bin/python bench/sevens_heuristic.py --sets 5000    # ~1 min a preset on one core
     .venv/bin/python bench/sevens_heuristic.py --policies oracle --sets 300 --playouts 60
     .venv/bin/python bench/sevens_heuristic.py --policies heuristic,exact --sets 100
+    .venv/bin/python bench/sevens_heuristic.py --weights-grid --sets 2000   # ~6 min a preset
+
+``--weights-grid`` plays the heuristic again with each weighting of :data:`WEIGHTS_GRID`
+(``heuristic.DEPENDENCY``, ``GAP``, ``RELEASE``) and each priority of
+:data:`LEADS_ON_GRID` (``heuristic.LEADS_ON``; 0: a card leading to the seat's own cards
+is no longer played before every blocker) on the same sets, each beside the shipped
+weights: how much the heuristic's strength against random players depends on them.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from referee.games.base import DealSpec, derive_seed
-from referee.games.sevens import exact
+from referee.games.sevens import exact, heuristic
 from referee.games.sevens.fast import FastDeal, heuristic_move, random_move
 from referee.games.sevens.match import SevensMatch
 from referee.games.sevens.rules import preset
@@ -90,8 +97,11 @@ def exact_policy(exact_cards: int) -> Move:
     return move
 
 
-def play_sets(policy: Move, preset_name: str, sets: int, seed: int) -> dict[str, float]:
-    """``policy`` in each seat of ``sets`` shuffles against three ``random`` seats."""
+def play_sets(
+    policy: Move, preset_name: str, sets: int, seed: int, per_set: list[float] | None = None
+) -> dict[str, float]:
+    """``policy`` in each seat of ``sets`` shuffles against three ``random`` seats (each
+    set's share of deals won appended to ``per_set`` when given)."""
     rules = preset(preset_name)
     won: list[float] = []
     chips: list[float] = []
@@ -111,12 +121,65 @@ def play_sets(policy: Move, preset_name: str, sets: int, seed: int) -> dict[str,
                 score += deal.deltas()[hero]
         won.append(wins / 4)
         chips.append(score / 4)
+    if per_set is not None:
+        per_set.extend(won)
     out: dict[str, float] = {"sets": sets, "deals": 4 * sets}
     for name, values in (("won", won), ("score", chips)):
         mean = statistics.fmean(values)
         half = Z95 * statistics.stdev(values) / math.sqrt(len(values))
         out[name], out[f"{name}_half"] = mean, half
     return out
+
+
+WEIGHTS_GRID = tuple(
+    (dependency, gap, release)
+    for dependency in (0.0, 0.5, 1.0, 2.0)
+    for gap in (0.0, 0.5, 1.0)
+    for release in (0.5, 1.0, 2.0)
+)
+"""``--weights-grid``: (DEPENDENCY, GAP, RELEASE) weightings of the heuristic's scores."""
+
+LEADS_ON_GRID = (10.0, 3.0, 1.0, 0.0)
+"""``--weights-grid``: priorities of a card that leads to more of the seat's own cards."""
+
+
+def weights_grid(presets: list[str], sets: int, seed: int) -> None:
+    """The heuristic with each weighting of the grids, on the same sets as the shipped
+    weights (module docstring); the weights are restored after each row."""
+    shipped = (heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON)
+    print(
+        f"{'preset':<8} {'dependency':>10} {'gap':>4} {'release':>7} {'leads_on':>8} "
+        f"{'won':>6} {'95%':>6} {'vs shipped':>10} {'95%':>6} {'score/deal':>10}"
+    )
+    for preset_name in presets:
+        rows = [(shipped[0], shipped[1], shipped[2], shipped[3])]
+        rows += [(d, g, r, shipped[3]) for d, g, r in WEIGHTS_GRID if (d, g, r) != shipped[:3]]
+        rows += [(shipped[0], shipped[1], shipped[2], lead) for lead in LEADS_ON_GRID]
+        base: list[float] = []
+        for k, (d, g, r, lead) in enumerate(rows):
+            heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON = (
+                d,
+                g,
+                r,
+                lead,
+            )
+            try:
+                won: list[float] = []
+                got = play_sets(heuristic_move, preset_name, sets, seed, won)
+            finally:
+                (heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON) = (
+                    shipped
+                )
+            if k == 0:
+                base = won
+            diffs = [a - b for a, b in zip(won, base, strict=True)]
+            half = Z95 * statistics.stdev(diffs) / math.sqrt(len(diffs))
+            print(
+                f"{preset_name:<8} {d:>10g} {g:>4g} {r:>7g} {lead:>8g} {got['won']:>6.4f} "
+                f"{got['won_half']:>6.4f} {statistics.fmean(diffs):>+10.4f} {half:>6.4f} "
+                f"{got['score']:>10.2f}" + ("  (shipped)" if k == 0 else ""),
+                flush=True,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,7 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--exact-cards", type=int, default=52, help="exact: solve from this many cards (52)"
     )
+    parser.add_argument(
+        "--weights-grid",
+        action="store_true",
+        help="the heuristic under each weighting of WEIGHTS_GRID and LEADS_ON_GRID",
+    )
     args = parser.parse_args(argv)
+    if args.weights_grid:
+        print(f"fast engine, seed {args.seed}, {args.sets} sets of 4 deals, vs 3 random")
+        weights_grid(args.presets.split(","), args.sets, args.seed)
+        return 0
     policies = {
         "heuristic": heuristic_move,
         "random": random_move,
