@@ -46,6 +46,7 @@ third of their move clock.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import math
@@ -59,9 +60,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from referee.games.base import DealSpec, Match, derive_seed
+from referee.games.ladder import Solver
 from referee.games.loop import After, Chooser, Turn, play_out
 from referee.games.policies import POLICIES, Policy
 from referee.games.registry import get_game
+from referee.games.sevens.bots import OPPONENT_MODELS
 from referee.match.spec import CommittedResult
 from referee.seasons.inprocess import play_season
 from referee.seasons.model import SeasonOptions, SeasonSpec
@@ -88,10 +91,22 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def policies(budget_ms: int) -> dict[str, Policy]:
+def policies(
+    budget_ms: int, solver_opponents: str = "belief", solver_argmax: bool = False
+) -> dict[str, Policy]:
+    """The rungs' policies at ``budget_ms`` a move; ``solver`` with its other seats modelled
+    by ``solver_opponents`` (``sevens.bots.OPPONENT_MODELS``) and, with ``solver_argmax``,
+    playing the best mean over its worlds instead of keeping the heuristic's card unless
+    another beats it by a standard error."""
     out: dict[str, Policy] = {}
     for name in RUNGS:
         policy = POLICIES[name]
+        if isinstance(policy, Solver):
+            policy = dataclasses.replace(
+                policy,
+                opponents=solver_opponents,
+                confidence=None if solver_argmax else policy.confidence,
+            )
         with_budget = getattr(policy, "with_budget", None)
         out[name] = with_budget(budget_ms) if with_budget is not None else policy
     return out
@@ -351,7 +366,7 @@ def evaluate(
 
 
 def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
-    pols = policies(args.budget_ms)
+    pols = policies(args.budget_ms, args.solver_opponents, args.solver_argmax)
     rows = []
     jobs: list[tuple[str, str, str, str, str]] = []
     families = ["sevens", "sedma"] if args.family == "both" else [args.family]
@@ -427,6 +442,19 @@ def main(argv: list[str] | None = None) -> int:
         help="with --targets: these head-to-head rows, as UPPER:LOWER (e.g. solver:heuristic), "
         "in place of the family ladder's adjacent pairs",
     )
+    parser.add_argument(
+        "--solver-opponents",
+        choices=OPPONENT_MODELS,
+        default="belief",
+        help="how solver models the other seats: belief (its default: each the heuristic "
+        "with its posterior share, else random) or random (as they are against random)",
+    )
+    parser.add_argument(
+        "--solver-argmax",
+        action="store_true",
+        help="solver plays the best mean over its worlds (not the heuristic's card unless "
+        "another beats it by a standard error)",
+    )
     args = parser.parse_args(argv)
     if args.targets:
         print(
@@ -444,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
         return 0
     families = list(FAMILIES) if args.family == "both" else [args.family]
-    pols = policies(args.budget_ms)
+    pols = policies(args.budget_ms, args.solver_opponents, args.solver_argmax)
     tables = []
     print(f"strength ladder: seed {args.seed}, {args.rounds} rounds per family")
     for family in families:
