@@ -34,12 +34,13 @@ weights: how much the heuristic's strength against random players depends on the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -143,41 +144,46 @@ LEADS_ON_GRID = (10.0, 3.0, 1.0, 0.0)
 """``--weights-grid``: priorities of a card that leads to more of the seat's own cards."""
 
 
+Weights = tuple[float, float, float, float]
+"""(DEPENDENCY, GAP, RELEASE, LEADS_ON) of ``heuristic``."""
+
+
+@contextlib.contextmanager
+def heuristic_weights(weights: Weights) -> Iterator[None]:
+    """``heuristic`` plays with ``weights`` inside the block; its own are restored after."""
+    shipped = (heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON)
+    heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON = weights
+    try:
+        yield
+    finally:
+        heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON = shipped
+
+
 def weights_grid(presets: list[str], sets: int, seed: int) -> None:
     """The heuristic with each weighting of the grids, on the same sets as the shipped
-    weights (module docstring); the weights are restored after each row."""
+    weights (module docstring), with the paired difference from them."""
     shipped = (heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON)
+    rows: list[Weights] = [shipped]
+    rows += [(d, g, r, shipped[3]) for d, g, r in WEIGHTS_GRID if (d, g, r) != shipped[:3]]
+    rows += [(*shipped[:3], lead) for lead in LEADS_ON_GRID]
     print(
         f"{'preset':<8} {'dependency':>10} {'gap':>4} {'release':>7} {'leads_on':>8} "
         f"{'won':>6} {'95%':>6} {'vs shipped':>10} {'95%':>6} {'score/deal':>10}"
     )
     for preset_name in presets:
-        rows = [(shipped[0], shipped[1], shipped[2], shipped[3])]
-        rows += [(d, g, r, shipped[3]) for d, g, r in WEIGHTS_GRID if (d, g, r) != shipped[:3]]
-        rows += [(shipped[0], shipped[1], shipped[2], lead) for lead in LEADS_ON_GRID]
         base: list[float] = []
-        for k, (d, g, r, lead) in enumerate(rows):
-            heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON = (
-                d,
-                g,
-                r,
-                lead,
-            )
-            try:
-                won: list[float] = []
+        for weights in rows:
+            won: list[float] = []
+            with heuristic_weights(weights):
                 got = play_sets(heuristic_move, preset_name, sets, seed, won)
-            finally:
-                (heuristic.DEPENDENCY, heuristic.GAP, heuristic.RELEASE, heuristic.LEADS_ON) = (
-                    shipped
-                )
-            if k == 0:
-                base = won
+            base = base or won
             diffs = [a - b for a, b in zip(won, base, strict=True)]
             half = Z95 * statistics.stdev(diffs) / math.sqrt(len(diffs))
+            d, g, r, lead = weights
             print(
                 f"{preset_name:<8} {d:>10g} {g:>4g} {r:>7g} {lead:>8g} {got['won']:>6.4f} "
                 f"{got['won_half']:>6.4f} {statistics.fmean(diffs):>+10.4f} {half:>6.4f} "
-                f"{got['score']:>10.2f}" + ("  (shipped)" if k == 0 else ""),
+                f"{got['score']:>10.2f}" + ("  (shipped)" if weights is shipped else ""),
                 flush=True,
             )
 

@@ -152,9 +152,9 @@ def start_referee(
 
 def settle_garbage_collector() -> None:
     """Collect once, then put every object alive now out of the cyclic collector's reach
-    (``gc.freeze``): a platform process calls it once, when it has imported and set up
-    everything (modules, gRPC, protobuf descriptors: about 80,000 objects in a co-hosting
-    referee) and before it plays. A full collection stops the event loop, and every
+    (``gc.freeze``): a platform process calls it once, with its modules imported (gRPC,
+    protobuf descriptors, the platform's own: about 80,000 objects in a co-hosting
+    referee), just before its event loop starts. A full collection stops the event loop, and every
     match on it, while it scans all of them, and in a match host it finds almost nothing
     to free: in 20 s runs of 64 matches at a time its pauses went from 20-131 ms (416-459
     ms in all) to 20-60 ms (140-195 ms in all), README "Performance". Objects made later
