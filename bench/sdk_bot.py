@@ -18,6 +18,9 @@ and is printed beside the first one (the SDK's defaults) measured in the same ru
 * ``pool+results``: the same bot taking every result (``accepted_results = True``, what
   every bot got before ``skip_accepted_results``);
 * ``inline``: ``choose_inline = True`` (``choose`` on the stream's own thread);
+* ``thinking``: a bot that thinks (``choose`` sleeps ``--think-ms``, 0.5-1.5 times it at
+  random, in the SDK's thread pool): its answers come one at a time, as a thinking bot's
+  do in a season, so each turn and each answer is a message of its own;
 * ``bridge``: the stdio bridge (``arena bridge``, defaults) in front of a small Python
   program that answers the first legal action: the bridge's process only (the program's
   CPU is its own);
@@ -60,7 +63,7 @@ from referee.protocol import convert
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 BOT = """
-import sys
+import random, sys, time
 from arena_sdk.sdk import Bot
 class B(Bot):
     name = "bench"
@@ -70,7 +73,10 @@ class B(Bot):
     accepted_results = sys.argv[3] == "results"
     if sys.argv[5] == "single":
         batches = False
+    think_s = float(sys.argv[6]) / 1000.0
     def choose(self, turn):
+        if self.think_s:
+            time.sleep(random.uniform(0.5, 1.5) * self.think_s)
         return turn.legal_actions[0]
 B().run(sys.argv[1], "token")
 """
@@ -94,6 +100,7 @@ VARIANTS = {
     "single": ("default", "skip", "single"),
     "pool+results": ("pool", "results", "batches"),
     "inline": ("inline", "skip", "batches"),
+    "thinking": ("pool", "skip", "batches"),
     "bridge": ("bridge", "skip", "batches"),
     "default-delta": ("default", "skip", "batches"),
     "inline-delta": ("inline", "skip", "batches"),
@@ -218,6 +225,7 @@ async def measure(
     window: int,
     base_tree: str | None,
     profile: str | None = None,
+    think_ms: float = 0.0,
 ) -> tuple[float, float]:
     """CPU ms per decision of one bot process playing ``decisions`` turns, and the wall ms
     per decision (``window`` open at once: the referee's wait for the answers)."""
@@ -238,7 +246,10 @@ async def measure(
     mode, results, batching = VARIANTS[name]
     code = BRIDGE if mode == "bridge" else BOT
     bot = subprocess.Popen(
-        [sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM, batching],
+        [
+            *(sys.executable, "-c", code, f"127.0.0.1:{port}", mode, results, PROGRAM),
+            *(batching, str(think_ms if name == "thinking" else 0.0)),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -282,6 +293,9 @@ def main() -> int:
     )
     parser.add_argument("--base-tree", help="also run each variant with arena_sdk from here")
     parser.add_argument(
+        "--think-ms", type=float, default=3.0, help="the thinking variant's mean think time"
+    )
+    parser.add_argument(
         "--profile", metavar="DIR", help="record each run's bot with py-spy into DIR"
     )
     args = parser.parse_args()
@@ -305,6 +319,7 @@ def main() -> int:
                     args.window,
                     args.base_tree,
                     profile,
+                    args.think_ms,
                 )
             )
             runs[variant].append(cpu_ms)
