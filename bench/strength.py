@@ -71,10 +71,10 @@ from referee.seasons.model import SeasonOptions, SeasonSpec
 from referee.seasons.ratings import Z95, student_t_quantile
 from referee.seasons.standings import bot_order, compute_standings
 
-RUNGS = ("random", "first-legal", "heuristic", "mc", "ismcts", "solver")
+RUNGS = ("random", "first-legal", "heuristic", "mc", "ismcts", "solver", "priced-pass")
 
 LADDERS: dict[str, tuple[str, ...]] = {
-    "sevens": ("random", "heuristic", "solver"),
+    "sevens": ("random", "heuristic", "solver", "priced-pass"),
     "sedma": ("random", "heuristic", "mc"),
 }
 """Per family, the rungs that each beat the one below head to head (docs/ladder.md "The
@@ -274,10 +274,12 @@ def play_set(
     pols: Mapping[str, Policy],
     set_seed: int,
     hero: str,
+    ask_forced: bool = False,
 ) -> list[dict[str, float]]:
     """One duplicate set: the shuffle ``set_seed`` with dealer 0, played once per seat
     list of ``seats_of``; per deal, whether ``hero``'s first seat won, its score change and
-    the share of the other bots' seats it finished ahead of (ties half)."""
+    the share of the other bots' seats it finished ahead of (ties half). A decision with
+    one legal action is played without asking the bot unless ``ask_forced``."""
     game = get_game(game_name)
     rules = game.preset(preset)
     out = []
@@ -286,7 +288,7 @@ def play_set(
         play_out(
             match,
             set_chooser(pols, seats, set_seed, k),
-            autoplay_forced=True,
+            autoplay_forced=not ask_forced,
             after=deal_ended(match),
         )
         deal = match.deal_results()[0]
@@ -331,6 +333,7 @@ def evaluate(
     sets: int,
     seed: int,
     stat: str,
+    ask_forced: bool = False,
 ) -> dict[str, Any]:
     """``hero`` against ``field`` over ``sets`` duplicate sets: the mean of ``stat`` per
     deal with its bootstrap interval, and the score per deal."""
@@ -340,7 +343,8 @@ def evaluate(
     started = time.perf_counter()
     for i in range(sets):
         set_seed = derive_seed(seed, preset, i, bits=63)
-        deals = play_set(game, preset, rotations(family, hero, field), pols, set_seed, hero)
+        seats_of = rotations(family, hero, field)
+        deals = play_set(game, preset, seats_of, pols, set_seed, hero, ask_forced)
         per_set.append(sum(d[stat] for d in deals) / len(deals))
         scores.extend(d["score"] for d in deals)
     low, high = bootstrap(per_set)
@@ -383,7 +387,9 @@ def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
                 chosen = list(itertools.pairwise(LADDERS[family]))
             jobs.extend((family, presets[0], upper, lower, stat) for lower, upper in chosen)
     for family, preset, hero, field, stat in jobs:
-        row = evaluate(family, preset, hero, field, pols, args.sets, args.seed, stat)
+        row = evaluate(
+            family, preset, hero, field, pols, args.sets, args.seed, stat, args.ask_forced
+        )
         row["target"] = TARGETS.get((preset, stat)) if field == "random" else 0.5
         rows.append(row)
         print_target_row(row)
@@ -455,11 +461,19 @@ def main(argv: list[str] | None = None) -> int:
         help="solver plays the best mean over its worlds (not the heuristic's card unless "
         "another beats it by a standard error)",
     )
+    parser.add_argument(
+        "--ask-forced",
+        action="store_true",
+        help="with --targets: ask the bots every decision, one legal action included (a "
+        "season's default, autoplay_forced off; priced-pass may pass instead); by default "
+        "such decisions are played without asking",
+    )
     args = parser.parse_args(argv)
     if args.targets:
         print(
             f"evaluation protocol: seed {args.seed}, {args.sets} duplicate sets per row, "
             f"search bots {args.budget_ms} ms a move at most"
+            + (", every decision asked" if args.ask_forced else "")
         )
         print(TARGET_HEADER)
         rows = run_targets(args)

@@ -2,7 +2,10 @@
 
 Every question is a real decision taken from an engine state (``states``), sent to the
 bot by the :class:`~referee.botcheck.probe.Probe`. An answer passes when it arrives
-within the request's clock and is one of the request's legal actions. When the bot runs
+within the request's clock and is one of the request's legal actions, or ``pass`` while
+able to play where the rules price that illegal pass short of the deal (SV-18, SV-19: a
+strategic move, the ladder's ``priced-pass`` makes it; reported, and failed when a seat
+makes it ``STRIKES_IN_A_ROW`` times in a row). When the bot runs
 behind the stdio bridge, incidents the bridge reports (the program crashed, hung, was too
 slow or unreadable so the bridge answered for it, or wrote lines no turn asked for) fail the
 scenario too.
@@ -59,6 +62,10 @@ COSTLY_PASS_RULES: dict[str, Any] = {
 }
 """Fan Tan with voluntary passes that cost 2 chips (SV-20): a pass listed beside cards."""
 
+STRIKES_IN_A_ROW = 3
+"""A season's default strike limit: this many failed decisions in a row (an illegal pass is
+one) hand the seat to the autopilot."""
+
 MAX_DEAL_DECISIONS = 80
 """Questions per "plays a deal" scenario at most (a 4-player Sevens deal needs about 60)."""
 
@@ -93,11 +100,21 @@ class CheckContext:
         return f"check-{scenario}-{uuid.uuid4().hex[:8]}"
 
 
+def priced_pass(decision: Decision, action: str | None) -> bool:
+    """Whether ``action`` is a pass while able to play that the decision's rules price short
+    of the deal (SV-19; ``SevensRules.prices_illegal_pass``)."""
+    if decision.game != "sevens" or action != PASS or PASS in decision.legal_actions:
+        return False
+    rules = get_game("sevens").rules_from_dict(decision.observation["rules"])
+    return bool(getattr(rules, "prices_illegal_pass", False))
+
+
 def _problem(decision: Decision, reply: Reply, clock: ClockInfo) -> str:
-    """'' when the reply is a legal, timely answer to ``decision``; else what is wrong."""
+    """'' when the reply is a legal (or priced, :func:`priced_pass`), timely answer to
+    ``decision``; else what is wrong."""
     if not reply.sent or reply.action is None or reply.fallback:
         return reply.describe(clock)
-    if reply.action not in decision.legal_actions:
+    if reply.action not in decision.legal_actions and not priced_pass(decision, reply.action):
         return (
             f"answered {reply.action!r}, which is not legal here; legal actions were "
             f"{', '.join(decision.legal_actions)}"
@@ -188,6 +205,8 @@ def check_deal(ctx: CheckContext, game: str) -> CheckResult:
     match, next_decision = deal_decisions(game, rules)
     match_id = ctx.match_id(game)
     asked = 0
+    priced = 0
+    in_a_row: dict[int, int] = {}  # per seat, its priced passes since its last other answer
     decision = next_decision()
     while decision is not None and asked < MAX_DEAL_DECISIONS:
         asked += 1
@@ -195,11 +214,30 @@ def check_deal(ctx: CheckContext, game: str) -> CheckResult:
         if problem:
             return CheckResult.fail(name, f"decision {asked} (seat {decision.seat}): {problem}")
         assert reply.action is not None
+        if priced_pass(decision, reply.action):
+            priced += 1
+            in_a_row[decision.seat] = in_a_row.get(decision.seat, 0) + 1
+            if in_a_row[decision.seat] >= STRIKES_IN_A_ROW:
+                return CheckResult.fail(
+                    name,
+                    f"decision {asked} (seat {decision.seat}): passed while able to play "
+                    f"{STRIKES_IN_A_ROW} times in a row; each illegal pass is a failed "
+                    "decision, and that many in a row hand the seat to the autopilot (play "
+                    "a legal action in between)",
+                )
+        else:
+            in_a_row[decision.seat] = 0
         if ctx.collect():  # the bridge had to step in: no need to play on
             where = f"decision {asked} (seat {decision.seat})"
             return CheckResult.fail(name, f"{where}: the bridge reported trouble (below)")
         match.apply(reply.action)
         decision = next_decision()
+    if priced:
+        return CheckResult.ok(
+            name,
+            f"{asked} answers, {priced} of them a pass while able: an illegal pass, priced "
+            "by these rules (SV-19) and a strike each on the platform",
+        )
     return CheckResult.ok(name, f"{asked} legal answers")
 
 

@@ -22,7 +22,7 @@ from referee.errors import ArenaError, ConfigError
 from referee.seasons import store
 from referee.seasons.model import SeasonOptions, SeasonSpec
 
-RUNGS = ("random", "first-legal", "heuristic", "mc", "ismcts", "solver")
+RUNGS = ("random", "first-legal", "heuristic", "mc", "ismcts", "solver", "priced-pass")
 PREFIX = "ladder-"
 GAUNTLET_PRESETS = {"sevens": "fan-tan", "sedma": "sedma"}
 
@@ -40,7 +40,7 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--server", required=True, help="the referee's gRPC address HOST:PORT")
     p.add_argument("--tls-ca", help="CA certificate (PEM) when the referee uses TLS")
-    p.add_argument("--rungs", default=",".join(RUNGS), help="which rungs (all six)")
+    p.add_argument("--rungs", default=",".join(RUNGS), help="which rungs (all seven)")
     p.add_argument("--budget-ms", type=int, default=None, help="search bots' think time cap")
     add_redis_options(p)
     p = commands.add(
@@ -52,7 +52,7 @@ def register(commands: Commands) -> None:
     p.add_argument("bot", help="the registered bot to measure")
     p.add_argument("--game", choices=sorted(GAUNTLET_PRESETS), default="sevens")
     p.add_argument("--preset", help="rules preset (fan-tan for sevens, sedma for sedma)")
-    p.add_argument("--rungs", default=",".join(RUNGS), help="which rungs (all six)")
+    p.add_argument("--rungs", default=",".join(RUNGS), help="which rungs (all seven)")
     p.add_argument("--rounds", type=int, default=4, help="times the schedule is played (4)")
     p.add_argument("--deals", type=int, default=4, help="deals per match (4)")
     p.add_argument("--name", help="season id (default: gauntlet-BOT-GAME-time)")

@@ -18,8 +18,12 @@ Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
   most visited action is played if its mean return beats the heuristic's action's by more
   than a standard error (``search.beats``), else the heuristic's action.
 
-* ``solver`` (the Sevens family's top rung): worlds drawn from the belief, each solved
-  exactly by expectimax once few cards are left (``sevens/exact.py``); in Sedma, ``ismcts``.
+* ``solver``: worlds drawn from the belief, each solved exactly by expectimax once few
+  cards are left (``sevens/exact.py``); in Sedma, ``ismcts``;
+* ``priced-pass`` (the Sevens family's top rung): the heuristic, which also passes while
+  able to play (an illegal pass, SV-18) where the rules price that pass (SV-19: a lost
+  turn or chips) and every play would open the way for the others
+  (``sevens_heuristic.priced_pass_pays``).
 
 In the Sevens family with one card a turn all three run on the fast engine and the belief
 (``sevens/bots.py``: ``sevens_worlds``, ``sevens_iterations`` and ``worlds`` are their work
@@ -41,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from referee.games.base import PASS
 from referee.games.cards import Card
 from referee.games.search import CONFIDENCE, SearchState, beats, paired_best, position
 from referee.games.sedma import heuristic as sedma_heuristic
@@ -79,6 +84,25 @@ def heuristic_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.R
     last = sum(int(x) for x in obs["tricks_won"]) == sedma.num_tricks - 1
     hand_cards = [Card.parse(c) for c in obs["hand"]]
     return sedma_heuristic.choose(sedma, seat, hand_cards, trick, legal, last, rng)
+
+
+def priced_pass_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
+    """The heuristic, and in the Sevens family a pass while able to play where the rules
+    price it and it pays (``sevens_heuristic.priced_pass_pays``): the ``priced-pass``
+    rung. It may answer ``pass`` when ``pass`` is not among ``legal``."""
+    action = heuristic_policy(obs, legal, rng)
+    if obs["game"] != "sevens" or action == PASS:
+        return action
+    seat = int(obs["seat"])
+    rules = cached_rules(obs["rules"])
+    hand = sevens_heuristic.row_mask_of({"hand": list(obs["hand"])})
+    table = sevens_heuristic.row_mask_of(obs["table"])
+    best = sevens_heuristic.best_play_score(tables_for(rules), hand, table, legal)
+    if sevens_heuristic.priced_pass_pays(
+        rules, best, obs.get("history", ()), seat, int(obs["passes"][seat])
+    ):
+        return PASS
+    return action
 
 
 def playout(state: SearchState, rng: random.Random) -> None:

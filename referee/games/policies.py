@@ -14,6 +14,9 @@ them. Every policy is deterministic given its ``random.Random``.
   (``referee/games/ladder.py``): rules of thumb, determinized Monte Carlo, Information
   Set MCTS and (Sevens family) sampled worlds solved exactly in the endgame, with a time
   budget per move.
+* ``priced-pass``: ``heuristic``, and in the Sevens family an illegal pass (SV-18) where
+  the rules price it (SV-19: a lost turn or chips) and every play would open the way for
+  the others (``referee/games/ladder.py``, docs/ladder.md "priced-pass").
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from referee.games.cards import Card, Rank
 from referee.games.errors import CardParseError, RulesError
 
 Policy = Callable[[Mapping[str, Any], Sequence[str], random.Random], str]
-"""``policy(observation, legal_actions, rng) -> action`` (one of ``legal_actions``)."""
+"""``policy(observation, legal_actions, rng) -> action``: one of ``legal_actions``, except
+that ``priced-pass`` may answer ``pass`` while able to play (an illegal pass, which the
+rules price: SV-18, SV-19)."""
 
 
 def random_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random) -> str:
@@ -72,6 +77,7 @@ POLICIES: dict[str, Policy] = {
     "mc": ladder.MONTE_CARLO,
     "ismcts": ladder.ISMCTS,
     "solver": ladder.SOLVER,
+    "priced-pass": ladder.priced_pass_policy,
 }
 
 

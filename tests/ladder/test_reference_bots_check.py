@@ -13,8 +13,8 @@ from referee.cli.main import main as arena_main
 pytestmark = pytest.mark.slow
 
 # Each family's rungs above random (bench/strength.py LADDERS): the heuristic, the Sevens
-# family's solver and Sedma's mc; each plays both families.
-RUNGS = ("heuristic", "solver", "mc")
+# family's solver and priced-pass, Sedma's mc; each plays both families.
+RUNGS = ("heuristic", "solver", "mc", "priced-pass")
 
 
 @pytest.mark.parametrize("policy", RUNGS)

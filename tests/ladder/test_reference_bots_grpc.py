@@ -1,6 +1,7 @@
 """Every reference bot of the ladder (referee/games/ladder.py) plays every preset of its
 game family through the real path: SDK bots over gRPC to a referee process, matches run by
-real worker processes, without an invalid action, an illegal pass or a timeout. And a
+real worker processes, without an invalid action, an illegal pass (but for priced-pass,
+whose passes while able the rules price) or a timeout. And a
 season played in-process (referee/seasons/inprocess.py, what bench/strength.py uses) gives
 the same results as the same season played on the platform.
 
@@ -64,6 +65,7 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
         "ref-mc": PolicyBot("mc", seed=2, budget_ms=BUDGET_MS),
         "ref-ismcts": PolicyBot("ismcts", seed=3, budget_ms=BUDGET_MS),
         "ref-solver": PolicyBot("solver", seed=4, budget_ms=BUDGET_MS),
+        "ref-priced": PolicyBot("priced-pass", seed=5),
     }
     names = list(named)
     matches = _matches()
@@ -73,7 +75,7 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
     with bots_in_threads(platform, named):
         for i, (game, preset, players) in enumerate(matches):
             # rotate the seats from match to match; the search bots play every 3-seat match
-            seats = [names[(i + k) % 4] for k in range(players)]
+            seats = [names[(i + k) % len(names)] for k in range(players)]
             if players <= 3:
                 seats = ["ref-mc", "ref-ismcts", "ref-solver"][:players]
             spec = MatchSpec(
@@ -96,7 +98,8 @@ def test_reference_bots_play_every_preset_over_grpc(platform: Platform) -> None:
             assert stats["decisions"] > 0, (match_id, seats[seat])
             assert stats["timeouts"] == 0, (match_id, seats[seat], stats)
             assert stats["invalid_actions"] == 0, (match_id, seats[seat], stats)
-            assert stats["illegal_passes"] == 0, (match_id, seats[seat], stats)
+            if seats[seat] != "ref-priced":  # its passes while able are priced (SV-19)
+                assert stats["illegal_passes"] == 0, (match_id, seats[seat], stats)
             assert not stats["autopilot"], (match_id, seats[seat], stats)
             seen.add(seats[seat])
     assert set(named) <= seen
@@ -153,6 +156,48 @@ def test_a_season_in_process_equals_the_season_on_the_platform(
         assert remote is not None
         assert remote["seats"] == mine["seats"]
         assert remote["result"] == lean_result(mine["result"]), mine["match_id"]
+
+
+def test_priced_pass_plays_its_illegal_passes_over_grpc(platform: Platform) -> None:
+    """The ``priced-pass`` rung as a real bot: its passes while able reach the referee,
+    which applies them as illegal passes with the preset's penalty (SV-18, SV-19), never
+    hands its seat to the autopilot (never two failed decisions in a row), and the results
+    equal the same season played in-process (what bench/strength.py measures)."""
+    policies = {"pp-priced": "priced-pass", "pp-random": "random", "pp-heuristic": "heuristic"}
+    spec = SeasonSpec(
+        name="pp-sevens",
+        game="sevens",
+        preset="sevens",
+        bots=tuple(policies),
+        table_size=3,
+        deals_per_match=4,
+        options=SeasonOptions(duplicate=True),
+    )
+    rules = spec.validate_with_engine()
+    schedule = build_schedule(spec, 78)
+    named: dict[str, Bot] = {
+        name: PolicyBot(policy, per_turn_seed=True) for name, policy in policies.items()
+    }
+    with bots_in_threads(platform, named):
+        for scheduled in schedule:
+            assert queue.enqueue_match(
+                platform.conn, match_spec_of(spec.name, spec, rules, scheduled)
+            )
+        _wait(platform, [m.match_id for m in schedule])
+    local = play_season(spec, 78, {name: POLICIES[p] for name, p in policies.items()})
+    illegal = 0
+    for mine in local:
+        remote = queue.get_result(platform.conn, mine["match_id"])
+        assert remote is not None
+        for seat, stats in enumerate(remote["stats"]):
+            bot = remote["seats"][seat]
+            assert stats["timeouts"] == 0 and stats["invalid_actions"] == 0, (bot, stats)
+            assert not stats["autopilot"], (bot, stats)
+            if bot == "pp-priced":
+                illegal += stats["illegal_passes"]
+            else:
+                assert stats["illegal_passes"] == 0, (bot, stats)
+    assert illegal > 0
 
 
 def test_gauntlet_season_reports_where_the_bot_lands(platform: Platform) -> None:

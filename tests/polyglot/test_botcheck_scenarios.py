@@ -84,6 +84,33 @@ def test_an_always_pass_bot_fails_where_it_must_play(url: tuple[str, str]) -> No
     failed = report.failures[0]
     assert failed.status == FAIL
     assert "answered 'pass', which is not legal here" in failed.reason
+    # In Sevens a pass while able is priced (SV-19), but a seat that only passes is handed
+    # to the autopilot on the platform: three strikes in a row.
+    deal = report.get("sevens: plays a deal (sevens)")
+    assert deal.status == FAIL and "3 times in a row" in deal.reason, deal
+
+
+def test_a_pass_while_able_that_the_rules_price_is_reported_not_failed(
+    url: tuple[str, str],
+) -> None:
+    """SV-18, SV-19: ``sevens`` prices an illegal pass with a lost turn; a bot that makes
+    one now and then (the ladder's priced-pass does) passes the deal, and is told what it
+    costs."""
+
+    asked: dict[int, int] = {}  # per seat, its decisions so far
+
+    def sometimes_pass(turn: TurnMessage) -> str:
+        legal = turn["legal_actions"]
+        seat = int(turn["seat"])
+        asked[seat] = asked.get(seat, 0) + 1
+        if turn["observation"]["game"] == "sevens" and "pass" not in legal and asked[seat] % 3 == 0:
+            return "pass"  # every third decision of a seat: never twice in a row
+        return str(legal[0])
+
+    report = _check(url, sometimes_pass)
+    deal = report.get("sevens: plays a deal (sevens)")
+    assert deal.status == PASS, deal
+    assert "a pass while able: an illegal pass, priced by these rules" in deal.reason, deal
 
 
 def test_a_bot_that_never_answers_is_reported_with_the_clock(url: tuple[str, str]) -> None:

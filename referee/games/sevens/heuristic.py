@@ -26,7 +26,7 @@ same function for their playouts at engine speed (``fast.heuristic_move``).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from referee.games.base import PASS, RUN_SEPARATOR
@@ -52,6 +52,17 @@ RUN_BONUS = 0.75
 
 _VOLUNTARY_PASS_GAIN = 3.0
 """A pass that costs one chip is taken when the best play scores below minus this."""
+
+PRICED_PASS_BELOW = 0.0
+"""``priced-pass`` passes while able (an illegal pass, SV-18) when its best play scores
+below minus this: every play would open the way for the others."""
+
+PRICED_PASSES_PER_DEAL = 2
+"""At most this many illegal passes a deal for ``priced-pass`` (2 and 3 won as many deals
+against random seats; 2 keeps a run of forced plays that no bot is asked for, under
+``autoplay_forced``, from adding up to three strikes within a deal)."""
+
+_OWN_DECISIONS = frozenset({"play", "pass", "illegal_pass", "invalid_action", "timeout"})
 
 _BIT = tuple(1 << i for i in range(52))
 
@@ -142,6 +153,48 @@ def choose(
         if safe and free_left == 0 and cost <= 1 and best_score < -_VOLUNTARY_PASS_GAIN * cost:
             return PASS
     return best
+
+
+def best_play_score(t: Tables, hand: int, table: int, legal: Sequence[str]) -> float:
+    """The score of the best play among ``legal`` (``-inf`` when there is none)."""
+    return max(
+        (score_play(t, hand, table, action) for action in legal if action != PASS),
+        default=float("-inf"),
+    )
+
+
+def priced_pass_pays(
+    rules: SevensRules,
+    best_score: float,
+    history: Sequence[Mapping[str, object]],
+    seat: int,
+    passes: int,
+) -> bool:
+    """Whether ``priced-pass`` passes while able to play: an illegal pass (SV-18), which
+    these rules price (SV-19: a lost turn or chips, not the deal) instead of refusing.
+
+    It pays when every play would open the way for the others (``best_score`` below
+    ``-PRICED_PASS_BELOW``): the blocker stays, and the others stay blocked for a round.
+    Never as the seat's first decision of a deal, never twice in a row (a failed decision
+    is a strike: three in a row hand the seat to the autopilot), at most
+    ``PRICED_PASSES_PER_DEAL`` a deal (``history``: the deal's events as the seat sees
+    them), and never where a pass could get the seat eliminated (SV-23)."""
+    if not rules.prices_illegal_pass:
+        return False
+    if best_score >= -PRICED_PASS_BELOW or best_score == float("-inf"):
+        return False
+    if rules.pass_elimination and passes + 2 > rules.pass_elimination:
+        return False
+    decisions = [
+        item["kind"]
+        for item in history
+        if item.get("seat") == seat
+        and item["kind"] in _OWN_DECISIONS
+        and item.get("reason") != "skipped"  # the turn an illegal pass lost (SV-19)
+    ]
+    if not decisions or decisions[-1] == "illegal_pass":
+        return False
+    return decisions.count("illegal_pass") < PRICED_PASSES_PER_DEAL
 
 
 def row_mask_of(table_rows: dict[str, list[str]]) -> int:

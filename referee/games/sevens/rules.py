@@ -126,6 +126,13 @@ class SevensRules:
         }[self.scoring]
 
     @property
+    def prices_illegal_pass(self) -> bool:
+        """Whether a pass while able to play is applied at a price short of the deal: an
+        illegal pass (SV-18) that costs a lost turn or chips (SV-19), not ``forfeit_deal``.
+        A bot may then choose it (the ladder's ``priced-pass`` does)."""
+        return self.must_play and self.illegal_pass_penalty != "forfeit_deal"
+
+    @property
     def higher_is_better(self) -> bool:
         return self.scoring != "penalty_points"
 
