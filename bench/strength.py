@@ -34,6 +34,7 @@ interval is a bootstrap over sets (sets are independent, deals within a set are 
   ahead of, ties half, 0.5 when equal), or holding one partnership against the lower
   (Sedma; hands won). A rung is separated when the interval lies above 0.5.
 
+    .venv/bin/python bench/strength.py --targets      # the README's table: every row, ~40 min
     .venv/bin/python bench/strength.py --targets --sets 100 --budget-ms 200
     .venv/bin/python bench/strength.py --targets --family sevens --protocols head-to-head \
         --pairs mc:heuristic --sets 60          # one row (rows run in parallel processes)
@@ -241,6 +242,11 @@ def print_table(t: Mapping[str, Any]) -> None:
         )
 
 
+TARGET_SETS = {"sevens": 1500, "sedma": 30}
+"""``--targets``' duplicate sets per row by default, per family: what separates each Sevens
+rung from the one below (``solver`` beats ``heuristic`` by 0.507: 1,500 sets) and what the
+Sedma rows need (``mc`` plays about a second a hand)."""
+
 TARGETS = {
     ("sevens", "won"): 0.60,
     ("fan-tan", "won"): 0.55,
@@ -388,7 +394,15 @@ def run_targets(args: argparse.Namespace) -> list[dict[str, Any]]:
             jobs.extend((family, presets[0], upper, lower, stat) for lower, upper in chosen)
     for family, preset, hero, field, stat in jobs:
         row = evaluate(
-            family, preset, hero, field, pols, args.sets, args.seed, stat, args.ask_forced
+            family,
+            preset,
+            hero,
+            field,
+            pols,
+            args.sets or TARGET_SETS[family],
+            args.seed,
+            stat,
+            args.ask_forced,
         )
         row["target"] = TARGETS.get((preset, stat)) if field == "random" else 0.5
         rows.append(row)
@@ -430,7 +444,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--targets", action="store_true", help="run the evaluation protocol, not the season"
     )
-    parser.add_argument("--sets", type=int, default=100, help="duplicate sets per row (100)")
+    parser.add_argument(
+        "--sets",
+        type=int,
+        help="duplicate sets per row (by default with --targets: "
+        + ", ".join(f"{n} for {family}" for family, n in TARGET_SETS.items())
+        + ")",
+    )
     parser.add_argument(
         "--bot",
         choices=RUNGS,
@@ -471,7 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.targets:
         print(
-            f"evaluation protocol: seed {args.seed}, {args.sets} duplicate sets per row, "
+            f"evaluation protocol: seed {args.seed}, "
+            f"{args.sets or ', '.join(f'{n} ({f})' for f, n in TARGET_SETS.items())} "
+            "duplicate sets per row, "
             f"search bots {args.budget_ms} ms a move at most"
             + (", every decision asked" if args.ask_forced else "")
         )
