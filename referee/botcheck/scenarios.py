@@ -223,7 +223,8 @@ def check_deal(ctx: CheckContext, game: str) -> CheckResult:
                     f"decision {asked} (seat {decision.seat}): passed while able to play "
                     f"{STRIKES_IN_A_ROW} times in a row; each illegal pass is a failed "
                     "decision, and that many in a row hand the seat to the autopilot (play "
-                    "a legal action in between)",
+                    f"a legal action in between); legal actions were "
+                    f"{', '.join(decision.legal_actions)}",
                 )
         else:
             in_a_row[decision.seat] = 0
