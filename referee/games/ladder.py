@@ -25,9 +25,9 @@ Rungs, weakest first: ``random`` and ``first-legal`` (``policies.py``), then
   turn or chips) and every play would open the way for the others
   (``sevens_heuristic.priced_pass_pays``).
 
-In the Sevens family with one card a turn all three run on the fast engine and the belief
-(``sevens/bots.py``: ``sevens_worlds``, ``sevens_iterations`` and ``worlds`` are their work
-limits).
+In the Sevens family with one card a turn the three search rungs run on the fast engine
+and the belief (``sevens/bots.py``: ``sevens_worlds``, ``sevens_iterations`` and ``worlds``
+are their work limits).
 
 The search bots stop at the first of two limits: their work limit (``worlds`` or
 ``iterations``, which makes them deterministic given their ``random.Random``) and their
