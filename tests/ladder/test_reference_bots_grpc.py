@@ -27,7 +27,7 @@ from referee.games.base import DealSpec
 from referee.games.policies import POLICIES
 from referee.games.registry import get_game
 from referee.match.row import lean_result
-from referee.match.spec import MatchSpec
+from referee.match.spec import CommittedResult, MatchSpec
 from referee.procs import arena_command, stop_process
 from referee.seasons import store
 from referee.seasons.inprocess import play_season
@@ -137,8 +137,18 @@ def test_a_season_in_process_equals_the_season_on_the_platform(
         deals_per_match=deals,
         options=SeasonOptions(duplicate=True),
     )
+    for mine, remote in _both_ways(platform, spec, policies, 77):
+        assert remote["seats"] == mine["seats"]
+        assert remote["result"] == lean_result(mine["result"]), mine["match_id"]
+
+
+def _both_ways(
+    platform: Platform, spec: SeasonSpec, policies: dict[str, str], seed: int
+) -> list[tuple[CommittedResult, CommittedResult]]:
+    """``spec``'s schedule from ``seed`` played twice by the same per-turn-seeded policies:
+    on the platform (each a gRPC bot) and in-process; each match's results, in order."""
     rules = spec.validate_with_engine()
-    schedule = build_schedule(spec, 77)
+    schedule = build_schedule(spec, seed)
     assert len(schedule) >= 1
     named: dict[str, Bot] = {
         name: PolicyBot(policy, per_turn_seed=True) for name, policy in policies.items()
@@ -149,13 +159,14 @@ def test_a_season_in_process_equals_the_season_on_the_platform(
                 platform.conn, match_spec_of(spec.name, spec, rules, scheduled)
             )
         _wait(platform, [m.match_id for m in schedule])
-    local = play_season(spec, 77, {name: POLICIES[p] for name, p in policies.items()})
+    local = play_season(spec, seed, {name: POLICIES[p] for name, p in policies.items()})
     assert [r["match_id"] for r in local] == [m.match_id for m in schedule]
+    pairs = []
     for mine in local:
         remote = queue.get_result(platform.conn, mine["match_id"])
         assert remote is not None
-        assert remote["seats"] == mine["seats"]
-        assert remote["result"] == lean_result(mine["result"]), mine["match_id"]
+        pairs.append((mine, remote))
+    return pairs
 
 
 def test_priced_pass_plays_its_illegal_passes_over_grpc(platform: Platform) -> None:
@@ -173,22 +184,9 @@ def test_priced_pass_plays_its_illegal_passes_over_grpc(platform: Platform) -> N
         deals_per_match=4,
         options=SeasonOptions(duplicate=True),
     )
-    rules = spec.validate_with_engine()
-    schedule = build_schedule(spec, 78)
-    named: dict[str, Bot] = {
-        name: PolicyBot(policy, per_turn_seed=True) for name, policy in policies.items()
-    }
-    with bots_in_threads(platform, named):
-        for scheduled in schedule:
-            assert queue.enqueue_match(
-                platform.conn, match_spec_of(spec.name, spec, rules, scheduled)
-            )
-        _wait(platform, [m.match_id for m in schedule])
-    local = play_season(spec, 78, {name: POLICIES[p] for name, p in policies.items()})
     illegal = 0
-    for mine in local:
-        remote = queue.get_result(platform.conn, mine["match_id"])
-        assert remote is not None
+    for mine, remote in _both_ways(platform, spec, policies, 78):
+        assert remote["result"] == lean_result(mine["result"]), mine["match_id"]
         for seat, stats in enumerate(remote["stats"]):
             bot = remote["seats"][seat]
             assert stats["timeouts"] == 0 and stats["invalid_actions"] == 0, (bot, stats)
