@@ -107,6 +107,8 @@ def test_it_never_passes_illegally_where_the_rules_do_not_price_it(rules: Sevens
 
 
 def test_pays_only_when_every_play_opens_the_way_for_the_others() -> None:
+    """SV-18, SV-19: the decision itself, from the best play's score and the deal's
+    history as the seat sees it (a lost turn shows there as its ``pass``, ``skipped``)."""
     rules = PRESETS["sevens"]
     me = 2
     before = [{"seat": me, "kind": "play", "action": "7D"}]
