@@ -35,6 +35,7 @@ from referee.botcheck.states import (
 from referee.games.action_info import action_info
 from referee.games.base import PASS, RUN_SEPARATOR, Match
 from referee.games.registry import get_game
+from referee.games.sevens.rules import cached_rules
 from referee.match.messages import ActionResultMessage, ClockInfo, DealEndMessage
 
 RELAXED_CLOCK: ClockInfo = {"move_ms": 3000, "bank_ms": 0, "grace_ms": 100}
@@ -105,8 +106,7 @@ def priced_pass(decision: Decision, action: str | None) -> bool:
     of the deal (SV-19; ``SevensRules.prices_illegal_pass``)."""
     if decision.game != "sevens" or action != PASS or PASS in decision.legal_actions:
         return False
-    rules = get_game("sevens").rules_from_dict(decision.observation["rules"])
-    return bool(getattr(rules, "prices_illegal_pass", False))
+    return cached_rules(decision.observation["rules"]).prices_illegal_pass
 
 
 def _problem(decision: Decision, reply: Reply, clock: ClockInfo) -> str:

@@ -63,22 +63,9 @@ def heuristic_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random.R
     """The rules-of-thumb player of the observation's game."""
     if len(legal) == 1:
         return legal[0]
-    seat = int(obs["seat"])
     if obs["game"] == "sevens":
-        rules = cached_rules(obs["rules"])
-        t = tables_for(rules)
-        hand = sevens_heuristic.row_mask_of({"hand": list(obs["hand"])})
-        table = sevens_heuristic.row_mask_of(obs["table"])
-        return sevens_heuristic.choose(
-            rules,
-            t,
-            hand,
-            table,
-            legal,
-            int(obs["passes"][seat]),
-            int(obs["free_passes_left"][seat]),
-            rng,
-        )
+        return _sevens_heuristic(obs, legal, rng)[0]
+    seat = int(obs["seat"])
     sedma = rules_from_dict(obs["rules"])
     trick = [(int(t["seat"]), Card.parse(t["card"])) for t in obs["trick"]]
     last = sum(int(x) for x in obs["tricks_won"]) == sedma.num_tricks - 1
@@ -90,19 +77,34 @@ def priced_pass_policy(obs: Mapping[str, Any], legal: Sequence[str], rng: random
     """The heuristic, and in the Sevens family a pass while able to play where the rules
     price it and it pays (``sevens_heuristic.priced_pass_pays``): the ``priced-pass``
     rung. It may answer ``pass`` when ``pass`` is not among ``legal``."""
-    action = heuristic_policy(obs, legal, rng)
-    if obs["game"] != "sevens" or action == PASS:
-        return action
+    if obs["game"] != "sevens":
+        return heuristic_policy(obs, legal, rng)
+    action, best = _sevens_heuristic(obs, legal, rng)
     seat = int(obs["seat"])
-    rules = cached_rules(obs["rules"])
-    hand = sevens_heuristic.row_mask_of({"hand": list(obs["hand"])})
-    table = sevens_heuristic.row_mask_of(obs["table"])
-    best = sevens_heuristic.best_play_score(tables_for(rules), hand, table, legal)
-    if sevens_heuristic.priced_pass_pays(
-        rules, best, obs.get("history", ()), seat, int(obs["passes"][seat])
+    if action != PASS and sevens_heuristic.priced_pass_pays(
+        cached_rules(obs["rules"]), best, obs.get("history", ()), seat, int(obs["passes"][seat])
     ):
         return PASS
     return action
+
+
+def _sevens_heuristic(
+    obs: Mapping[str, Any], legal: Sequence[str], rng: random.Random
+) -> tuple[str, float]:
+    """The Sevens heuristic's action for the observation's seat, and its best play's score
+    (``sevens_heuristic.choose_scored``)."""
+    seat = int(obs["seat"])
+    rules = cached_rules(obs["rules"])
+    return sevens_heuristic.choose_scored(
+        rules,
+        tables_for(rules),
+        sevens_heuristic.row_mask_of({"hand": list(obs["hand"])}),
+        sevens_heuristic.row_mask_of(obs["table"]),
+        legal,
+        int(obs["passes"][seat]),
+        int(obs["free_passes_left"][seat]),
+        rng,
+    )
 
 
 def playout(state: SearchState, rng: random.Random) -> None:

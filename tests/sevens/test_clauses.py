@@ -299,6 +299,24 @@ def test_sv17_sv19_an_illegal_pass_pays_the_pass_chip_and_the_penalty() -> None:
     assert deal.deltas[0] >= 6
 
 
+@pytest.mark.parametrize(
+    ("preset", "changes", "priced"),
+    [
+        ("sevens", {}, True),  # lose_turn
+        ("fan-tan", {}, True),  # 5 chips
+        ("fan-tan", {"illegal_pass_penalty": "forfeit_deal"}, False),
+        ("fan-tan", {"must_play": False, "max_voluntary_passes": 2}, False),
+    ],
+)
+def test_sv19_which_rules_price_an_illegal_pass(
+    preset: str, changes: dict[str, object], priced: bool
+) -> None:
+    """SV-18/SV-19/SV-20: a pass while able is priced short of the deal (the ladder's
+    priced-pass may take it) under lose_turn and chips; forfeit_deal costs the deal, and
+    with must_play off such a pass is no illegal pass at all."""
+    assert rules(preset, **changes).prices_illegal_pass is priced
+
+
 def test_sv19_forfeit_the_deal() -> None:  # SV-19
     match = stacked(rules("fan-tan", illegal_pass_penalty="forfeit_deal"), CHAIN, dealer=2)
     assert kinds(match.apply(PASS)) == [

@@ -135,8 +135,24 @@ def choose(
     ``passes`` passes so far this deal and ``free_left`` free passes left."""
     if len(legal) == 1:
         return legal[0]
+    return choose_scored(rules, t, hand, table, legal, passes, free_left, rng)[0]
+
+
+def choose_scored(
+    rules: SevensRules,
+    t: Tables,
+    hand: int,
+    table: int,
+    legal: Sequence[str],
+    passes: int,
+    free_left: int,
+    rng: random.Random,
+) -> tuple[str, float]:
+    """:func:`choose`'s action, and the score of the best play among ``legal`` (``-inf``
+    when there is none) from the same pass over the plays: ``priced-pass`` decides on it
+    (:func:`priced_pass_pays`)."""
     best = ""
-    best_score = -1e9
+    best_score = float("-inf")
     can_pass = False
     for action in legal:
         if action == PASS:
@@ -145,22 +161,16 @@ def choose(
         score = score_play(t, hand, table, action)
         if score > best_score or (score == best_score and rng.random() < 0.5):
             best, best_score = action, score
+    if len(legal) == 1:
+        return legal[0], best_score
     if can_pass and best_score < 0:
         safe = not rules.pass_elimination or passes + 2 <= rules.pass_elimination
         if safe and free_left > 0:
-            return PASS
+            return PASS, best_score
         cost = rules.voluntary_pass_chips
         if safe and free_left == 0 and cost <= 1 and best_score < -_VOLUNTARY_PASS_GAIN * cost:
-            return PASS
-    return best
-
-
-def best_play_score(t: Tables, hand: int, table: int, legal: Sequence[str]) -> float:
-    """The score of the best play among ``legal`` (``-inf`` when there is none)."""
-    return max(
-        (score_play(t, hand, table, action) for action in legal if action != PASS),
-        default=float("-inf"),
-    )
+            return PASS, best_score
+    return best, best_score
 
 
 def priced_pass_pays(
