@@ -43,6 +43,7 @@ import asyncio
 import bisect
 import contextlib
 import dataclasses
+import functools
 import heapq
 import json
 import os
@@ -73,6 +74,10 @@ from referee.games.base import DealSpec
 from referee.games.registry import get_game
 from referee.match.spec import MatchSpec, TimeControl
 from sample_bots.sdk import Bot, Turn
+
+sys.path.append(str(Path(__file__).resolve().parent))
+
+from machine import baseline_line, context_switches
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -133,6 +138,15 @@ def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
         "redis": _proc_cpu_s(pids["redis"]),
         "bots": sum(_proc_cpu_s(pid) for pid in BOT_PIDS),
         "bench": _proc_cpu_s(os.getpid()),
+    }
+
+
+def switch_snapshot(pids: dict[str, int]) -> dict[str, int]:
+    """Context switches so far of the referee's threads and of the bots' (their wake-ups;
+    bench/machine.py measures what one costs)."""
+    return {
+        "referee": context_switches(pids["referee"]),
+        "bots": sum(context_switches(pid) for pid in BOT_PIDS),
     }
 
 
@@ -393,6 +407,7 @@ class Run:
     commands: int  # Redis commands of the platform during the run
     cpu: dict[str, float]  # CPU seconds per process group during the run
     per_command: dict[str, int]  # the same, per command (the bench's polling HGETs and INFOs out)
+    switches: dict[str, int] = dataclasses.field(default_factory=dict)  # context switches
 
 
 def run_matches(
@@ -412,6 +427,7 @@ def run_matches(
     ids = [f"{prefix}-{i}" for i in range(count)]
     before_counts = command_counts(conn)
     before_cpu = cpu_snapshot(pids)
+    before_switches = switch_snapshot(pids)
     start_ms = time.time() * 1000.0
     for i, match_id in enumerate(ids):
         first = (i * size) % len(seats)
@@ -446,6 +462,7 @@ def run_matches(
         time.sleep(0.05)
     time.sleep(0.3)
     after_cpu = cpu_snapshot(pids)
+    after_switches = switch_snapshot(pids)
     after_counts = command_counts(conn)
     per_command = {
         name: calls - before_counts.get(name, 0)
@@ -466,7 +483,8 @@ def run_matches(
     )
     records = [queue.get_record(conn, m) for m in ids]
     cpu = {k: after_cpu[k] - before_cpu[k] for k in after_cpu}
-    return Run(wall, [r for r in records if r is not None], used, cpu, per_command)
+    switches = {k: after_switches[k] - before_switches[k] for k in after_switches}
+    return Run(wall, [r for r in records if r is not None], used, cpu, per_command, switches)
 
 
 def asked_steps(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -860,6 +878,7 @@ class ScaleResult:
     peak_rss_mb: float
     cpu_ms: dict[str, float]  # per decision
     commands: float  # Redis commands per decision
+    switches: dict[str, float]  # context switches per decision: the referee's, the bots'
 
     @property
     def rate(self) -> float:
@@ -925,6 +944,7 @@ def scale_run(
         peak_rss_mb=peaks.peak["referee"],
         cpu_ms={k: v * 1000 / n for k, v in run.cpu.items()},
         commands=run.commands / n,
+        switches={k: v / n for k, v in run.switches.items()},
     )
 
 
@@ -971,6 +991,7 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
     medians side by side."""
     got: dict[tuple[str, str], list[ScaleResult]] = {}
     loads: list[float] = []
+    machine = baseline_line()
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
         conn = redis.Redis.from_url(server.url, decode_responses=True)
         for round_no in range(rounds):
@@ -1004,6 +1025,12 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
             "delay p99 ms": lambda r: r.delay_p99,
             "referee CPU ms/decision": lambda r: r.cpu_ms["referee"],
             "bots' CPU ms/decision": lambda r: r.cpu_ms["bots"],
+            "referee context switches/decision": lambda r: r.switches["referee"],
+            "bots' context switches/decision": lambda r: r.switches["bots"],
+            "CPU cores used": cores_used,
+            f"CPU cores the target ({case.target:.0%}) needs at this CPU per decision": (
+                functools.partial(cores_needed, target=case.target)
+            ),
             "timeouts": lambda r: float(r.timeouts),
             "referee peak RSS MB": lambda r: r.peak_rss_mb,
         }
@@ -1023,6 +1050,8 @@ def scale_compare(trees: dict[str, str | None], rounds: int) -> int:
         f"({', '.join(f'{k} = {v or ROOT}' for k, v in trees.items())}; load average "
         f"{min(loads):.1f}-{max(loads):.1f}; {time.strftime('%H:%M:%S', time.gmtime())} UTC)"
     )
+    print(f"before the runs, {machine}")
+    print(f"after the runs, {baseline_line()}")
     return 0
 
 
@@ -1099,6 +1128,13 @@ def cores_used(result: ScaleResult) -> float:
     """The CPU cores the run kept busy: its CPU per decision (every process counted, the
     bench's own polling too) times its decisions per second."""
     return sum(result.cpu_ms.values()) * result.rate / 1000.0
+
+
+def cores_needed(result: ScaleResult, target: float) -> float:
+    """The CPU cores a run at ``target`` of its reachable ideal would keep busy at the CPU
+    per decision this run measured (every process counted): above the machine's cores, the
+    target is out of reach unless the CPU per decision falls."""
+    return sum(result.cpu_ms.values()) * target * result.reachable / 1000.0
 
 
 def _median(runs: list[ScaleResult], of: Callable[[ScaleResult], float]) -> float:

@@ -60,6 +60,10 @@ from referee.gateway.wire import turn_batch
 from referee.match.messages import TurnMessage
 from referee.protocol import convert
 
+sys.path.append(str(Path(__file__).resolve().parent))
+
+from machine import baseline_line, context_switches
+
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 BOT = """
@@ -226,9 +230,10 @@ async def measure(
     base_tree: str | None,
     profile: str | None = None,
     think_ms: float = 0.0,
-) -> tuple[float, float]:
-    """CPU ms per decision of one bot process playing ``decisions`` turns, and the wall ms
-    per decision (``window`` open at once: the referee's wait for the answers)."""
+) -> tuple[float, float, float]:
+    """CPU ms per decision of one bot process playing ``decisions`` turns, the wall ms
+    per decision (``window`` open at once: the referee's wait for the answers) and its
+    threads' context switches per decision (its wake-ups)."""
     warm = 200
     referee = Referee(requests, decisions, window, warm)
     server = grpc.aio.server()
@@ -259,6 +264,7 @@ async def measure(
     try:
         await asyncio.wait_for(referee.warmed.wait(), 60)
         start = cpu_s(bot.pid)
+        switches = context_switches(bot.pid)
         started = time.perf_counter()
         if profile:
             spy = subprocess.Popen(
@@ -273,6 +279,7 @@ async def measure(
         await asyncio.wait_for(referee.done.wait(), 300)
         used = cpu_s(bot.pid) - start
         wall = time.perf_counter() - started
+        switches = context_switches(bot.pid) - switches
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -280,7 +287,7 @@ async def measure(
         bot.kill()
         bot.wait()
         await server.stop(None)
-    return used * 1000.0 / decisions, wall * 1000.0 / decisions
+    return used * 1000.0 / decisions, wall * 1000.0 / decisions, switches / decisions
 
 
 def main() -> int:
@@ -305,13 +312,15 @@ def main() -> int:
     requests = {False: turn_requests(), True: turn_requests(delta=True)}
     runs: dict[str, list[float]] = {v: [] for v in variants}
     walls: dict[str, list[float]] = {v: [] for v in variants}
+    switches: dict[str, list[float]] = {v: [] for v in variants}
+    machine = baseline_line()
     for _ in range(args.rounds):
         for variant in random.sample(variants, len(variants)):
             profile = None
             if args.profile:
                 os.makedirs(args.profile, exist_ok=True)
                 profile = os.path.join(args.profile, f"{variant}-{len(runs[variant])}.txt")
-            cpu_ms, wall_ms = asyncio.run(
+            cpu_ms, wall_ms, wakes = asyncio.run(
                 measure(
                     variant,
                     requests[variant.split("@")[0].endswith("-delta")],
@@ -324,20 +333,28 @@ def main() -> int:
             )
             runs[variant].append(cpu_ms)
             walls[variant].append(wall_ms)
-            print(f"{variant}: {cpu_ms:.3f} ms ({wall_ms:.3f} wall)", file=sys.stderr, flush=True)
+            switches[variant].append(wakes)
+            print(
+                f"{variant}: {cpu_ms:.3f} ms ({wall_ms:.3f} wall, {wakes:.1f} context switches)",
+                file=sys.stderr,
+                flush=True,
+            )
     base = statistics.median(runs[variants[0]])
     print(
         f"| variant | bot CPU ms per decision, median (all) | vs {variants[0]} | wall ms per "
-        "decision, median |"
+        "decision, median | context switches per decision, median |"
     )
-    print("|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for variant in variants:
         mid = statistics.median(runs[variant])
         each = ", ".join(f"{x:.3f}" for x in runs[variant])
         print(
             f"| {variant} | {mid:.3f} ({each}) | {mid / base:.2f} | "
-            f"{statistics.median(walls[variant]):.3f} |"
+            f"{statistics.median(walls[variant]):.3f} | "
+            f"{statistics.median(switches[variant]):.1f} |"
         )
+    print(f"before the runs, {machine}")
+    print(f"after the runs, {baseline_line()}")
     print(
         f"({args.decisions} decisions per run, {args.window} open at once, "
         f"{len(requests[False])} distinct requests, {time.strftime('%H:%M:%S')}, load average "
