@@ -531,6 +531,15 @@ def row_of_run(
             TARGETS.get(f"cpu {label}", ""),
         )
     )
+    if run.switches:
+        rows.append(
+            (
+                f"context switches per decision (wake-ups), {label}",
+                f"referee {run.switches['referee'] / n:.1f} (bots' processes "
+                f"{run.switches['bots'] / n:.1f})",
+                "",
+            )
+        )
     rows.append(
         (
             f"Redis commands per decision, {label}",
@@ -626,6 +635,7 @@ def main() -> int:
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
         conn = redis.Redis.from_url(server.url, decode_responses=True)
+        rows.append(("baseline: the machine, before the runs", baseline_line(), ""))
         r_rtt = redis_rtt_ms(server.url)
         g_rtt = grpc_rtt_ms()
         rows.append(
@@ -723,6 +733,7 @@ def main() -> int:
             for case_no, case in enumerate(SCALE_CASES):
                 scale_rows(rows, scale_run(conn, server, case, f"s{case_no}"))
         conn.close()
+    rows.append(("baseline: the machine, after the runs", baseline_line(), ""))
     width = max(len(k) for k, _, _ in rows)
     print(f"| {'measure':<{width}} | measured | target |\n|{'-' * (width + 2)}|---|---|")
     for key, value, target in rows:
@@ -816,6 +827,7 @@ def compare(
         f"(base {sides['base']}, bots from {'each side' if both_bots else 'this checkout'}; "
         f"load average {min(loads):.1f}-{max(loads):.1f}, {time.strftime('%H:%M:%S')} UTC)"
     )
+    print(f"after the runs, {baseline_line()}")
     return 0
 
 
@@ -973,6 +985,16 @@ def scale_rows(rows: list[tuple[str, str, str]], got: ScaleResult) -> None:
             f"{got.delay_p50:.1f} / {got.delay_p99:.1f} ms{spread}; referee "
             f"{used['referee']:.3f} + Redis {used['redis']:.3f} (bots' processes "
             f"{used['bots']:.3f}); Redis commands per decision {got.commands:.3f}",
+            "",
+        )
+    )
+    rows.append(
+        (
+            f"scale: {case.label}: CPU cores used; needed at the target",
+            f"{cores_used(got):.2f} of {os.cpu_count()}; {cores_needed(got, case.target):.2f} at "
+            f"{case.target:.0%} of the reachable ideal and this CPU per decision; context "
+            f"switches per decision: referee {got.switches['referee']:.1f}, bots "
+            f"{got.switches['bots']:.1f}",
             "",
         )
     )

@@ -157,7 +157,7 @@ def settle_garbage_collector() -> None:
     referee), just before its event loop starts. A full collection stops the event loop, and every
     match on it, while it scans all of them, and in a match host it finds almost nothing
     to free: in 20 s runs of 64 matches at a time its pauses went from 20-131 ms (416-459
-    ms in all) to 20-60 ms (140-195 ms in all), README "Performance". Objects made later
+    ms in all) to 20-60 ms (140-195 ms in all), docs/performance.md. Objects made later
     are collected as before; these stay until the process ends, as they would anyway."""
     gc.collect()
     gc.freeze()

@@ -108,7 +108,7 @@ START_AT_ONCE: Final = 8
 """Matches a host starts at once after a dequeue found one waiting: each start is
 about ten Redis round trips in a thread, which wait for the interpreter lock while the loop
 plays the matches already started; one at a time, the last of 256 queued matches started
-1.7-4.4 s after the first, 8 at a time 1.6-3.0 s (README "Performance")."""
+1.7-4.4 s after the first, 8 at a time 1.6-3.0 s (docs/performance.md)."""
 COMMIT_RETRY_S: Final = 0.5
 COMMIT_GIVE_UP_S: Final = 120.0
 """A commit that cannot reach Redis for this long is given up (the janitor re-runs the
@@ -305,7 +305,7 @@ class MatchHost:
                 # Every season slot is busy and this dequeue waits on the casual queue
                 # alone, up to DEQUEUE_WAIT_S: a season slot freed meanwhile takes the next
                 # season match now, not when that wait ends (a slot stood idle half a
-                # second on average between two matches, README "Performance").
+                # second on average between two matches, docs/performance.md).
                 await self._refill_while(taking)
             try:
                 got = await taking
