@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
@@ -16,22 +15,8 @@ import machine
 
 def test_context_switches_count_every_thread_of_a_process() -> None:
     before = machine.context_switches(os.getpid())
-    ready, done = threading.Event(), threading.Event()
-
-    def other() -> None:
-        for _ in range(50):
-            ready.wait()
-            ready.clear()
-            done.set()
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    for _ in range(50):
-        ready.set()
-        done.wait()
-        done.clear()
-    thread.join()
     # each hand-over blocks one thread until the other wakes it: a context switch at least
+    machine.handoff_us(handoffs=50)
     assert machine.context_switches(os.getpid()) - before >= 50
     assert machine.context_switches(2**22 + 12345) == 0  # no such process: nothing counted
 
