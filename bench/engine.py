@@ -134,7 +134,7 @@ def fast_playouts(pos: Position) -> Callable[[random.Random], int]:
     return play
 
 
-def _slice(
+def rates_in_slice(
     play: Callable[[random.Random], int], rng: random.Random, seconds: float
 ) -> tuple[float, float]:
     """Play for about ``seconds``; deals per second and decisions per second."""
@@ -165,8 +165,8 @@ def measure_beside(
         baseline(rng_b)
     best_a = best_b = (0.0, 0.0)
     for _ in range(max(1, round(seconds / 0.2))):
-        best_a = max(best_a, _slice(play, rng_a, 0.1))
-        best_b = max(best_b, _slice(baseline, rng_b, 0.1))
+        best_a = max(best_a, rates_in_slice(play, rng_a, 0.1))
+        best_b = max(best_b, rates_in_slice(baseline, rng_b, 0.1))
     return best_a, best_b
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent))
 
-from engine import _slice, minimal_sevens_deal
+from engine import minimal_sevens_deal, rates_in_slice
 
 
 def handoff_us(handoffs: int = 2000) -> float:
@@ -67,7 +67,7 @@ def loop_deals_per_s(slices: int = 10, seed: int = 1) -> tuple[float, float]:
     rng = random.Random(seed)
     for _ in range(20):  # warm the caches
         minimal_sevens_deal(rng)
-    rates = [_slice(minimal_sevens_deal, rng, 0.1)[0] for _ in range(slices)]
+    rates = [rates_in_slice(minimal_sevens_deal, rng, 0.1)[0] for _ in range(slices)]
     return max(rates), statistics.median(rates)
 
 

@@ -407,7 +407,7 @@ class Run:
     commands: int  # Redis commands of the platform during the run
     cpu: dict[str, float]  # CPU seconds per process group during the run
     per_command: dict[str, int]  # the same, per command (the bench's polling HGETs and INFOs out)
-    switches: dict[str, int] = dataclasses.field(default_factory=dict)  # context switches
+    switches: dict[str, int]  # context switches of the referee's and the bots' threads
 
 
 def run_matches(
@@ -531,15 +531,14 @@ def row_of_run(
             TARGETS.get(f"cpu {label}", ""),
         )
     )
-    if run.switches:
-        rows.append(
-            (
-                f"context switches per decision (wake-ups), {label}",
-                f"referee {run.switches['referee'] / n:.1f} (bots' processes "
-                f"{run.switches['bots'] / n:.1f})",
-                "",
-            )
+    rows.append(
+        (
+            f"context switches per decision (wake-ups), {label}",
+            f"referee {run.switches['referee'] / n:.1f} (bots' processes "
+            f"{run.switches['bots'] / n:.1f})",
+            "",
         )
+    )
     rows.append(
         (
             f"Redis commands per decision, {label}",
