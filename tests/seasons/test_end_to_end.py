@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -101,13 +101,15 @@ def wait_done(conn: redis.Redis, season: str, at_least: int, timeout: float = 90
         time.sleep(0.1)
 
 
-def kill_a_busy_worker(conn: redis.Redis, season: str) -> None:
+def kill_a_busy_worker(conn: redis.Redis, season: str | Callable[[], str]) -> None:
     """SIGKILL the match-host process running a match of ``season`` that has shown the bots
     its deals (with every match it runs); the pool starts a new host and the janitor
-    re-enqueues the matches."""
+    re-enqueues the matches. ``season`` may be a function, asked again on each look: a
+    ladder's current batch can end, and the next begin, while this looks."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        for match_id, state in store.match_states(conn, season).items():
+        name = season() if callable(season) else season
+        for match_id, state in store.match_states(conn, name).items():
             if state != "running" or conn.hget(keys.match_state(match_id), "revealed") is None:
                 continue
             worker = str(conn.hget(keys.match_state(match_id), "worker") or "")
